@@ -1,0 +1,34 @@
+"""Figures derived from a median time and the declared bytes and flops (DESIGN §4)."""
+
+from __future__ import annotations
+
+from perfguard.model import DeviceInfo, Metrics
+
+
+def derive(
+    median_ms: float,
+    bytes_moved: float | None,
+    flops: float | None,
+    device: DeviceInfo,
+    eager_latency_ms: float | None = None,
+) -> Metrics:
+    seconds = median_ms / 1e3
+    gbps = bytes_moved / seconds / 1e9 if bytes_moved else None
+    util = gbps / device.peak_bandwidth_gbps if gbps is not None and device.peak_bandwidth_gbps else None
+    tflops = flops / seconds / 1e12 if flops else None
+    intensity = flops / bytes_moved if flops and bytes_moved else None
+    overhead = share = None
+    if eager_latency_ms is not None:
+        # The eager latency is a single synchronised call timed on the host; it can come out a hair
+        # under the device median by noise, which is no overhead, not a negative one.
+        overhead = max(eager_latency_ms - median_ms, 0.0)
+        share = overhead / eager_latency_ms if eager_latency_ms > 0 else None
+    return Metrics(
+        gbps=gbps,
+        bandwidth_util=util,
+        tflops=tflops,
+        arithmetic_intensity=intensity,
+        eager_latency_ms=eager_latency_ms,
+        launch_overhead_ms=overhead,
+        launch_overhead_share=share,
+    )

@@ -1,0 +1,52 @@
+"""Distribution-free statistics of timing samples."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+from perfguard.model import Latency
+
+
+def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of the median from order statistics (binomial, no normality assumed).
+
+    Timing samples are skewed and heavy-tailed, so a t-interval would be wrong; the ranks
+    j and n-j+1 around the median cover it with the binomial probability.
+    """
+    x = np.sort(np.asarray(samples, dtype=float))
+    n = len(x)
+    if n == 0:
+        raise ValueError("no samples")
+    j = int(stats.binom.ppf((1 - confidence) / 2, n, 0.5))
+    j = max(j, 1)
+    return float(x[j - 1]), float(x[n - j])
+
+
+def ci_half_width_ratio(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> float:
+    """Half-width of the median's confidence interval, relative to the median."""
+    lo, hi = median_ci(samples, confidence)
+    med = float(np.median(samples))
+    return (hi - lo) / 2 / med if med > 0 else math.inf
+
+
+def summarize(samples_ms: Sequence[float], stop_reason: str) -> Latency:
+    x = np.asarray(samples_ms, dtype=float)
+    lo, hi = median_ci(x)
+    p10, p25, p75, p90 = np.percentile(x, [10, 25, 75, 90])
+    return Latency(
+        median_ms=float(np.median(x)),
+        mean_ms=float(x.mean()),
+        min_ms=float(x.min()),
+        max_ms=float(x.max()),
+        p10_ms=float(p10),
+        p90_ms=float(p90),
+        iqr_ms=float(p75 - p25),
+        ci_low_ms=lo,
+        ci_high_ms=hi,
+        n=len(x),
+        stop_reason=stop_reason,
+    )

@@ -1,0 +1,283 @@
+"""`@perf_case`: the declaration of a measured operator, its parameter grid and its validation.
+
+A case is declared once and expanded per device into instances, one per point of its parameter grid.
+Everything a user can get wrong in a declaration is caught here, at import (that is, collection)
+time, with a message that names the case and the keyword.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import itertools
+import math
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from perfguard.errors import ConfigError
+
+CACHE_MODES = ("cold", "hot")
+TIMING_MODES = ("eager", "graph")
+DEVICE_KINDS = ("cuda", "cpu")
+
+# Every keyword @perf_case takes; anything else is a typo we want to name at collection time.
+OPTIONS = (
+    "name",
+    "params",
+    "bytes",
+    "flops",
+    "cache",
+    "mode",
+    "threshold",
+    "memory_threshold",
+    "budget_s",
+    "memory_breakdown",
+    "device_kinds",
+    "check",
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CaseSpec:
+    """A declared case: the setup function and how to measure what it returns."""
+
+    name: str
+    setup: Callable[..., Any]
+    params: Mapping[str, tuple[Any, ...]] | Callable[[str], Mapping[str, Any]] = dataclasses.field(
+        default_factory=dict
+    )
+    bytes: float | Callable[..., float] | None = None
+    flops: float | Callable[..., float] | None = None
+    cache: str = "cold"
+    mode: str = "eager"
+    threshold: float | None = None
+    memory_threshold: float | None = None
+    budget_s: float | None = None
+    memory_breakdown: bool = False
+    device_kinds: tuple[str, ...] = DEVICE_KINDS
+    check: Callable[..., Any] | None = None
+    location: str = ""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The decorated function stays callable, so a user can still call the setup by hand.
+        return self.setup(*args, **kwargs)
+
+    def grid(self, device: str) -> dict[str, tuple[Any, ...]]:
+        """The parameter grid on `device` (a grid may be a callable of the device kind)."""
+        if callable(self.params):
+            try:
+                grid = self.params(device)
+            except Exception as exc:  # noqa: BLE001 - any failure is the user's grid callable
+                raise ConfigError(f"perf_case {self.name!r}: params({device!r}) raised {exc!r}") from None
+            return _check_grid(self.name, grid, self.setup)
+        return dict(self.params)
+
+    def instances(self, device: str) -> list[CaseInstance]:
+        grid = self.grid(device)
+        names = list(grid)
+        return [
+            CaseInstance(self, tuple(zip(names, values)))
+            for values in itertools.product(*(grid[n] for n in names))
+        ]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CaseInstance:
+    """One point of a case's grid: what is measured and reported under one id."""
+
+    spec: CaseSpec
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def id(self) -> str:
+        if not self.params:
+            return self.spec.name
+        return f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]"
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def params_for_record(self) -> dict[str, Any]:
+        """Parameters as JSON values: numbers stay numbers (scaling fits need them), the rest text."""
+        return {k: v if v is None or isinstance(v, (bool, int, float, str)) else format_value(v) for k, v in self.params}
+
+    def setup_kwargs(self, device: str) -> dict[str, Any]:
+        return call_kwargs(self.spec.setup, {**self.kwargs, "device": device}, f"perf_case {self.spec.name!r}")
+
+    def bytes_moved(self, device: str) -> float | None:
+        return self._model("bytes", self.spec.bytes, device)
+
+    def flop_count(self, device: str) -> float | None:
+        return self._model("flops", self.spec.flops, device)
+
+    def _model(self, what: str, value: Any, device: str) -> float | None:
+        if value is None:
+            return None
+        if callable(value):
+            where = f"perf_case {self.id!r}: {what}"
+            try:
+                value = value(**call_kwargs(value, {**self.kwargs, "device": device}, where))
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a broken model is a declaration mistake
+                raise ConfigError(f"{where}(...) raised {exc!r}; fix the {what} model") from None
+        return _nonnegative(f"perf_case {self.id!r}: {what}", value)
+
+
+def format_value(value: Any) -> str:
+    """A short, readable form of a parameter value for test ids (torch.float16 -> float16)."""
+    if isinstance(value, (tuple, list)):
+        return "x".join(format_value(v) for v in value)
+    text = str(value)
+    return text[len("torch.") :] if text.startswith("torch.") else text
+
+
+def call_kwargs(fn: Callable[..., Any], available: Mapping[str, Any], where: str, skip: int = 0) -> dict[str, Any]:
+    """The subset of `available` that `fn` declares; a required parameter we cannot give is an error.
+
+    `skip` leading parameters are the caller's to pass positionally (a check's output argument).
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return dict(available)
+    params = list(sig.parameters.values())[skip:]
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return dict(available)
+    kwargs = {}
+    for p in params:
+        name = p.name
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        if name in available:
+            kwargs[name] = available[name]
+        elif p.default is p.empty:
+            known = ", ".join(sorted(available)) or "none"
+            raise ConfigError(
+                f"{where}: needs argument {name!r}, which is neither a parameter nor 'device' "
+                f"(available: {known}); add it to params or give it a default"
+            )
+    return kwargs
+
+
+def perf_case(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Declare a performance case. The setup function returns the callable that is timed.
+
+    Used bare (`@perf_case`) or with keywords (`@perf_case(params=..., bytes=...)`); the keywords are
+    listed in `OPTIONS` and described in the README.
+    """
+
+    def decorate(setup: Callable[..., Any]) -> CaseSpec:
+        name = options.get("name") or getattr(setup, "__name__", None)
+        return build_spec(setup, options, default_name=name, location=_location(setup))
+
+    if fn is not None:
+        if not callable(fn):
+            raise ConfigError(f"perf_case takes keywords only (got a positional {fn!r})")
+        return decorate(fn)
+    return decorate
+
+
+def build_spec(
+    setup: Callable[..., Any], options: Mapping[str, Any], *, default_name: str | None, location: str = ""
+) -> CaseSpec:
+    """Validate `options` and build a CaseSpec; shared by the decorator and the `perf` fixture."""
+    label = f"perf_case {default_name!r}" + (f" ({location})" if location else "")
+    for key in options:
+        if key not in OPTIONS:
+            close = difflib.get_close_matches(key, OPTIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"{label}: unknown keyword {key!r}; {hint}known keywords: {', '.join(OPTIONS)}")
+    if not callable(setup):
+        raise ConfigError(f"{label}: decorate a function, not {setup!r}")
+    name = options.get("name") or default_name
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{label}: name must be a non-empty string")
+    opts = dict(options)
+    opts["name"] = name
+    params = opts.get("params", {})
+    if not callable(params):
+        opts["params"] = _check_grid(name, params, setup)
+    for key in ("bytes", "flops"):
+        value = opts.get(key)
+        if value is not None and not callable(value):
+            _nonnegative(f"{label}: {key}", value)
+    _choice(label, "cache", opts.get("cache", "cold"), CACHE_MODES)
+    _choice(label, "mode", opts.get("mode", "eager"), TIMING_MODES)
+    for key in ("threshold", "memory_threshold", "budget_s"):
+        value = opts.get(key)
+        if value is not None and not (_is_number(value) and value > 0):
+            raise ConfigError(f"{label}: {key} must be a positive number, got {value!r}")
+    kinds = opts.get("device_kinds", DEVICE_KINDS)
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    for kind in kinds:
+        _choice(label, "device_kinds", kind, DEVICE_KINDS)
+    opts["device_kinds"] = kinds
+    if opts.get("check") is not None and not callable(opts["check"]):
+        raise ConfigError(f"{label}: check must be callable, got {opts['check']!r}")
+    opts["memory_breakdown"] = bool(opts.get("memory_breakdown", False))
+    return CaseSpec(setup=setup, location=location, **opts)
+
+
+def _check_grid(name: str, grid: Any, setup: Callable[..., Any]) -> dict[str, tuple[Any, ...]]:
+    label = f"perf_case {name!r}"
+    if not isinstance(grid, Mapping):
+        raise ConfigError(f"{label}: params must be a dict of name -> list of values, got {type(grid).__name__}")
+    checked: dict[str, tuple[Any, ...]] = {}
+    for key, values in grid.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ConfigError(f"{label}: parameter name {key!r} is not a Python identifier")
+        if key == "device":
+            raise ConfigError(f"{label}: 'device' is injected by perfguard; remove it from params")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise ConfigError(f"{label}: params[{key!r}] must be a list of values, e.g. [{values!r}]")
+        values = tuple(values)
+        if not values:
+            raise ConfigError(f"{label}: params[{key!r}] is empty; give at least one value")
+        checked[key] = values
+    # Ask the setup's signature now, so a missing or misspelt parameter fails at collection.
+    probe = {k: v[0] for k, v in checked.items()}
+    call_kwargs(setup, {**probe, "device": "cpu"}, label)
+    try:
+        sig = inspect.signature(setup)
+        if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+            unknown = [k for k in checked if k not in sig.parameters]
+            if unknown:
+                raise ConfigError(f"{label}: setup does not take parameter(s) {', '.join(unknown)}; add them to its signature")
+    except (TypeError, ValueError):
+        pass
+    return checked
+
+
+def _choice(label: str, key: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{label}: {key} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _nonnegative(where: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ConfigError(f"{where} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def _location(fn: Callable[..., Any]) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    path = code.co_filename
+    try:
+        path = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        pass
+    return f"{path}:{code.co_firstlineno}"

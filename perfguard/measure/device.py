@@ -1,0 +1,83 @@
+"""Which device a run measures, and its identity: the model that names the baseline, versions, ceilings."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import re
+
+import torch
+
+from perfguard.measure import nvml
+from perfguard.model import DeviceInfo
+
+
+def default_kind() -> str:
+    """"cuda" when a GPU is usable, else "cpu"."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def slugify(name: str) -> str:
+    """A file-safe, stable name for a device model: 'NVIDIA H200' -> 'nvidia-h200'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def detect(kind: str) -> DeviceInfo:
+    """Identify the current device of `kind` ("cuda" uses the current CUDA device)."""
+    common = {
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+    }
+    if kind == "cpu":
+        name = cpu_model()
+        return DeviceInfo(kind="cpu", name=name, slug="cpu-" + slugify(_short_cpu_name(name)), **common)
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    uuid = f"GPU-{props.uuid}"
+    info = nvml.static_info(nvml.handle(uuid))
+    return DeviceInfo(
+        kind="cuda",
+        name=props.name,
+        slug=slugify(props.name),
+        uuid=uuid,
+        index=index,
+        cuda=torch.version.cuda,
+        compute_capability=f"{props.major}.{props.minor}",
+        memory_bytes=props.total_memory,
+        sm_count=props.multi_processor_count,
+        l2_bytes=getattr(props, "L2_cache_size", None),
+        **info,
+        **common,
+    )
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _short_cpu_name(name: str) -> str:
+    # "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz" -> "Intel Xeon Platinum 8481C"
+    name = re.sub(r"\((R|TM|tm|r)\)", "", name)
+    name = re.sub(r"\s*@.*$", "", name)
+    name = re.sub(r"\b(CPU|Processor|\d+-Core)\b", "", name)
+    return " ".join(name.split())
+
+
+def _version(package: str) -> str | None:
+    # Ask the installed metadata instead of importing: importing triton costs a second.
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,263 @@
+"""Measure one case instance end to end: setup, warm-up, sampling, eager latency, memory, telemetry.
+
+`measure` and `smoke` always return a CaseResult: a case that cannot be measured comes back with
+status "error" and a one-line reason (plus the user's traceback), its GPU memory freed, so the
+caller can go on with the next case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from perfguard.analysis import metrics as derived
+from perfguard.analysis.stats import summarize
+from perfguard.case import CaseInstance, call_kwargs
+from perfguard.errors import MeasurementError
+from perfguard.measure import memory, nvml, telemetry
+from perfguard.measure.timers import (
+    CallEstimate,
+    CudaEventTimer,
+    CudaGraphTimer,
+    HostTimer,
+    SamplingRule,
+    check_finite,
+    graph_calls,
+    sample,
+)
+from perfguard.model import CaseResult, DeviceInfo, thin_samples
+
+WARMUP_S = 0.025
+EAGER_REPS = 20
+
+
+def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "") -> CaseResult:
+    """Run the callable once and its check: the case as a functional test, at almost no cost."""
+    base = _base_result(instance, device, nodeid)
+    try:
+        with _case_scope(instance.id, device):
+            fn = _setup(instance, device)
+            _first_call(instance, fn, device)
+            del fn
+    except MeasurementError as exc:
+        return _replace(base, status="error", error=str(exc))
+    return _replace(base, status="smoke")
+
+
+def measure(
+    instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = ""
+) -> CaseResult:
+    base = _base_result(instance, device, nodeid)
+    try:
+        with _case_scope(instance.id, device):
+            return _measure(instance, device, rule, base)
+    except MeasurementError as exc:
+        return _replace(base, status="error", error=str(exc))
+
+
+def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult) -> CaseResult:
+    cuda = device.kind == "cuda"
+    where = instance.id
+    handle = nvml.handle(device.uuid) if cuda else None
+    watch = telemetry.Watch(handle)
+    mem_before = memory.before_setup(device.uuid) if cuda else None
+
+    t_setup = time.perf_counter()
+    fn = _setup(instance, device)
+    setup_s = time.perf_counter() - t_setup
+
+    start = time.perf_counter()
+    deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
+    flush = memory.l2_flusher(device) if cuda and instance.spec.cache == "cold" else None
+    _first_call(instance, fn, device)
+    estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
+
+    if not cuda:
+        timer: Any = HostTimer(fn)
+    else:
+        clock_hz = (device.max_sm_clock_mhz or 2000) * 1e6
+        if instance.spec.mode == "graph":
+            calls = graph_calls(instance.spec.cache, estimate)
+            timer = _guard(where, "CUDA-graph capture", lambda: CudaGraphTimer(fn, flush, estimate, clock_hz, calls))
+        else:
+            timer = CudaEventTimer(fn, flush, estimate, clock_hz)
+    watch.tick()
+    per_call = estimate.total_s / getattr(timer, "calls", 1) if cuda else estimate.total_s
+
+    def take(k: int) -> list[float]:
+        out = _guard(where, "sampling", lambda: timer.take(k))
+        watch.tick()
+        return out
+
+    samples, stop = sample(take, per_call, rule, deadline)
+    check_finite(samples, where)
+    del timer  # a captured graph holds its own memory pool
+
+    eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05)) if cuda else None
+    mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before)) if cuda else None
+    wall_s = time.perf_counter() - start
+    del fn, flush
+
+    latency = summarize(samples, stop)
+    return _replace(
+        base,
+        status="ok",
+        timer="host-clock" if not cuda else ("cuda-graph" if instance.spec.mode == "graph" else "cuda-events"),
+        latency=latency,
+        samples_ms=thin_samples(samples),
+        metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, eager_ms),
+        memory=mem,
+        telemetry=watch.result(),
+        setup_s=setup_s,
+        wall_s=wall_s,
+    )
+
+
+def _base_result(instance: CaseInstance, device: DeviceInfo, nodeid: str) -> CaseResult:
+    spec = instance.spec
+    return CaseResult(
+        id=instance.id,
+        name=spec.name,
+        status="error",
+        nodeid=nodeid,
+        params=instance.params_for_record(),
+        device=device.slug,
+        device_uuid=device.uuid,
+        cache=spec.cache,
+        mode=spec.mode,
+        bytes=instance.bytes_moved(device.kind),
+        flops=instance.flop_count(device.kind),
+        threshold=spec.threshold,
+        memory_threshold=spec.memory_threshold,
+    )
+
+
+def _replace(result: CaseResult, **changes: Any) -> CaseResult:
+    return dataclasses.replace(result, **changes)
+
+
+@contextlib.contextmanager
+def _case_scope(case_id: str, device: DeviceInfo) -> Iterator[None]:
+    """An NVTX range named after the case, and the case's GPU memory released when it ends."""
+    cuda = device.kind == "cuda"
+    if cuda:
+        torch.cuda.nvtx.range_push(case_id)
+    try:
+        yield
+    finally:
+        if cuda:
+            torch.cuda.nvtx.range_pop()
+        # The error path has already dropped every reference (see _guard); collect and hand the
+        # cached blocks back so the next case starts from the same state.
+        gc.collect()
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+
+def _guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
+    """Run a step; turn any exception into a MeasurementError that holds no reference to its frames.
+
+    The original exception's traceback keeps the case's tensors alive (its frames hold them), so
+    it is formatted to text and dropped before the MeasurementError is raised outside the handler.
+    """
+    message = None
+    try:
+        return step()
+    except MeasurementError:
+        raise
+    except torch.cuda.OutOfMemoryError as exc:
+        message = (
+            f"{where}: ran out of GPU memory during {stage} ({_first_line(exc)}); "
+            "make the case smaller or limit it with device_kinds"
+        )
+    except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
+        message = f"{where}: {stage} raised {type(exc).__name__}: {_first_line(exc)}\n{_user_traceback(exc)}"
+    raise MeasurementError(message)
+
+
+def _setup(instance: CaseInstance, device: DeviceInfo) -> Callable[[], Any]:
+    where = instance.id
+    fn = _guard(where, "setup", lambda: instance.spec.setup(**instance.setup_kwargs(device.kind)))
+    if not callable(fn):
+        kind = type(fn).__name__
+        raise MeasurementError(
+            f"{where}: setup returned {_article(kind)} {kind}, not a callable; return the function to time, e.g. `return lambda: op(x)`"
+        )
+    return fn
+
+
+def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInfo) -> None:
+    """The first call (it absorbs compilation) and the case's correctness check."""
+    where = instance.id
+
+    def call() -> Any:
+        out = fn()
+        if device.kind == "cuda":
+            torch.cuda.synchronize()
+        return out
+
+    out = _guard(where, "the timed callable", call)
+    check = instance.spec.check
+    if check is not None:
+        kwargs = call_kwargs(check, {**instance.kwargs, "device": device.kind}, f"{where}: check", skip=1)
+        verdict = _guard(where, "check", lambda: check(out, **kwargs))
+        if verdict is False:
+            raise MeasurementError(f"{where}: check returned False: the output is wrong")
+
+
+def _warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, warmup_s: float) -> CallEstimate:
+    """Call until `warmup_s` has passed (at least 3 times), learning the host and total time per call."""
+    host, total = [], []
+    end = time.perf_counter() + warmup_s
+    while len(total) < 3 or time.perf_counter() < end:
+        if flush is not None:
+            flush()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        if cuda:
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        host.append(t1 - t0)
+        total.append(t2 - t0)
+    host.sort()
+    total.sort()
+    return CallEstimate(host_s=host[len(host) // 2], total_s=total[len(total) // 2])
+
+
+def _eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadline: float) -> float:
+    """Median wall time of a synchronised call, as the caller of the operator sees it (ms)."""
+    times = []
+    while len(times) < 3 or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
+        if flush is not None:
+            flush()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback frames of the user's code, not perfguard's."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/perfguard/measure/" not in f.filename.replace("\\", "/")]
+    return "".join(traceback.format_list(frames)).rstrip()
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"

@@ -1,0 +1,179 @@
+"""Timers and the sampling loop (DESIGN §3).
+
+A timer takes a batch of samples and returns one time per call, in milliseconds:
+
+- `CudaEventTimer`: each call between two CUDA events; the batch is queued behind a device-side
+  wait (`torch.cuda._sleep`) long enough for the host to enqueue the whole batch, so host launch
+  gaps never show up between the events, as nvbench's blocking kernel does. With a cold cache,
+  a buffer of twice the L2 is overwritten before each call, outside the events.
+- `CudaGraphTimer`: a batch of calls captured in a CUDA graph, each replay between events.
+- `HostTimer`: `time.perf_counter_ns` around each call, for machines without CUDA.
+
+`sample` runs a timer until the median's 95% confidence half-width is within the target, or the
+time budget is spent (at least `min_samples` either way), and says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from perfguard.analysis.stats import ci_half_width_ratio
+
+# A batch aims at this much device time: long enough to amortise the synchronisation, short
+# enough to check the stopping rule often.
+BATCH_TARGET_S = 0.01
+MAX_BATCH = 256
+# The device-side wait never exceeds this; a batch whose host enqueue takes longer is shortened.
+MAX_HOLD_S = 0.05
+MAX_SAMPLES = 200_000
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingRule:
+    budget_s: float = 0.5
+    min_samples: int = 10
+    target_ci: float = 0.005  # stop when the CI half-width of the median is under 0.5% of it
+    max_samples: int = MAX_SAMPLES
+
+
+@dataclasses.dataclass
+class CallEstimate:
+    """What warm-up learnt about one call: host time to enqueue it, and its whole synchronised time."""
+
+    host_s: float
+    total_s: float
+
+
+def sample(take: Callable[[int], list[float]], per_call_s: float, rule: SamplingRule, deadline: float) -> tuple[list[float], str]:
+    samples: list[float] = []
+    batch = int(min(MAX_BATCH, max(1, BATCH_TARGET_S // max(per_call_s, 1e-7))))
+    while True:
+        samples.extend(take(min(batch, rule.max_samples - len(samples))))
+        if len(samples) < rule.min_samples:
+            continue
+        if ci_half_width_ratio(samples) <= rule.target_ci:
+            return samples, "converged"
+        if len(samples) >= rule.max_samples:
+            return samples, "max_samples"
+        if time.perf_counter() >= deadline:
+            return samples, "budget"
+
+
+class HostTimer:
+    name = "host-clock"
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn = fn
+
+    def take(self, k: int) -> list[float]:
+        fn, clock = self.fn, time.perf_counter_ns
+        out = []
+        with _gc_paused():
+            for _ in range(k):
+                t0 = clock()
+                fn()
+                out.append((clock() - t0) / 1e6)
+        return out
+
+
+class CudaEventTimer:
+    name = "cuda-events"
+
+    def __init__(self, fn: Callable[[], Any], flush: Callable[[], Any] | None, estimate: CallEstimate, sm_clock_hz: float):
+        self.fn = fn
+        self.flush = flush
+        self.estimate = estimate
+        self.sm_clock_hz = sm_clock_hz
+        self.starts = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_BATCH)]
+        self.ends = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_BATCH)]
+
+    def _call(self) -> None:
+        self.fn()
+
+    def _scale(self) -> int:
+        return 1
+
+    def take(self, k: int) -> list[float]:
+        # Never hold the device longer than MAX_HOLD_S: fewer calls per batch for slow-to-launch ops.
+        k = max(1, min(k, int(MAX_HOLD_S / max(self.estimate.host_s, 1e-7))))
+        hold_s = min(MAX_HOLD_S, 1.25 * k * self.estimate.host_s + 20e-6)
+        starts, ends, flush, call = self.starts, self.ends, self.flush, self._call
+        with _gc_paused():
+            torch.cuda._sleep(int(hold_s * self.sm_clock_hz))
+            for i in range(k):
+                if flush is not None:
+                    flush()
+                starts[i].record()
+                call()
+                ends[i].record()
+            ends[k - 1].synchronize()
+        scale = self._scale()
+        return [starts[i].elapsed_time(ends[i]) / scale for i in range(k)]
+
+
+class CudaGraphTimer(CudaEventTimer):
+    """Replays of a graph of `calls` calls; each sample is one replay divided by `calls`."""
+
+    name = "cuda-graph"
+
+    def __init__(self, fn, flush, estimate, sm_clock_hz, calls: int):
+        super().__init__(fn, flush, estimate, sm_clock_hz)
+        self.calls = calls
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # capture needs the lazy init (cuBLAS handles...) done off-graph
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for _ in range(calls):
+                fn()
+        torch.cuda.synchronize()
+
+    def _call(self) -> None:
+        self.graph.replay()
+
+    def _scale(self) -> int:
+        return self.calls
+
+
+def graph_calls(cache: str, estimate: CallEstimate) -> int:
+    """Calls per captured graph: one with a cold cache (each call must be flushed), else ~1 ms worth."""
+    if cache == "cold":
+        return 1
+    return int(min(100, max(1, 1e-3 // max(estimate.total_s, 1e-7))))
+
+
+class _gc_paused:
+    """Keep the garbage collector from pausing the host mid-batch (timeit does the same)."""
+
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was:
+            gc.enable()
+
+
+def check_finite(samples: list[float], where: str) -> None:
+    from perfguard.errors import MeasurementError
+
+    bad = [s for s in samples if not math.isfinite(s) or s < 0]
+    if bad:
+        raise MeasurementError(
+            f"{where}: the timer returned {len(bad)} non-finite or negative time(s) (e.g. {bad[0]!r} ms); "
+            "the measurement is void - check that the callable does not reset the device or its streams"
+        )
+    if not any(samples):
+        raise MeasurementError(
+            f"{where}: every call took 0 ms by this timer, below its resolution; give the case more work"
+        )

@@ -1,0 +1,268 @@
+"""The run record: what a run measured, as frozen dataclasses, and the only JSON (de)serialisation.
+
+Every file perfguard writes or reads (run records, and later baselines) goes through `dumps` and
+`loads` here, so the format has one owner and one schema version. Figures are rounded to a fixed
+number of significant digits so that a stored file reads as a clean diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from typing import Any, TypeVar
+
+from perfguard.errors import BaselineError
+
+SCHEMA_VERSION = 1
+SIGNIFICANT_DIGITS = 6
+# Raw samples kept per case in a record: enough for a rank test, small enough to diff and ship.
+MAX_STORED_SAMPLES = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """What a figure was measured on; `slug` names the baseline file (nvidia-h200, cpu-...)."""
+
+    kind: str  # "cuda" or "cpu"
+    name: str
+    slug: str
+    uuid: str | None = None
+    index: int | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    torch: str | None = None
+    triton: str | None = None
+    python: str | None = None
+    compute_capability: str | None = None
+    memory_bytes: int | None = None
+    bus_width_bits: int | None = None
+    max_memory_clock_mhz: int | None = None
+    max_sm_clock_mhz: int | None = None
+    peak_bandwidth_gbps: float | None = None
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    cpu_count: int | None = None
+    ecc_enabled: bool | None = None
+
+    def fingerprint(self) -> dict[str, str | None]:
+        """The software versions a baseline is only comparable under."""
+        return {"driver": self.driver, "cuda": self.cuda, "torch": self.torch, "triton": self.triton}
+
+
+@dataclasses.dataclass(frozen=True)
+class Latency:
+    """Summary of the per-call samples, in milliseconds. CI is the 95% interval of the median."""
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    p10_ms: float
+    p90_ms: float
+    iqr_ms: float
+    ci_low_ms: float
+    ci_high_ms: float
+    n: int
+    stop_reason: str  # "converged" (CI within target), "budget" (time ran out) or "max_samples"
+
+    @property
+    def ci_half_width_pct(self) -> float:
+        return 100.0 * (self.ci_high_ms - self.ci_low_ms) / 2.0 / self.median_ms if self.median_ms else math.inf
+
+
+@dataclasses.dataclass(frozen=True)
+class Telemetry:
+    """Clock, temperature, power and throttle state around a case (NVML); null on a CPU."""
+
+    sm_clock_mhz_before: int | None = None
+    sm_clock_mhz_after: int | None = None
+    sm_clock_mhz_mean: float | None = None
+    temperature_c_before: int | None = None
+    temperature_c_after: int | None = None
+    power_w_before: float | None = None
+    power_w_after: float | None = None
+    throttle_reasons: tuple[str, ...] = ()
+    throttled: bool = False  # power or thermal slowdown seen during the case
+
+
+@dataclasses.dataclass(frozen=True)
+class Memory:
+    """GPU memory of one call of the case, in bytes; null on a CPU."""
+
+    peak_allocated_bytes: int | None = None  # max allocated during a call, minus what was live before it
+    peak_reserved_bytes: int | None = None  # max reserved by the caching allocator during the call
+    setup_allocated_bytes: int | None = None  # allocated by setup (inputs, parameters)
+    nvml_used_delta_bytes: int | None = None  # device memory used after the case minus before it
+    fragmentation: float | None = None  # 1 - allocated/reserved at peak
+    alloc_retries: int | None = None  # allocator cudaMalloc retries (a sign of fragmentation)
+
+
+@dataclasses.dataclass(frozen=True)
+class Metrics:
+    """Figures derived from the median and the declared bytes and flops."""
+
+    gbps: float | None = None  # achieved bandwidth, 1e9 bytes/s
+    bandwidth_util: float | None = None  # achieved / theoretical peak bandwidth (0..1)
+    tflops: float | None = None
+    arithmetic_intensity: float | None = None  # flops per byte
+    eager_latency_ms: float | None = None  # a synchronised call as the caller sees it (host clock)
+    launch_overhead_ms: float | None = None  # eager latency - device time
+    launch_overhead_share: float | None = None  # launch overhead / eager latency
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseResult:
+    """Everything measured for one case instance (one grid point) in one run."""
+
+    id: str
+    name: str
+    status: str  # "ok", "smoke", "error" or "skipped"
+    nodeid: str = ""
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    device: str = ""  # the device slug
+    device_uuid: str | None = None
+    timer: str = ""  # "cuda-events", "cuda-graph" or "host-clock"
+    cache: str = "cold"
+    mode: str = "eager"
+    bytes: float | None = None
+    flops: float | None = None
+    threshold: float | None = None  # per-case overrides of the verdict thresholds, percent
+    memory_threshold: float | None = None
+    latency: Latency | None = None
+    samples_ms: tuple[float, ...] = ()
+    metrics: Metrics | None = None
+    memory: Memory | None = None
+    telemetry: Telemetry | None = None
+    setup_s: float | None = None
+    wall_s: float | None = None  # warm-up + sampling + memory pass, without setup
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One run: the devices it used and every case's result."""
+
+    created_at: str
+    perfguard_version: str
+    devices: tuple[DeviceInfo, ...] = ()
+    results: tuple[CaseResult, ...] = ()
+    commit: str | None = None
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+
+def thin_samples(samples: typing.Sequence[float], limit: int = MAX_STORED_SAMPLES) -> tuple[float, ...]:
+    """At most `limit` samples, taken evenly in time order so drift within the case stays visible."""
+    if len(samples) <= limit:
+        return tuple(samples)
+    step = len(samples) / limit
+    return tuple(samples[int(i * step)] for i in range(limit))
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def round_sig(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses to dicts, tuples to lists, floats rounded; the inverse of `from_jsonable`."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return round_sig(obj)
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """The text of a record: sorted keys, one key a line, so that stored files diff cleanly."""
+    return json.dumps(to_jsonable(obj), sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def loads_record(text: str, source: str) -> RunRecord:
+    """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
+    data = _parse(text, source)
+    _check_schema(data, source)
+    return from_jsonable(RunRecord, data, source)
+
+
+def _parse(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "
+            "restore it from version control"
+        ) from None
+
+
+def _check_schema(data: Any, source: str) -> None:
+    if not isinstance(data, dict):
+        raise BaselineError(f"{source}: expected a JSON object at the top, found {type(data).__name__}")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise BaselineError(
+            f"{source}: schema_version {version!r}, but this perfguard reads version {SCHEMA_VERSION}; "
+            "use the perfguard version that wrote it, or re-record the file"
+        )
+
+
+def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:
+    """Build dataclass `cls` from parsed JSON, strictly: unknown or missing fields are errors."""
+    where = path or cls.__name__
+    if not isinstance(data, dict):
+        raise BaselineError(f"{source}: {where} should be an object, found {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise BaselineError(f"{source}: unknown field(s) {', '.join(unknown)} in {where}; was the file edited by hand?")
+    kwargs = {}
+    for name, field in fields.items():
+        if name not in data:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                raise BaselineError(f"{source}: {where} lacks required field {name!r}; was the file edited by hand?")
+            continue
+        kwargs[name] = _convert(hints[name], data[name], source, f"{where}.{name}")
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise BaselineError(f"{source}: {where} must not be null")
+        (inner,) = [a for a in args if a is not type(None)] or (Any,)
+        return _convert(inner, value, source, where)
+    if dataclasses.is_dataclass(hint):
+        return from_jsonable(hint, value, source, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise BaselineError(f"{source}: {where} should be a list, found {type(value).__name__}")
+        item = typing.get_args(hint)[0]
+        return tuple(_convert(item, v, source, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict or hint is Any:
+        return value
+    expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)
+    if expected and (not isinstance(value, expected) or (hint is not bool and isinstance(value, bool))):
+        raise BaselineError(f"{source}: {where} should be {hint.__name__}, found {value!r}")
+    if hint is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise BaselineError(f"{source}: {where} is not a finite number")
+    return value
