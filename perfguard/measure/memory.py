@@ -42,6 +42,9 @@ def measure_call(fn: Callable[[], Any], before: Before) -> Memory:
     torch.cuda.synchronize()
     setup_allocated = torch.cuda.memory_allocated() - before.allocated
     retries0 = torch.cuda.memory_stats().get("num_alloc_retries", 0)
+    # Hand back blocks cached by earlier calls, so "reserved at peak" is what this call needed
+    # and fragmentation measures the allocator's waste, not its cache.
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     live = torch.cuda.memory_allocated()
     out = fn()

@@ -76,9 +76,11 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     start = time.perf_counter()
     deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
     flush = memory.l2_flusher(device) if cuda and instance.spec.cache == "cold" else None
-    _first_call(instance, fn, device)
-    estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
+    with _nvtx("warmup", cuda):
+        _first_call(instance, fn, device)
+        estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
+    calls = 1
     if not cuda:
         timer: Any = HostTimer(fn)
     else:
@@ -89,19 +91,22 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         else:
             timer = CudaEventTimer(fn, flush, estimate, clock_hz)
     watch.tick()
-    per_call = estimate.total_s / getattr(timer, "calls", 1) if cuda else estimate.total_s
 
     def take(k: int) -> list[float]:
         out = _guard(where, "sampling", lambda: timer.take(k))
         watch.tick()
         return out
 
-    samples, stop = sample(take, per_call, rule, deadline)
+    with _nvtx("samples", cuda):
+        samples, stop = sample(take, estimate.total_s, rule, deadline, calls_per_sample=calls)
     check_finite(samples, where)
     del timer  # a captured graph holds its own memory pool
 
-    eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05)) if cuda else None
-    mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before)) if cuda else None
+    eager_ms = mem = None
+    if cuda:
+        with _nvtx("eager+memory", cuda):
+            eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
+            mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     wall_s = time.perf_counter() - start
     del fn, flush
 
@@ -109,7 +114,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     return _replace(
         base,
         status="ok",
-        timer="host-clock" if not cuda else ("cuda-graph" if instance.spec.mode == "graph" else "cuda-events"),
+        timer=HostTimer.name if not cuda else (CudaGraphTimer.name if instance.spec.mode == "graph" else CudaEventTimer.name),
         latency=latency,
         samples_ms=thin_samples(samples),
         metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, eager_ms),
@@ -147,19 +152,27 @@ def _replace(result: CaseResult, **changes: Any) -> CaseResult:
 def _case_scope(case_id: str, device: DeviceInfo) -> Iterator[None]:
     """An NVTX range named after the case, and the case's GPU memory released when it ends."""
     cuda = device.kind == "cuda"
-    if cuda:
-        torch.cuda.nvtx.range_push(case_id)
     try:
-        yield
+        with _nvtx(case_id, cuda):
+            yield
     finally:
-        if cuda:
-            torch.cuda.nvtx.range_pop()
         # The error path has already dropped every reference (see _guard); collect and hand the
         # cached blocks back so the next case starts from the same state.
         gc.collect()
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
+
+
+@contextlib.contextmanager
+def _nvtx(name: str, cuda: bool) -> Iterator[None]:
+    if cuda:
+        torch.cuda.nvtx.range_push(name)
+    try:
+        yield
+    finally:
+        if cuda:
+            torch.cuda.nvtx.range_pop()
 
 
 def _guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
@@ -174,8 +187,10 @@ def _guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
     except MeasurementError:
         raise
     except torch.cuda.OutOfMemoryError as exc:
+        # torch's text goes on about allocator settings; the first two sentences say what failed.
+        short = ". ".join(_first_line(exc).split(". ")[:2]).rstrip(".")
         message = (
-            f"{where}: ran out of GPU memory during {stage} ({_first_line(exc)}); "
+            f"{where}: ran out of GPU memory during {stage} ({short}); "
             "make the case smaller or limit it with device_kinds"
         )
     except Exception as exc:  # noqa: BLE001 - the user's code may raise anything

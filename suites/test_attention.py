@@ -1,0 +1,59 @@
+"""Scaled dot-product attention (torch.nn.functional.scaled_dot_product_attention), non-causal and causal.
+
+On the H200, B=8, H=16, S=4096, D=128 in bf16/fp16 dispatches to a fused kernel (FlashAttention,
+memory-efficient or cuDNN, whichever torch picks): the S x S score matrix never leaves the chip, so the only DRAM traffic is q, k, v in and the output out
+(0.5 GiB), against 1.1 TFLOP (non-causal): compute-bound, TFLOP/s is the figure to watch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from perfguard import perf_case
+
+
+def _randn(shape, dtype, device, seed):
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(shape, generator=gen, device=device, dtype=dtype)
+
+
+def _params(device):
+    if device == "cuda":
+        return {"b": [8], "h": [16], "s": [4096], "d": [128], "causal": [False, True], "dtype": [torch.bfloat16, torch.float16]}
+    return {"b": [1], "h": [4], "s": [256], "d": [64], "causal": [False, True], "dtype": [torch.float32]}
+
+
+def _qkv(b, h, s, d, dtype, device):
+    return tuple(_randn((b, h, s, d), dtype, device, seed=i) for i in range(3))
+
+
+def _flops(b, h, s, d, causal):
+    # Q K^T and P V are each 2*S*S*D multiply-adds per head: 4*B*H*S^2*D in all. Causal attention
+    # needs only the lower triangle, so half of that (the convention FlashAttention reports).
+    full = 4 * b * h * s * s * d
+    return full // 2 if causal else full
+
+
+def _check(out, b, h, s, d, causal, dtype, device):
+    # Recompute batch 0, head 0 in float64.
+    q, k, v = (t[0, 0].double() for t in _qkv(b, h, s, d, dtype, device))
+    scores = q @ k.T / math.sqrt(d)
+    if causal:
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=device).triu(1), float("-inf"))
+    ref = torch.softmax(scores, dim=-1) @ v
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(out[0, 0].double(), ref, atol=tol, rtol=tol)
+
+
+@perf_case(
+    params=_params,
+    flops=_flops,
+    bytes=lambda b, h, s, d, dtype: 4 * b * h * s * d * dtype.itemsize,  # read q, k, v once, write the output once
+    check=_check,
+)
+def sdpa(b, h, s, d, causal, dtype, device):
+    q, k, v = _qkv(b, h, s, d, dtype, device)
+    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
