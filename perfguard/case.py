@@ -171,7 +171,8 @@ def perf_case(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """
 
     def decorate(setup: Callable[..., Any]) -> CaseSpec:
-        name = options.get("name") or getattr(setup, "__name__", None)
+        # The function's own name labels errors until `name=` is known to be a usable one.
+        name = getattr(setup, "__name__", None)
         return build_spec(setup, options, default_name=name, location=_location(setup))
 
     if fn is not None:
@@ -193,14 +194,23 @@ def build_spec(
             raise ConfigError(f"{label}: unknown keyword {key!r}; {hint}known keywords: {', '.join(OPTIONS)}")
     if not callable(setup):
         raise ConfigError(f"{label}: decorate a function, not {setup!r}")
-    name = options.get("name") or default_name
+    name = options.get("name")
+    if name is None:
+        name = default_name
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{label}: name must be a non-empty string")
+    label = f"perf_case {name!r}" + (f" ({location})" if location else "")
     opts = dict(options)
     opts["name"] = name
     params = opts.get("params", {})
     if not callable(params):
         opts["params"] = _check_grid(name, params, setup)
+        # The models and the check get the parameters they name: ask their signatures now, so a
+        # misspelt parameter fails at collection, not when the case runs.
+        probe = {**{k: v[0] for k, v in opts["params"].items()}, "device": "cpu"}
+        for key, skip in (("bytes", 0), ("flops", 0), ("check", 1)):
+            if callable(opts.get(key)):
+                call_kwargs(opts[key], probe, f"{label}: {key}", skip=skip)
     for key in ("bytes", "flops"):
         value = opts.get(key)
         if value is not None and not callable(value):

@@ -1,7 +1,7 @@
 """The run record: what a run measured, as frozen dataclasses, and the only JSON (de)serialisation.
 
-Every file perfguard writes or reads (run records, and later baselines) goes through `dumps` and
-`loads` here, so the format has one owner and one schema version. Figures are rounded to a fixed
+Every file perfguard writes or reads (run records and baselines) goes through `dumps` and
+`loads_record` / `loads_baseline` here, so the format has one owner and one schema version. Figures are rounded to a fixed
 number of significant digits so that a stored file reads as a clean diff.
 """
 
@@ -20,6 +20,9 @@ SCHEMA_VERSION = 1
 SIGNIFICANT_DIGITS = 6
 # Raw samples kept per case in a record: enough for a rank test, small enough to diff and ship.
 MAX_STORED_SAMPLES = 1000
+# Raw samples kept per case in a baseline: 200 give a rank test the power to see a 5% shift at the
+# noise of a GPU timer, and keep a baseline update a diff a reviewer can scroll through.
+MAX_BASELINE_SAMPLES = 200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +145,28 @@ class CaseResult:
 
 
 @dataclasses.dataclass(frozen=True)
+class Verdict:
+    """How one metric of one case compares with its baseline.
+
+    status is "regressed", "improved", "same", "unstable", "new" or "missing"; figures are in the
+    metric's unit (ms for latency, bytes for peak_memory); `message` is the one line shown to a person.
+    """
+
+    case_id: str
+    metric: str  # "latency" or "peak_memory"
+    status: str
+    baseline: float | None
+    current: float | None
+    change_pct: float | None
+    p_value: float | None  # rank test; null for deterministic metrics and new/missing
+    confidence: float | None  # 1 - p_value
+    threshold_pct: float
+    baseline_file: str | None
+    env_mismatch: tuple[str, ...]  # e.g. "torch 2.11.0 → 2.12.0"; shown, never decides the status
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
 class RunRecord:
     """One run: the devices it used and every case's result."""
 
@@ -151,6 +176,26 @@ class RunRecord:
     results: tuple[CaseResult, ...] = ()
     commit: str | None = None
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    verdicts: tuple[Verdict, ...] = ()  # empty when the run had no baseline to compare with
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineEntry:
+    """One case in a baseline file: its result (samples capped) and when, where and under what it was recorded."""
+
+    recorded_at: str
+    commit: str | None
+    fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() at recording time
+    result: CaseResult
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineFile:
+    """`baselines/<device.slug>.json`: the accepted figures of one GPU (or CPU) model, by case id."""
+
+    device: DeviceInfo
+    cases: dict[str, BaselineEntry]
     schema_version: int = SCHEMA_VERSION
 
 
@@ -182,6 +227,9 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     if isinstance(obj, float):
+        # Whole numbers (byte and flop counts) stay exact; measured figures keep 6 digits.
+        if obj.is_integer() and abs(obj) < 2**53:
+            return int(obj)
         return round_sig(obj)
     return obj
 
@@ -198,9 +246,26 @@ def loads_record(text: str, source: str) -> RunRecord:
     return from_jsonable(RunRecord, data, source)
 
 
+def loads_baseline(text: str, source: str) -> BaselineFile:
+    """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
+    data = _parse(text, source)
+    _check_schema(data, source)
+    baseline = from_jsonable(BaselineFile, data, source)
+    for key, entry in baseline.cases.items():
+        if key != entry.result.id:
+            raise BaselineError(
+                f"{source}: entry {key!r} holds the result of case {entry.result.id!r}; was the file edited by hand?"
+            )
+    return baseline
+
+
 def _parse(text: str, source: str) -> Any:
+    def refuse(constant: str) -> Any:
+        # NaN and Infinity are not JSON; Python's parser takes them, so refuse them wherever they are.
+        raise BaselineError(f"{source}: holds {constant}, which is not a number a record can hold; was the file edited by hand?")
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "
@@ -256,7 +321,14 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
             raise BaselineError(f"{source}: {where} should be a list, found {type(value).__name__}")
         item = typing.get_args(hint)[0]
         return tuple(_convert(item, v, source, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin is dict or hint is Any:
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise BaselineError(f"{source}: {where} should be an object, found {type(value).__name__}")
+        item = (typing.get_args(hint) or (str, Any))[1]
+        if dataclasses.is_dataclass(item):
+            return {k: from_jsonable(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
+        return value
+    if hint is Any:
         return value
     expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)
     if expected and (not isinstance(value, expected) or (hint is not bool and isinstance(value, bool))):

@@ -2,9 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["pytester"]
+
+# Arguments of every inner pytest run: no cache folder, and without two plugins that take a second
+# each to import and play no part in perfguard's runs (blocking one that is not installed is harmless).
+INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
+
+
+@pytest.fixture(scope="session")
+def run_pytest():
+    """`run_pytest(path, *args)`: pytest in a subprocess in `path`, isolated as `pytester.runpytest_subprocess`
+    isolates it, for a module-scoped fixture whose one run several tests look at. The run sees no GPU,
+    so that it takes the CPU path on any machine."""
+
+    def run(path: Path, *args: str) -> pytest.RunResult:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        env["PY_COLORS"] = "0"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        cmd = [sys.executable, "-m", "pytest", *INNER_ARGS, f"--basetemp={path / 'basetemp'}", *args]
+        start = time.monotonic()
+        out = subprocess.run(cmd, cwd=path, env=env, capture_output=True, text=True, timeout=300)
+        return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def inner_args() -> tuple[str, ...]:
+    """What to pass first to `pytester.runpytest_subprocess` (see INNER_ARGS)."""
+    return INNER_ARGS
 
 
 def _cuda_available() -> bool:

@@ -41,25 +41,29 @@ EAGER_REPS = 20
 def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "") -> CaseResult:
     """Run the callable once and its check: the case as a functional test, at almost no cost."""
     base = _base_result(instance, device, nodeid)
-    try:
-        with _case_scope(instance.id, device):
+    with _case_scope(instance.id, device):
+        try:
             fn = _setup(instance, device)
             _first_call(instance, fn, device)
             del fn
-    except MeasurementError as exc:
-        return _replace(base, status="error", error=str(exc))
-    return _replace(base, status="smoke")
+            return _replace(base, status="smoke")
+        except MeasurementError as exc:
+            error = str(exc)
+    return _replace(base, status="error", error=error)
 
 
 def measure(
     instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = ""
 ) -> CaseResult:
     base = _base_result(instance, device, nodeid)
-    try:
-        with _case_scope(instance.id, device):
+    # The error is caught inside the scope: while it propagates, its traceback's frames still hold
+    # the case's tensors, and the scope's exit must find them gone to hand the memory back.
+    with _case_scope(instance.id, device):
+        try:
             return _measure(instance, device, rule, base)
-    except MeasurementError as exc:
-        return _replace(base, status="error", error=str(exc))
+        except MeasurementError as exc:
+            error = str(exc)
+    return _replace(base, status="error", error=error)
 
 
 def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult) -> CaseResult:
@@ -67,6 +71,8 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     where = instance.id
     handle = nvml.handle(device.uuid) if cuda else None
     watch = telemetry.Watch(handle)
+    # The flush buffer is perfguard's, not the case's: allocated before the memory baseline is taken.
+    flush = memory.l2_flusher(device) if cuda and instance.spec.cache == "cold" else None
     mem_before = memory.before_setup(device.uuid) if cuda else None
 
     t_setup = time.perf_counter()
@@ -75,7 +81,6 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
 
     start = time.perf_counter()
     deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
-    flush = memory.l2_flusher(device) if cuda and instance.spec.cache == "cold" else None
     with _nvtx("warmup", cuda):
         _first_call(instance, fn, device)
         estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))

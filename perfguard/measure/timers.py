@@ -187,7 +187,8 @@ def check_finite(samples: list[float], where: str) -> None:
             f"{where}: the timer returned {len(bad)} non-finite or negative time(s) (e.g. {bad[0]!r} ms); "
             "the measurement is void - check that the callable does not reset the device or its streams"
         )
-    if not any(samples):
+    ordered = sorted(samples)
+    if not ordered or ordered[len(ordered) // 2] <= 0:
         raise MeasurementError(
-            f"{where}: every call took 0 ms by this timer, below its resolution; give the case more work"
+            f"{where}: most calls took 0 ms by this timer, below its resolution; give the case more work"
         )

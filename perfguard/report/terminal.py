@@ -1,19 +1,23 @@
-"""The end-of-run table in the terminal."""
+"""The end-of-run table in the terminal (and `perfguard show`): regressions first."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from perfguard.model import CaseResult, DeviceInfo
+from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import units
 
-COLUMNS = ("case", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "peak mem")
+COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "peak mem")
+# Display order of verdicts: what needs a person first. (analysis.verdict owns the rules; this
+# module only orders what it is given, so report/ need not import scipy.)
+ORDER = ("regressed", "unstable", "improved", "missing", "new", "same", "")
+STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
 
 
-def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) -> list[str]:
-    rows = []
-    errors = []
-    for r in results:
+def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
+    status = case_status(verdicts)
+    rows, errors = [], []
+    for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
             errors.append(f"error: {(r.error or r.id).splitlines()[0]}")
             continue
@@ -23,6 +27,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) -> 
         rows.append(
             (
                 r.id,
+                status.get(r.id, "-"),
                 units.duration(r.latency.median_ms),
                 f"±{r.latency.ci_half_width_pct:.2f}%",
                 units.number(m.gbps if m else None),
@@ -31,13 +36,33 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) -> 
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
             )
         )
-    lines = [f"device: {d.name} ({d.slug})" for d in devices]
+    lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
     if rows:
         widths = [max(len(str(row[i])) for row in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-        fmt = lambda row: "  ".join(  # noqa: E731
-            str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-        )
-        lines.append(fmt(COLUMNS))
-        lines.extend(fmt(row) for row in rows)
-    lines.extend(errors)
+        for row in [COLUMNS, *rows]:
+            lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    return lines + errors
+
+
+def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
+    """A case's overall verdict: the most pressing of its metrics' verdicts."""
+    worst: dict[str, str] = {}
+    for v in verdicts:
+        if v.case_id not in worst or ORDER.index(v.status) < ORDER.index(worst[v.case_id]):
+            worst[v.case_id] = v.status
+    return worst
+
+
+def summary(
+    results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None
+) -> list[tuple[str, dict[str, bool]]]:
+    """The table, then one line counting each verdict, then the line of every verdict that is not `same`."""
+    verdicts = record.verdicts if record else ()
+    lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
+    if verdicts:
+        tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
+        lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
+        for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
+            if v.status not in ("same", "new"):
+                lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
     return lines

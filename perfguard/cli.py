@@ -1,0 +1,210 @@
+"""The `perfguard` console command: work on stored run records and baselines, never re-running a case.
+
+    perfguard show RUN.json
+    perfguard baseline show [--device SLUG] [--baselines DIR]
+    perfguard baseline accept RUN.json [--case ID ...] [--baselines DIR]
+    perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
+
+Exit status: 0 done, 1 `compare` found a regression, 2 a usage or file error (one line on stderr,
+no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfguard.errors import BaselineError, ConfigError, PerfguardError
+from perfguard.model import CaseResult, RunRecord, loads_record
+from perfguard.report import units
+
+DEFAULT_BASELINES = "baselines"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.command(args)
+    except PerfguardError as exc:
+        print(f"perfguard: {exc}", file=sys.stderr)
+        return 2
+
+
+def read_record(path: Path | str) -> RunRecord:
+    """A run record from disk; a missing or unreadable file is one clear error naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; pass a run record such as reports/perfguard.json") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read it as a run record ({getattr(exc, 'strerror', None) or exc})") from None
+    return loads_record(text, str(path))
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def _show(args: argparse.Namespace) -> int:
+    from perfguard.report.terminal import table
+
+    record = read_record(args.run)
+    for line in table(record.results, record.devices):
+        print(line)
+    if record.verdicts:
+        from perfguard.analysis.verdict import counts, ordered
+
+        print(_summary(counts(record.verdicts)))
+        for v in ordered(record.verdicts):
+            if v.status != "same":
+                print(f"{v.case_id}: {v.message}")
+    return 0
+
+
+def _baseline_show(args: argparse.Namespace) -> int:
+    from perfguard.store import list_files, load_file, path_for
+
+    directory = Path(args.baselines)
+    if args.device:
+        paths = [path_for(directory, args.device)]
+        if not paths[0].is_file():
+            known = ", ".join(p.stem for p in list_files(directory)) or "none"
+            raise ConfigError(f"{paths[0]}: no baseline for {args.device} (baselines in {directory}: {known})")
+    else:
+        paths = list_files(directory)
+        if not paths:
+            print(f"no baselines in {directory}")
+            return 0
+    status = 0
+    for path in paths:
+        try:
+            baseline = load_file(path)
+        except BaselineError as exc:  # one bad file should not hide the others
+            print(f"perfguard: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        assert baseline is not None  # it was listed a moment ago
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(baseline.device.fingerprint().items()) if v)
+        print(f"{path}: {baseline.device.name} ({baseline.device.slug}), {len(baseline.cases)} case(s)"
+              + (f"; {versions}" if versions else ""))
+        rows = [
+            (case_id, units.duration(e.result.latency.median_ms if e.result.latency else None),
+             str(e.result.latency.n if e.result.latency else len(e.result.samples_ms)), e.recorded_at,
+             (e.commit or "-")[:12])
+            for case_id, e in sorted(baseline.cases.items())
+        ]
+        for line in _columns(("case", "median", "samples", "recorded_at", "commit"), rows):
+            print(f"  {line}")
+    return status
+
+
+def _baseline_accept(args: argparse.Namespace) -> int:
+    from perfguard.store import update
+
+    record = read_record(args.run)
+    results = list(record.results)
+    if args.case:
+        unknown = sorted(set(args.case) - {r.id for r in results})
+        if unknown:
+            raise ConfigError(f"{args.run}: no case {', '.join(unknown)} in this record; see `perfguard show {args.run}`")
+        results = [r for r in results if r.id in set(args.case)]
+    for r in results:
+        if r.status != "ok":
+            print(f"skipped {r.id}: not measured (status {r.status})")
+    by_device: dict[str, list[CaseResult]] = {}
+    for r in results:
+        if r.status == "ok":
+            by_device.setdefault(r.device, []).append(r)
+    if not by_device:
+        raise ConfigError(f"{args.run}: no measured case to accept; run pytest --perfguard first")
+    devices = {d.slug: d for d in record.devices}
+    for slug, accepted in sorted(by_device.items()):
+        if slug not in devices:
+            raise BaselineError(
+                f"{args.run}: case {accepted[0].id} was measured on {slug!r}, a device the record does not list"
+            )
+        path = update(args.baselines, devices[slug], accepted, commit=record.commit, recorded_at=record.created_at)
+        print(f"accepted {len(accepted)} case(s) into {path}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from perfguard.analysis import verdict
+
+    base, head = read_record(args.base), read_record(args.head)
+    verdicts = verdict.ordered(verdict.compare_records(
+        base,
+        head,
+        threshold_pct=verdict.DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold,
+        memory_threshold_pct=(
+            verdict.DEFAULT_MEMORY_THRESHOLD_PCT if args.memory_threshold is None else args.memory_threshold
+        ),
+        baseline_file=str(args.base),
+        head_file=str(args.head),
+    ))
+    for v in verdicts:
+        print(f"{v.status:<9}  {v.case_id}: {v.message}")
+    tally = verdict.counts(verdicts)
+    print(_summary(tally))
+    return 1 if tally["regressed"] else 0
+
+
+# --- plumbing ---------------------------------------------------------------------------------
+
+
+def _summary(tally: dict[str, int]) -> str:
+    return "perfguard: " + ", ".join(f"{n} {status}" for status, n in tally.items())
+
+
+def _columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 5, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfguard", description="Work on perfguard run records and baselines.")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    show = commands.add_parser("show", help="print a run record as the terminal table")
+    show.add_argument("run", metavar="RUN.json")
+    show.set_defaults(command=_show)
+
+    baseline = commands.add_parser("baseline", help="list or accept baselines")
+    actions = baseline.add_subparsers(title="actions", metavar="ACTION", required=True)
+    listing = actions.add_parser("show", help="list the baselines and their cases")
+    listing.add_argument("--device", metavar="SLUG", help="only this device's file, e.g. nvidia-h200")
+    accept = actions.add_parser("accept", help="write a run's measured cases into its device's baseline")
+    accept.add_argument("run", metavar="RUN.json")
+    accept.add_argument("--case", metavar="ID", action="append", help="only this case (repeatable)")
+    for sub in (listing, accept):
+        sub.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
+                         help=f"baseline folder (default: {DEFAULT_BASELINES})")
+    listing.set_defaults(command=_baseline_show)
+    accept.set_defaults(command=_baseline_accept)
+
+    # Defaults come from perfguard.analysis.verdict, imported only when comparing (it loads scipy).
+    compare = commands.add_parser("compare", help="verdicts between two run records; exit 1 on a regression")
+    compare.add_argument("base", metavar="BASE.json")
+    compare.add_argument("head", metavar="HEAD.json")
+    compare.add_argument("--threshold", metavar="PCT", type=_percent, default=None,
+                         help="latency change that counts, in percent (default: 5, or the case's own)")
+    compare.add_argument("--memory-threshold", metavar="PCT", type=_percent, default=None,
+                         help="peak-memory growth that counts, in percent (default: 5, or the case's own)")
+    compare.set_defaults(command=_compare)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

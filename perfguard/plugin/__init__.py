@@ -1,0 +1,62 @@
+"""The pytest layer: options, collection of `@perf_case` objects, the `perf` fixture, the run's end.
+
+Thin on purpose: measuring is `perfguard.measure`, judging is `perfguard.analysis.verdict`, files are
+`perfguard.store` and `perfguard.model`, tables are `perfguard.report`. Nothing heavy (torch, scipy)
+is imported until a perf case is collected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perfguard.case import CaseSpec
+from perfguard.plugin.items import STATE, Perf, collect
+from perfguard.plugin.options import add_options
+from perfguard.plugin.session import State
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = State(config)
+    config.stash[STATE] = state
+    config.pluginmanager.register(state, "perfguard-state")
+    config.addinivalue_line("markers", "perfguard: a perfguard performance case")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
+    return collect(collector, obj) if isinstance(obj, CaseSpec) else None
+
+
+@pytest.fixture
+def perf(request: pytest.FixtureRequest) -> Perf:
+    """Measure a callable inside an ordinary test: `perf(fn, bytes=..., flops=...)`."""
+    return Perf(request)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # xdist workers leave the files to the controller
+        session.config.stash[STATE].finish()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None or hasattr(config, "workerinput") or not state.options.enabled:
+        return
+    if not (state.results or state.problems):
+        return
+    from perfguard.report.terminal import summary
+
+    terminalreporter.section("perfguard")
+    for line, style in summary(state.results.values(), state.devices.values(), state.record):
+        terminalreporter.write_line(line, **style)
+    for path in state.written:
+        terminalreporter.write_line(f"perfguard: wrote {path}")
+    for problem in state.problems:
+        terminalreporter.write_line(f"perfguard: {problem}", red=True)

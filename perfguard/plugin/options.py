@@ -1,0 +1,77 @@
+"""The command-line options, each also an ini key, parsed once into a frozen `Options`."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# name: (ini type, default, help). Each option is also an ini key spelt without the leading
+# dashes; the underscore spelling (perfguard_budget) is accepted too, as pytest users expect.
+_OPTIONS: dict[str, tuple[str, Any, str]] = {
+    "perfguard": ("bool", False, "measure perf cases (without it they run once, as functional tests)"),
+    "perfguard-baselines": ("string", "baselines", "folder of the per-GPU baseline files (default: baselines)"),
+    "perfguard-update": ("bool", False, "write this run's figures into this GPU's baseline file"),
+    "perfguard-report": ("string", "reports", "folder for perfguard.json and the reports (default: reports)"),
+    "perfguard-threshold": ("string", 5.0, "latency change that fails a case, in percent (default: 5)"),
+    "perfguard-budget": ("string", 0.5, "wall-time budget per case in seconds (default: 0.5)"),
+}
+_FLAGS = ("perfguard", "perfguard-update")
+_METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    enabled: bool
+    update: bool
+    baselines_dir: Path
+    report_dir: Path
+    threshold_pct: float
+    budget_s: float
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Options:
+        root = config.rootpath
+        return cls(
+            enabled=bool(_value(config, "perfguard")),
+            update=bool(_value(config, "perfguard-update")),
+            baselines_dir=Path(root, _value(config, "perfguard-baselines")),
+            report_dir=Path(root, _value(config, "perfguard-report")),
+            threshold_pct=_positive(config, "perfguard-threshold", "a percentage such as 5"),
+            budget_s=_positive(config, "perfguard-budget", "a number of seconds such as 0.5"),
+        )
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfguard", "GPU performance regression testing")
+    for name, (kind, _default, text) in _OPTIONS.items():
+        if name in _FLAGS:
+            group.addoption(f"--{name}", action="store_true", default=None, help=text)
+        else:
+            group.addoption(f"--{name}", metavar=_METAVARS[name], default=None, help=text)
+        parser.addini(name, text, type=kind, default=None)
+        parser.addini(name.replace("-", "_"), f"alias of {name}", type=kind, default=None)
+
+
+def _value(config: pytest.Config, name: str) -> Any:
+    cli = config.getoption(name.replace("-", "_"))
+    if cli is not None:
+        return cli
+    for key in (name, name.replace("-", "_")):
+        value = config.getini(key)
+        if value not in (None, "", []):
+            return value
+    return _OPTIONS[name][1]
+
+
+def _positive(config: pytest.Config, name: str, example: str) -> float:
+    raw = _value(config, name)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise pytest.UsageError(f"--{name} (or ini {name}) must be {example}, got {raw!r}")
+    return value

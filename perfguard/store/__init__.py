@@ -1,0 +1,13 @@
+"""Baseline files: one per device model, loaded strictly, written only through a lock and a rename.
+
+    from perfguard.store import load, update, path_for
+
+Nothing else in perfguard writes a baseline: the pytest plugin (`--perfguard-update`) and the CLI
+(`perfguard baseline accept`) both call `update`.
+"""
+
+from __future__ import annotations
+
+from perfguard.store.baselines import LOCK_TIMEOUT_S, list_files, load, load_file, path_for, update
+
+__all__ = ["LOCK_TIMEOUT_S", "list_files", "load", "load_file", "path_for", "update"]

@@ -1,0 +1,269 @@
+"""Baseline files on a real file system: round trip, merge, clean diffs, bad input, concurrency and crashes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from perfguard import store
+from perfguard.analysis.stats import summarize
+from perfguard.errors import BaselineError
+from perfguard.model import MAX_BASELINE_SAMPLES, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
+
+H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-1234", index=3,
+                  driver="580.159.04", cuda="12.8", torch="2.11.0", triton="3.6.0")
+A100 = DeviceInfo(kind="cuda", name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb")
+WHEN = "2026-11-29T12:00:00+00:00"
+
+
+def result(case_id: str, scale: float = 1.0, n: int = 50, status: str = "ok") -> CaseResult:
+    samples = tuple(scale * (1.0 + 0.001 * ((i * 7919) % 97) / 3.0) for i in range(n))
+    return CaseResult(id=case_id, name=case_id.split("[")[0], status=status, device="nvidia-h200",
+                      device_uuid="GPU-1234", timer="cuda-events", latency=summarize(samples, "converged"),
+                      samples_ms=samples)
+
+
+def write_baseline(directory: Path, *results: CaseResult) -> Path:
+    return store.update(directory, H200, results or (result("a"), result("b")), commit="abc123", recorded_at=WHEN)
+
+
+def test_no_file_means_no_baseline(tmp_path):
+    assert store.load(tmp_path, "nvidia-h200") is None
+    assert store.load(tmp_path / "does-not-exist", H200) is None
+
+
+def test_update_then_load_round_trips(tmp_path):
+    path = write_baseline(tmp_path, result("vector_add[n=1024]"))
+    assert path == tmp_path / "nvidia-h200.json" == store.path_for(tmp_path, "nvidia-h200")
+    baseline = store.load(tmp_path, H200)
+    entry = baseline.cases["vector_add[n=1024]"]
+    assert (entry.recorded_at, entry.commit, entry.fingerprint) == (WHEN, "abc123", H200.fingerprint())
+    assert entry.result.samples_ms == tuple(round_sig(x) for x in result("x").samples_ms)
+    assert entry.result.latency.median_ms == pytest.approx(result("x").latency.median_ms)
+    # The file belongs to the GPU model, not to the card that happened to record it.
+    assert baseline.device.slug == "nvidia-h200" and baseline.device.uuid is None and baseline.device.index is None
+    assert entry.result.device_uuid is None
+
+
+def test_update_merges_into_the_file_keeping_other_cases(tmp_path):
+    write_baseline(tmp_path, result("a"), result("b"))
+    store.update(tmp_path, H200, [result("b", scale=2.0), result("c")], commit="def456", recorded_at=WHEN)
+    cases = store.load(tmp_path, H200).cases
+    assert sorted(cases) == ["a", "b", "c"]
+    assert cases["a"].commit == "abc123"
+    assert cases["b"].commit == "def456"
+    assert cases["b"].result.latency.median_ms == pytest.approx(result("b", scale=2.0).latency.median_ms)
+
+
+def test_only_measured_cases_are_stored(tmp_path):
+    write_baseline(tmp_path, result("ok"), result("smoke", status="smoke"), result("broken", status="error"))
+    assert list(store.load(tmp_path, H200).cases) == ["ok"]
+
+
+def test_samples_are_capped_but_the_summary_keeps_every_sample(tmp_path):
+    write_baseline(tmp_path, result("long", n=1000))
+    entry = store.load(tmp_path, H200).cases["long"]
+    assert len(entry.result.samples_ms) == MAX_BASELINE_SAMPLES
+    assert entry.result.latency.n == 1000
+
+
+def test_file_is_sorted_and_rounded_so_resaving_identical_data_is_an_empty_diff(tmp_path):
+    path = write_baseline(tmp_path, result("zeta", scale=1 / 3), result("alpha", scale=2 / 7))
+    text = path.read_text()
+    assert text == json.dumps(json.loads(text), sort_keys=True, indent=1) + "\n"
+    assert text.index('"alpha"') < text.index('"zeta"')
+    assert "0.333333\n" in text or "0.333333," in text
+    assert "0.3333333" not in text  # six significant digits, no float noise
+    assert dumps(store.load(tmp_path, H200)) == text
+    write_baseline(tmp_path, result("zeta", scale=1 / 3), result("alpha", scale=2 / 7))
+    assert path.read_text() == text
+
+
+def test_list_files_ignores_lock_and_temporary_files(tmp_path):
+    write_baseline(tmp_path)
+    (tmp_path / ".nvidia-h200.json.x1y2.tmp").write_text("{")
+    assert [p.name for p in store.list_files(tmp_path)] == ["nvidia-h200.json"]
+
+
+# --- bad input: a clear line naming the file, and the file left as it was --------------------
+
+
+def _edit(mutate):
+    def apply(text: str) -> str:
+        data = json.loads(text)
+        mutate(data)
+        return json.dumps(data)
+
+    return apply
+
+
+def _other_gpu(data):
+    data["device"].update(name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb")
+
+
+BAD_FILES = {
+    "invalid JSON": (lambda text: "{this is not json", "not valid JSON"),
+    "truncated": (lambda text: text[: len(text) // 2], "truncated"),
+    "empty": (lambda text: "", "not valid JSON"),
+    "not an object": (lambda text: "[]", "expected a JSON object"),
+    "unknown schema": (_edit(lambda d: d.update(schema_version=99)), "schema_version 99"),
+    "unknown field": (_edit(lambda d: d["cases"]["a"]["result"].update(speedup=2)), "unknown field(s) speedup"),
+    "missing field": (_edit(lambda d: d["cases"]["a"].pop("recorded_at")), "lacks required field 'recorded_at'"),
+    "wrong type": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(median_ms="fast")), "median_ms"),
+    "cases not an object": (_edit(lambda d: d.update(cases=[])), "cases should be an object"),
+    "entry under another id": (_edit(lambda d: d["cases"].update(z=d["cases"].pop("a"))), "holds the result of case 'a'"),
+    "other GPU model": (
+        _edit(_other_gpu), "recorded on NVIDIA A100-SXM4-80GB (nvidia-a100-sxm4-80gb) but named nvidia-h200.json"
+    ),
+    "case from another GPU": (_edit(lambda d: d["cases"]["a"]["result"].update(device="nvidia-a100")), "nvidia-a100"),
+    "not UTF-8": (lambda text: text.encode().replace(b"abc123", b"\xff\xfe").decode("latin-1"), "UTF-8"),
+}
+
+
+@pytest.mark.parametrize("problem", list(BAD_FILES))
+def test_bad_baseline_is_refused_with_one_line_naming_the_file_and_left_untouched(tmp_path, problem):
+    path = write_baseline(tmp_path)
+    corrupt, expected = BAD_FILES[problem]
+    bad = corrupt(path.read_text())
+    path.write_bytes(bad.encode("latin-1") if problem == "not UTF-8" else bad.encode())
+    before = path.read_bytes()
+    for attempt in (lambda: store.load(tmp_path, H200), lambda: write_baseline(tmp_path, result("c"))):
+        with pytest.raises(BaselineError) as info:
+            attempt()
+        message = str(info.value)
+        assert str(path) in message and expected in message
+        assert "\n" not in message
+    assert path.read_bytes() == before
+
+
+def test_a_baseline_of_a_newer_schema_says_which_version_reads_it(tmp_path):
+    path = tmp_path / "nvidia-h200.json"
+    path.write_text('{"schema_version": 2, "device": {}, "cases": {}}')
+    with pytest.raises(BaselineError, match="schema_version 2, but this perfguard reads version 1"):
+        store.load(tmp_path, "nvidia-h200")
+
+
+def test_loads_baseline_is_the_strict_parser_the_store_uses(tmp_path):
+    text = write_baseline(tmp_path).read_text()
+    assert sorted(loads_baseline(text, "x.json").cases) == ["a", "b"]
+
+
+def test_unwritable_baselines_folder_names_the_file(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a regular file where the baselines folder should be")
+    with pytest.raises(BaselineError) as info:
+        write_baseline(blocker / "baselines")
+    assert str(blocker / "baselines" / "nvidia-h200.json") in str(info.value)
+    assert blocker.read_text().startswith("a regular file")
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """A folder no one can write, root included (chmod does not stop root; chattr +i does)."""
+    folder = tmp_path / "frozen"
+    folder.mkdir()
+    yield folder
+    subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+
+
+def test_read_only_baselines_folder_gives_a_clear_error_and_keeps_the_file(immutable):
+    path = write_baseline(immutable)
+    before = path.read_bytes()
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(immutable)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available on this file system")
+    with pytest.raises(BaselineError) as info:
+        write_baseline(immutable, result("c"))
+    assert str(path) in str(info.value) and "writable" in str(info.value)
+    assert path.read_bytes() == before
+
+
+# --- several processes, and a kill mid-write --------------------------------------------------
+
+CHILD = r"""
+import os, sys, time
+from perfguard import store
+from perfguard.model import CaseResult, DeviceInfo, Latency
+
+mode, directory = sys.argv[1], sys.argv[2]
+device = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
+samples = tuple(1.0 + 1e-4 * i for i in range(200))
+latency = Latency(median_ms=1.01, mean_ms=1.01, min_ms=1.0, max_ms=1.02, p10_ms=1.002, p90_ms=1.018, iqr_ms=0.01,
+                  ci_low_ms=1.009, ci_high_ms=1.011, n=200, stop_reason="converged")
+
+def result(case_id):
+    return CaseResult(id=case_id, name="case", status="ok", device="nvidia-h200", latency=latency, samples_ms=samples)
+
+if mode == "many-updates":  # one small update per case, as xdist workers finishing cases would
+    prefix, count, go = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    while not os.path.exists(go):  # start together with the other writer, not one after the other
+        time.sleep(0.001)
+    for i in range(count):
+        store.update(directory, device, [result(f"{prefix}-{i:02d}")], commit=prefix, recorded_at="now")
+elif mode == "rewrite-forever":  # rewrite every case with a new commit, until killed
+    results = [result(f"case-{i:04d}") for i in range(int(sys.argv[3]))]
+    generation = 0
+    while True:
+        store.update(directory, device, results, commit=f"gen-{generation}", recorded_at="now")
+        generation += 1
+        print(generation, flush=True)
+"""
+
+
+def _child(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CHILD, *map(str, args)], **kwargs)
+
+
+def test_two_processes_updating_at_once_lose_no_entry(tmp_path):
+    go = tmp_path / "go"
+    writers = [_child("many-updates", tmp_path, prefix, 20, go) for prefix in ("left", "right")]
+    time.sleep(0.5)  # let both interpreters start and wait at the line
+    go.touch()
+    for w in writers:
+        assert w.wait(timeout=60) == 0
+    cases = store.load(tmp_path, "nvidia-h200").cases
+    assert sorted(cases) == [f"{p}-{i:02d}" for p in ("left", "right") for i in range(20)]
+
+
+def _kill_while_writing(writer: subprocess.Popen, folder: Path, deadline_s: float = 20.0) -> bool:
+    """SIGKILL the writer the moment its temporary file appears, i.e. between mkstemp and rename."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and writer.poll() is None:
+        if any(name.endswith(".tmp") for name in os.listdir(folder)):
+            os.kill(writer.pid, signal.SIGKILL)
+            return True
+    return False
+
+
+def test_a_writer_killed_mid_write_leaves_the_old_or_the_new_file_never_half(tmp_path):
+    cases = 300  # about 1 MB of JSON, so that writing it takes long enough to be interrupted
+    store.update(tmp_path, H200, [result(f"case-{i:04d}") for i in range(cases)], commit="first", recorded_at=WHEN)
+    delays = random.Random(7)
+    caught_mid_write = 0
+    for round_ in range(4):
+        writer = _child("rewrite-forever", tmp_path, cases, stdout=subprocess.DEVNULL)
+        try:
+            if round_ % 2:
+                time.sleep(delays.uniform(0.2, 0.7))  # anywhere in start-up or the read-merge-write cycle
+            else:
+                _kill_while_writing(writer, tmp_path)
+        finally:
+            writer.kill()  # SIGKILL: no cleanup handler runs
+            writer.wait(timeout=30)
+        caught_mid_write += any(tmp_path.glob(".nvidia-h200.json.*.tmp"))
+        baseline = store.load(tmp_path, "nvidia-h200")  # parses: not truncated
+        assert len(baseline.cases) == cases
+        assert len({e.commit for e in baseline.cases.values()}) == 1  # one generation, never a mix
+    assert caught_mid_write, "no kill landed inside a write; the test did not test anything"
+    # The temporary files the killed writers left behind are removed by the next update.
+    store.update(tmp_path, H200, [result("after")], commit="x", recorded_at=WHEN)
+    assert not list(tmp_path.glob(".nvidia-h200.json.*.tmp"))
+    assert len(store.load(tmp_path, H200).cases) == cases + 1

@@ -1,0 +1,212 @@
+"""`@perf_case`: grids expand to readable ids, models get the parameters they name, mistakes fail at declaration."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from perfguard import CaseSpec, ConfigError, perf_case
+
+
+def vector_add(n, dtype, device):
+    return lambda: None
+
+
+def declare(setup=vector_add, **options):
+    return perf_case(**options)(setup)
+
+
+GRID = {"n": [2**20, 2**24], "dtype": [torch.float16, torch.float32]}
+
+
+# --- grids and ids -------------------------------------------------------------------------------
+
+
+def test_a_grid_expands_to_one_readable_id_per_point_in_declaration_order():
+    spec = declare(params=GRID)
+    assert [i.id for i in spec.instances("cpu")] == [
+        "vector_add[n=1048576-dtype=float16]",
+        "vector_add[n=1048576-dtype=float32]",
+        "vector_add[n=16777216-dtype=float16]",
+        "vector_add[n=16777216-dtype=float32]",
+    ]
+
+
+def test_a_case_without_params_is_one_instance_named_after_the_function():
+    @perf_case
+    def copy(device):
+        return lambda: None
+
+    assert isinstance(copy, CaseSpec)
+    assert [i.id for i in copy.instances("cpu")] == ["copy"]
+
+
+def test_name_replaces_the_function_name_in_ids():
+    spec = declare(params={"n": [1]}, name="add_fp16", setup=lambda n: (lambda: None))
+    assert [i.id for i in spec.instances("cpu")] == ["add_fp16[n=1]"]
+
+
+def test_tuple_values_read_as_shapes_in_ids():
+    spec = declare(params={"shape": [(8, 4096)]}, setup=lambda shape: (lambda: None), name="rows")
+    assert spec.instances("cpu")[0].id == "rows[shape=8x4096]"
+
+
+def test_the_decorated_function_stays_callable_as_the_setup():
+    calls = []
+
+    @perf_case(params={"n": [3]})
+    def setup(n, device):
+        calls.append((n, device))
+        return lambda: n
+
+    assert setup(n=5, device="cpu")() == 5
+    assert calls == [(5, "cpu")]
+
+
+def test_setup_gets_its_parameters_and_device_only_if_it_names_them():
+    spec = declare(params={"n": [7]}, setup=lambda n: (lambda: n))
+    (instance,) = spec.instances("cpu")
+    assert instance.setup_kwargs("cuda") == {"n": 7}
+    spec = declare(params={"n": [7]}, setup=lambda n, device: (lambda: n))
+    assert spec.instances("cpu")[0].setup_kwargs("cuda") == {"n": 7, "device": "cuda"}
+
+
+def test_params_for_the_record_keep_numbers_and_spell_out_other_values():
+    spec = declare(params={"n": [1024], "dtype": [torch.bfloat16], "scale": [0.5], "causal": [True]},
+                   setup=lambda n, dtype, scale, causal: (lambda: None))
+    assert spec.instances("cpu")[0].params_for_record() == {"n": 1024, "dtype": "bfloat16", "scale": 0.5, "causal": True}
+
+
+def test_params_may_be_a_callable_of_the_device_kind():
+    spec = declare(params=lambda device: {"n": [2**30] if device == "cuda" else [2**10]}, setup=lambda n: (lambda: None))
+    assert [i.id for i in spec.instances("cpu")] == ["<lambda>[n=1024]"]
+    assert [i.id for i in spec.instances("cuda")] == ["<lambda>[n=1073741824]"]
+
+
+def test_a_grid_callable_is_validated_when_it_is_expanded():
+    spec = declare(params=lambda device: {"m": [1]}, setup=lambda n=1: (lambda: None), name="sized")
+    with pytest.raises(ConfigError, match=r"perf_case 'sized'.*does not take parameter\(s\) m"):
+        spec.instances("cpu")
+    broken = declare(params=lambda device: 1 / 0, setup=lambda: (lambda: None), name="broken")
+    with pytest.raises(ConfigError, match=r"perf_case 'broken': params\('cpu'\) raised ZeroDivisionError"):
+        broken.instances("cpu")
+
+
+# --- bytes and flops -----------------------------------------------------------------------------
+
+
+def test_bytes_and_flops_may_be_plain_numbers():
+    (instance,) = declare(params={"n": [1], "dtype": [torch.float32]}, bytes=4096, flops=10).instances("cpu")
+    assert instance.bytes_moved("cpu") == 4096.0
+    assert instance.flop_count("cpu") == 10.0
+
+
+def test_bytes_and_flops_callables_get_only_the_parameters_they_name():
+    seen = {}
+
+    def flops(n):  # names n only: dtype and device must not be passed
+        seen["flops"] = n
+        return 2 * n
+
+    spec = declare(params=GRID, bytes=lambda n, dtype: 3 * n * dtype.itemsize, flops=flops)
+    instance = spec.instances("cpu")[0]  # n=2**20, float16
+    assert instance.bytes_moved("cpu") == 3 * 2**20 * 2
+    assert instance.flop_count("cpu") == 2 * 2**20
+    assert seen == {"flops": 2**20}
+
+
+def test_a_bytes_model_may_name_the_device():
+    spec = declare(params={"n": [1], "dtype": [torch.float32]}, bytes=lambda device: 100 if device == "cuda" else 1)
+    (instance,) = spec.instances("cpu")
+    assert (instance.bytes_moved("cpu"), instance.bytes_moved("cuda")) == (1.0, 100.0)
+
+
+def test_absent_bytes_and_flops_are_none():
+    (instance,) = declare(params={"n": [1], "dtype": [torch.float32]}).instances("cpu")
+    assert instance.bytes_moved("cpu") is None and instance.flop_count("cpu") is None
+
+
+def test_a_bytes_model_naming_an_unknown_parameter_fails_at_declaration():
+    with pytest.raises(ConfigError, match=r"perf_case 'vector_add'.*bytes.*needs argument 'm'"):
+        declare(params={"n": [1], "dtype": [torch.float32]}, bytes=lambda n, m: n * m)
+
+
+def test_a_check_naming_an_unknown_parameter_fails_at_declaration():
+    with pytest.raises(ConfigError, match=r"perf_case 'vector_add'.*check.*needs argument 'expected'"):
+        declare(params={"n": [1], "dtype": [torch.float32]}, check=lambda out, expected: out == expected)
+
+
+def test_a_bytes_model_that_raises_or_goes_negative_is_a_config_error_naming_the_instance():
+    spec = declare(params={"n": [1], "dtype": [torch.float32]}, bytes=lambda n: n / 0)
+    with pytest.raises(ConfigError, match=r"vector_add\[n=1-dtype=float32\]': bytes\(\.\.\.\) raised ZeroDivisionError"):
+        spec.instances("cpu")[0].bytes_moved("cpu")
+    spec = declare(params={"n": [1], "dtype": [torch.float32]}, flops=lambda n: -n)
+    with pytest.raises(ConfigError, match=r"vector_add\[n=1-dtype=float32\]': flops must be a finite number >= 0"):
+        spec.instances("cpu")[0].flop_count("cpu")
+
+
+# --- mistakes fail at declaration, naming the case ------------------------------------------------
+
+
+def test_an_unknown_keyword_fails_at_declaration_naming_it_and_the_close_one():
+    with pytest.raises(ConfigError) as info:
+        declare(params=GRID, thresold=5)
+    message = str(info.value)
+    assert "perf_case 'vector_add'" in message
+    assert "unknown keyword 'thresold'" in message
+    assert "did you mean 'threshold'?" in message
+    assert "test_case_declaration.py" in message  # where the case is declared
+
+
+def test_an_unknown_keyword_with_no_close_match_lists_the_known_ones():
+    with pytest.raises(ConfigError, match=r"unknown keyword 'colour'; known keywords: name, params, bytes"):
+        declare(params=GRID, colour="red")
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"params": GRID, "cache": "warm"}, r"cache must be one of 'cold', 'hot', got 'warm'"),
+        ({"params": GRID, "mode": "graphs"}, r"mode must be one of 'eager', 'graph', got 'graphs'"),
+        ({"params": {"n": [], "dtype": [torch.float32]}}, r"params\['n'\] is empty"),
+        ({"params": {"n": 5, "dtype": [torch.float32]}}, r"params\['n'\] must be a list of values"),
+        ({"params": {"n": "abc", "dtype": [torch.float32]}}, r"params\['n'\] must be a list of values"),
+        ({"params": [("n", [1])]}, r"params must be a dict"),
+        ({"params": {**GRID, "m": [1]}}, r"setup does not take parameter\(s\) m"),
+        ({"params": {"n": [1]}}, r"needs argument 'dtype', which is neither a parameter nor 'device'"),
+        ({"params": {**GRID, "device": ["cpu"]}}, r"'device' is injected by perfguard; remove it from params"),
+        ({"params": GRID, "bytes": -1}, r"bytes must be a finite number >= 0, got -1"),
+        ({"params": GRID, "flops": float("nan")}, r"flops must be a finite number >= 0, got nan"),
+        ({"params": GRID, "bytes": "a lot"}, r"bytes must be a number, got 'a lot'"),
+        ({"params": GRID, "threshold": 0}, r"threshold must be a positive number, got 0"),
+        ({"params": GRID, "budget_s": True}, r"budget_s must be a positive number, got True"),
+        ({"params": GRID, "device_kinds": ("tpu",)}, r"device_kinds must be one of 'cuda', 'cpu', got 'tpu'"),
+        ({"params": GRID, "check": "allclose"}, r"check must be callable"),
+        ({"params": GRID, "name": ""}, r"name must be a non-empty string"),
+        ({"params": GRID, "name": 3}, r"name must be a non-empty string"),
+    ],
+)
+def test_a_bad_declaration_is_a_config_error_naming_the_case(options, expected):
+    with pytest.raises(ConfigError, match=expected) as info:
+        declare(**options)
+    assert str(info.value).startswith("perf_case 'vector_add'")
+    assert "\n" not in str(info.value)
+
+
+def test_errors_after_the_name_is_known_use_it():
+    with pytest.raises(ConfigError, match=r"^perf_case 'add_fp16' \(.*test_case_declaration.py:\d+\): cache must be"):
+        declare(params=GRID, name="add_fp16", cache="warm")
+
+
+def test_a_positional_argument_to_the_decorator_is_refused():
+    with pytest.raises(ConfigError, match="perf_case takes keywords only"):
+        perf_case(5)
+
+
+def test_device_kinds_may_be_one_string():
+    assert declare(params=GRID, device_kinds="cuda").device_kinds == ("cuda",)
+
+
+def test_defaults_are_cold_cache_eager_mode_on_every_device_kind():
+    spec = declare(params=GRID)
+    assert (spec.cache, spec.mode, spec.device_kinds, spec.check) == ("cold", "eager", ("cuda", "cpu"), None)

@@ -1,0 +1,174 @@
+"""The `perfguard` command on real record and baseline files: output, files written, exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfguard import store
+from perfguard.analysis.stats import summarize
+from perfguard.cli import main
+from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
+
+CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654", torch="2.13.0", python="3.11.7")
+
+
+def result(case_id: str, rng: np.random.Generator, slowdown: float = 1.0, status: str = "ok") -> CaseResult:
+    if status != "ok":
+        return CaseResult(id=case_id, name=case_id, status=status, device=CPU.slug, error="setup raised ValueError")
+    samples = tuple(float(x) for x in rng.lognormal(np.log(0.5), 0.02, 100) * slowdown)
+    return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=CPU.slug, timer="host-clock",
+                      latency=summarize(samples, "converged"), samples_ms=samples)
+
+
+def record(path: Path, *results: CaseResult, commit: str = "0123456789abcdef", **fields) -> Path:
+    run = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", devices=(CPU,),
+                    results=results, commit=commit, **fields)
+    path.write_text(dumps(run))
+    return path
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(99)
+
+
+def test_show_prints_the_table_of_a_record(tmp_path, rng, capsys):
+    run = record(tmp_path / "run.json", result("vector_add[n=1024]", rng), result("broken", rng, status="error"))
+    assert main(["show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "device: AMD EPYC 9654 (cpu-amd-epyc-9654)" in out
+    assert "vector_add[n=1024]" in out and "median" in out
+    assert "error: setup raised ValueError" in out
+
+
+def test_show_lists_the_verdicts_a_record_carries(tmp_path, rng, capsys):
+    verdict = Verdict(case_id="a", metric="latency", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
+                      p_value=1e-6, confidence=1 - 1e-6, threshold_pct=5.0, baseline_file="baselines/x.json",
+                      env_mismatch=(), message="latency regressed: 1.000 ms → 1.200 ms (+20.0%)")
+    run = record(tmp_path / "run.json", result("a", rng), verdicts=(verdict,))
+    assert main(["show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "1 regressed" in out and "a: latency regressed: 1.000 ms → 1.200 ms (+20.0%)" in out
+
+
+def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path, rng, capsys):
+    run = record(tmp_path / "run.json", result("a", rng), result("b", rng), result("broken", rng, status="error"))
+    baselines = tmp_path / "baselines"
+    assert main(["baseline", "accept", str(run), "--baselines", str(baselines)]) == 0
+    out = capsys.readouterr().out
+    assert f"accepted 2 case(s) into {baselines / 'cpu-amd-epyc-9654.json'}" in out
+    assert "skipped broken: not measured (status error)" in out
+    saved = store.load(baselines, CPU)
+    assert sorted(saved.cases) == ["a", "b"]
+    assert saved.cases["a"].commit == "0123456789abcdef" and saved.cases["a"].recorded_at == "2026-11-29T12:00:00+00:00"
+
+    for args in (["baseline", "show", "--baselines", str(baselines)],
+                 ["baseline", "show", "--device", CPU.slug, "--baselines", str(baselines)]):
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "AMD EPYC 9654 (cpu-amd-epyc-9654), 2 case(s)" in out
+        assert "case" in out and "median" in out and "samples" in out and "recorded_at" in out
+        line = next(line for line in out.splitlines() if line.strip().startswith("a "))
+        assert "100" in line and "2026-11-29T12:00:00+00:00" in line and "0123456789ab" in line
+
+
+def test_baseline_accept_of_chosen_cases_keeps_the_others(tmp_path, rng, capsys):
+    baselines = tmp_path / "baselines"
+    first = record(tmp_path / "first.json", result("a", rng), result("b", rng), commit="first")
+    second = record(tmp_path / "second.json", result("a", rng, 2.0), result("b", rng, 2.0), commit="second")
+    assert main(["baseline", "accept", str(first), "--baselines", str(baselines)]) == 0
+    assert main(["baseline", "accept", str(second), "--case", "b", "--baselines", str(baselines)]) == 0
+    cases = store.load(baselines, CPU).cases
+    assert (cases["a"].commit, cases["b"].commit) == ("first", "second")
+
+
+def test_baseline_accept_of_an_unknown_case_is_a_one_line_error(tmp_path, rng, capsys):
+    run = record(tmp_path / "run.json", result("a", rng))
+    assert main(["baseline", "accept", str(run), "--case", "nope", "--baselines", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perfguard: ") and "nope" in err and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()
+
+
+def test_baseline_accept_refuses_a_corrupt_baseline_and_leaves_it(tmp_path, rng, capsys):
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    corrupt = baselines / "cpu-amd-epyc-9654.json"
+    corrupt.write_text('{"schema_version": 1, "device": {')
+    run = record(tmp_path / "run.json", result("a", rng))
+    assert main(["baseline", "accept", str(run), "--baselines", str(baselines)]) == 2
+    err = capsys.readouterr().err
+    assert str(corrupt) in err and "Traceback" not in err
+    assert corrupt.read_text() == '{"schema_version": 1, "device": {'
+
+
+def test_baseline_show_without_baselines_and_with_an_unknown_device(tmp_path, capsys):
+    assert main(["baseline", "show", "--baselines", str(tmp_path)]) == 0
+    assert "no baselines in" in capsys.readouterr().out
+    assert main(["baseline", "show", "--device", "nvidia-h200", "--baselines", str(tmp_path)]) == 2
+    assert "no baseline for nvidia-h200" in capsys.readouterr().err
+
+
+def test_baseline_show_reports_a_bad_file_and_still_lists_the_good_ones(tmp_path, rng, capsys):
+    store.update(tmp_path, CPU, [result("a", rng)], commit=None, recorded_at="now")
+    (tmp_path / "nvidia-h200.json").write_text("{truncated")
+    assert main(["baseline", "show", "--baselines", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "cpu-amd-epyc-9654" in captured.out
+    assert str(tmp_path / "nvidia-h200.json") in captured.err and "not valid JSON" in captured.err
+
+
+def test_compare_of_two_runs_of_the_same_code_passes(tmp_path, rng, capsys):
+    base = record(tmp_path / "base.json", result("a", rng), result("b", rng))
+    head = record(tmp_path / "head.json", result("a", rng), result("b", rng))
+    assert main(["compare", str(base), str(head)]) == 0
+    assert "perfguard: 0 regressed" in capsys.readouterr().out
+
+
+def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng, capsys):
+    base = record(tmp_path / "base.json", result("a", rng), result("b", rng), result("gone", rng))
+    head = record(tmp_path / "head.json", result("a", rng), result("b", rng, 1.2), result("added", rng))
+    assert main(["compare", str(base), str(head)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("regressed  b: latency regressed:") and str(base) in lines[0]
+    assert any(line.startswith("missing    gone") for line in lines)
+    assert any(line.startswith("new        added") for line in lines)
+    assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 0 improved, 1 missing, 1 new, 1 same"
+    # The same 20% slowdown is within a 50% threshold.
+    assert main(["compare", str(base), str(head), "--threshold", "50"]) == 0
+
+
+def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):
+    good = record(tmp_path / "good.json", result("a", rng))
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(good.read_text()[:200])
+    for bad in (tmp_path / "absent.json", truncated):
+        assert main(["compare", str(good), str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"perfguard: {bad}: ") and err.count("\n") == 1
+
+
+def test_bad_threshold_is_a_usage_error(tmp_path, rng):
+    good = record(tmp_path / "good.json", result("a", rng))
+    with pytest.raises(SystemExit) as info:
+        main(["compare", str(good), str(good), "--threshold", "five"])
+    assert info.value.code == 2
+
+
+def test_the_module_runs_as_a_command_without_importing_pytest(tmp_path, rng):
+    base = record(tmp_path / "base.json", result("a", rng))
+    head = record(tmp_path / "head.json", dataclasses.replace(result("a", rng, 1.5)))
+    code = ("import sys; from perfguard.cli import main; rc = main(sys.argv[1:]); "
+            "assert 'pytest' not in sys.modules and 'torch' not in sys.modules; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code, "compare", str(base), str(head)], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert "latency regressed" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "perfguard.cli", "show", str(tmp_path / "absent.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith("perfguard: ") and "absent.json" in done.stderr

@@ -1,0 +1,267 @@
+"""On a CUDA GPU: timers against a hand-made measurement, device identity, telemetry, memory, graph mode,
+cold and hot cache, running out of GPU memory, and the suites in suites/ under `pytest --perfguard`.
+
+Every test here is marked `gpu` and skipped on a machine without CUDA (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfguard import perf_case
+from perfguard.model import CaseResult, loads_record
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cuda_device():
+    from perfguard.measure.device import detect
+
+    return detect("cuda")
+
+
+def measure(spec, budget_s: float = 0.5) -> CaseResult:
+    """Measure a one-instance case on the GPU, as the plugin does."""
+    from perfguard.measure import runner
+    from perfguard.measure.timers import SamplingRule
+
+    (instance,) = spec.instances("cuda")
+    return runner.measure(instance, cuda_device(), SamplingRule(budget_s=budget_s))
+
+
+def hand_timed_median_ms(op, reps: int = 50) -> float:
+    """The naive way: each call between two CUDA events, synchronised one at a time."""
+    import torch
+
+    for _ in range(5):
+        op()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        op()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+@pytest.fixture
+def add_2_28():
+    """A ~1 ms memory-bound kernel: 2**28 float32 elements, 3 GiB moved per call."""
+    import torch
+
+    x = torch.randn(2**28, device="cuda")
+    y = torch.randn_like(x)
+    z = torch.empty_like(x)
+    yield lambda: torch.add(x, y, out=z)
+    del x, y, z
+    torch.cuda.empty_cache()
+
+
+# --- timing ---------------------------------------------------------------------------------------
+
+
+def test_the_event_timer_agrees_with_a_hand_made_event_loop_on_a_1ms_kernel(add_2_28):
+    hand = hand_timed_median_ms(add_2_28)
+    assert 0.2 < hand < 10  # the kind of kernel where launch gaps do not matter
+    result = measure(perf_case(name="add_2_28", cache="hot", bytes=3 * 4 * 2**28)(lambda device: add_2_28))
+    assert (result.status, result.timer) == ("ok", "cuda-events"), result.error
+    assert result.latency.n >= 10
+    assert result.latency.median_ms == pytest.approx(hand, rel=0.10)
+    assert result.metrics.eager_latency_ms >= result.latency.median_ms * 0.9  # a synchronised call is no faster
+
+
+def test_graph_mode_times_replays_per_call():
+    import torch
+
+    x = torch.randn(2**20, device="cuda")
+    y = torch.randn_like(x)
+    for cache in ("hot", "cold"):
+        result = measure(perf_case(name=f"graph_{cache}", mode="graph", cache=cache)(lambda device: (lambda: x + y)))
+        assert (result.status, result.timer, result.mode) == ("ok", "cuda-graph", "graph"), result.error
+        assert result.latency.n >= 10
+        assert 0 < result.latency.median_ms < 1.0  # a 1M-element add takes microseconds, not a millisecond
+
+
+def test_cold_and_hot_cache_both_run():
+    import torch
+
+    x = torch.randn(2**22, device="cuda")
+    y = torch.randn_like(x)
+    medians = {}
+    for cache in ("cold", "hot"):
+        result = measure(perf_case(name=f"add_{cache}", cache=cache)(lambda device: (lambda: x + y)))
+        assert (result.status, result.cache) == ("ok", cache), result.error
+        medians[cache] = result.latency.median_ms
+    assert all(m > 0 for m in medians.values())
+
+
+# --- device, telemetry, memory -----------------------------------------------------------------
+
+
+def test_device_detection_reads_the_gpus_identity_and_ceilings_from_nvml():
+    import pynvml
+    import torch
+
+    info = cuda_device()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    assert (info.kind, info.name) == ("cuda", props.name)
+    assert re.fullmatch(r"nvidia-[a-z0-9]+(-[a-z0-9]+)*", info.slug), info.slug
+    assert info.uuid == f"GPU-{props.uuid}"
+    assert info.bus_width_bits > 0 and info.max_memory_clock_mhz > 0 and info.max_sm_clock_mhz > 0
+    assert info.peak_bandwidth_gbps == pytest.approx(2 * info.max_memory_clock_mhz * info.bus_width_bits / 8 / 1e3)
+    assert info.peak_bandwidth_gbps > 0
+    assert (info.memory_bytes, info.sm_count) == (props.total_memory, props.multi_processor_count)
+    assert info.l2_bytes > 0
+    assert info.driver and info.cuda == torch.version.cuda
+    # The NVML handle is the same GPU as torch's current device, whatever CUDA_VISIBLE_DEVICES says.
+    pynvml.nvmlInit()
+    name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByUUID(info.uuid))
+    assert (name.decode() if isinstance(name, bytes) else name) == props.name
+    if info.slug == "nvidia-h200":  # DESIGN §8: 6016 bits at 3201 MHz
+        assert info.peak_bandwidth_gbps == pytest.approx(4814, rel=0.01)
+
+
+def test_telemetry_is_read_around_a_case():
+    import torch
+
+    x = torch.randn(2**24, device="cuda")
+    result = measure(perf_case(name="telemetry", cache="hot")(lambda device: (lambda: x * 2)))
+    t = result.telemetry
+    assert t is not None, result.error
+    assert t.sm_clock_mhz_before > 0 and t.sm_clock_mhz_after > 0 and t.sm_clock_mhz_mean > 0
+    assert t.temperature_c_before > 0 and t.temperature_c_after > 0
+    assert t.power_w_before > 0 and t.power_w_after > 0
+    assert t.throttled == bool(t.throttle_reasons)
+
+
+@pytest.mark.parametrize(
+    "cache",
+    ["hot", "cold"],
+)
+def test_memory_figures_of_a_call_that_allocates_its_output(cache):
+    import torch
+
+    def setup(device):
+        x = torch.randn(2**26, device=device)  # 256 MiB
+        return lambda: x + 1  # allocates a 256 MiB output
+
+    result = measure(perf_case(name=f"plus_one_{cache}", cache=cache)(setup))
+    m = result.memory
+    assert m is not None, result.error
+    assert m.peak_allocated_bytes == pytest.approx(2**28, rel=0.02)
+    assert m.peak_reserved_bytes >= m.peak_allocated_bytes
+    assert 0 <= m.fragmentation < 1
+    assert m.alloc_retries == 0
+    assert m.nvml_used_delta_bytes is not None
+    assert m.setup_allocated_bytes == pytest.approx(2**28, rel=0.02)
+
+
+# --- running out of GPU memory --------------------------------------------------------------------
+
+
+def test_a_case_that_runs_out_of_gpu_memory_errors_frees_its_memory_and_the_next_runs():
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_allocated()
+
+    def holds_then_asks_too_much(device):
+        held = torch.empty(2**30, dtype=torch.uint8, device=device)  # 1 GiB the setup keeps
+        return lambda: torch.empty(10**15, device=device) + held[0]
+
+    result = measure(perf_case(name="too_big")(holds_then_asks_too_much))
+    assert result.status == "error"
+    assert result.error.startswith("too_big: ran out of GPU memory"), result.error
+    assert "\n" not in result.error
+    assert torch.cuda.memory_allocated() == before  # the held GiB is released with the case
+
+    def setup_too_big(device):
+        return torch.empty(10**15, device=device)
+
+    result = measure(perf_case(name="setup_too_big")(setup_too_big))
+    assert result.error.startswith("setup_too_big: ran out of GPU memory during setup"), result.error
+    assert torch.cuda.memory_allocated() == before
+
+    x = torch.randn(2**20, device="cuda")
+    assert measure(perf_case(name="next_case")(lambda device: (lambda: x + 1))).status == "ok"
+
+
+def test_a_case_that_runs_out_of_gpu_memory_hands_its_memory_back_to_the_device():
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    reserved = torch.cuda.memory_reserved()
+
+    def holds_then_asks_too_much(device):
+        held = torch.empty(2**30, dtype=torch.uint8, device=device)
+        return lambda: torch.empty(10**15, device=device) + held[0]
+
+    result = measure(perf_case(name="too_big")(holds_then_asks_too_much))
+    assert result.status == "error"
+    assert torch.cuda.memory_reserved() <= reserved  # not cached by torch: free for NVML, other processes
+
+
+def test_out_of_memory_through_the_plugin_fails_that_case_only(pytester, inner_args):
+    pytester.makepyfile(
+        test_oom=textwrap.dedent(
+            """
+            import torch
+            from perfguard import perf_case
+
+            @perf_case
+            def too_big(device):
+                return lambda: torch.empty(10**15, device=device)
+
+            @perf_case(bytes=3 * 4 * 2**20)
+            def small_add(device):
+                x = torch.randn(2**20, device=device)
+                return lambda: x + x
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget", "0.2")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["too_big: ran out of GPU memory during *"])
+    record = loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record")
+    status = {r.id: r.status for r in record.results}
+    assert status == {"too_big": "error", "small_add": "ok"}
+    (device,) = record.devices
+    assert device.kind == "cuda"
+
+
+# --- the suites -------------------------------------------------------------------------------------
+
+
+def test_the_suites_run_under_perfguard_without_errors(tmp_path):
+    suites = ROOT / "suites"
+    assert sorted(suites.glob("test_*.py")), f"no suites in {suites}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(suites), "--perfguard",
+         "--perfguard-budget", "0.1", "--perfguard-report", str(tmp_path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
+    record = loads_record((tmp_path / "perfguard.json").read_text(), "suites record")
+    assert record.results
+    errors = [f"{r.id}: {r.error}" for r in record.results if r.status != "ok"]
+    assert not errors, errors
+    assert {d.kind for d in record.devices} == {"cuda"}
+    for r in record.results:
+        assert r.latency.n >= 10 and r.latency.median_ms > 0, r.id
+        assert r.memory is not None and r.telemetry is not None, r.id

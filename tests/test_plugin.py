@@ -1,0 +1,441 @@
+"""The pytest plugin end to end: suites written to a folder and run by pytest in a real subprocess.
+
+Runs that several tests look at (a measured suite, a smoke-run suite) are made once per module by
+the `run_pytest` fixture (conftest.py), which runs pytest as `pytester.runpytest_subprocess` does;
+one-purpose runs use `pytester`.
+Cases sleep, so their cost does not depend on this machine's speed; nothing here asserts on timing
+beyond "a 2 ms sleep takes at least 2 ms".
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import perfguard
+from perfguard.analysis.stats import ci_half_width_ratio
+from perfguard.model import RunRecord, loads_record
+
+BUDGET = 0.2
+
+
+@pytest.fixture(autouse=True)
+def no_gpu(monkeypatch):
+    """The runs here test the plugin's CPU path, on any machine: they see no GPU."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+
+def write(path: Path, name: str, source: str) -> None:
+    (path / name).write_text(textwrap.dedent(source))
+
+
+def read_record(path: Path) -> RunRecord:
+    return loads_record(path.read_text(), str(path))
+
+
+SECTION = re.compile(r"^(_{3,}|={3,}) (.+) (_{3,}|={3,})$")
+
+
+def failure_text(result: pytest.RunResult, test_name: str) -> str:
+    """The body of one test's section under FAILURES."""
+    lines = result.outlines
+    header = next(i for i, line in enumerate(lines) if (m := SECTION.match(line)) and m.group(2) == test_name)
+    end = next((i for i, line in enumerate(lines[header + 1 :], header + 1) if SECTION.match(line)), len(lines))
+    return "\n".join(lines[header + 1 : end])
+
+
+# --- a measured suite -----------------------------------------------------------------------------
+
+MEASURED_SUITE = """
+    import itertools
+    import time
+
+    from perfguard import perf_case
+
+    @perf_case(params={"n": [1_000_000, 2_000_000]}, bytes=lambda n: 3 * n, flops=lambda n: n)
+    def sleep_2ms(n, device):
+        return lambda: time.sleep(0.002)
+
+    @perf_case(name="bimodal")
+    def alternating(device):
+        turn = itertools.count()
+        return lambda: time.sleep(0.0005 if next(turn) % 2 else 0.003)
+
+    @perf_case(device_kinds=("cuda",))
+    def cuda_only(device):
+        raise AssertionError("a cuda-only case was set up on a CPU")
+
+    def test_fixture_form(perf):
+        assert perf.device == "cpu"
+        assert perf.enabled
+        result = perf(lambda: time.sleep(0.001), bytes=1_000_000)
+        assert result.status == "ok" and result.latency.n >= 10
+
+    def test_two_named_measurements(perf):
+        perf(lambda: time.sleep(0.001), name="first_nap")
+        perf(lambda: time.sleep(0.001), name="second_nap")
+
+    def test_plain():
+        assert True
+"""
+
+MEASURED_IDS = ["bimodal", "first_nap", "second_nap", "sleep_2ms[n=1000000]", "sleep_2ms[n=2000000]", "test_fixture_form"]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory, run_pytest):
+    path = tmp_path_factory.mktemp("measured")
+    write(path, "test_cases.py", MEASURED_SUITE)
+    result = run_pytest(
+        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report", "out/run1", "-rs"
+    )
+    return path, result
+
+
+@pytest.fixture(scope="module")
+def record(measured) -> RunRecord:
+    path, _ = measured
+    return read_record(path / "out" / "run1" / "perfguard.json")
+
+
+def by_id(record: RunRecord) -> dict:
+    return {r.id: r for r in record.results}
+
+
+def test_measure_mode_runs_every_case_as_a_test(measured):
+    _, result = measured
+    result.assert_outcomes(passed=6, skipped=1)
+
+
+def test_the_record_goes_to_the_report_folder_given_on_the_command_line(measured):
+    path, result = measured
+    assert (path / "out" / "run1" / "perfguard.json").is_file()
+    assert not (path / "reports").exists()
+    result.stdout.fnmatch_lines([f"perfguard: wrote {path / 'out' / 'run1' / 'perfguard.json'}"])
+
+
+def test_the_record_holds_every_measured_case_by_id_and_nothing_else(record):
+    assert [r.id for r in record.results] == MEASURED_IDS
+    assert {r.status for r in record.results} == {"ok"}
+    case = by_id(record)["sleep_2ms[n=2000000]"]
+    assert (case.name, case.nodeid) == ("sleep_2ms", "test_cases.py::sleep_2ms[n=2000000]")
+    assert case.params == {"n": 2000000}
+    assert (case.cache, case.mode, case.timer) == ("cold", "eager", "host-clock")
+
+
+def test_each_case_has_at_least_ten_samples_summarised_in_the_record(record):
+    for r in record.results:
+        lat = r.latency
+        assert lat.n >= 10, r.id
+        assert len(r.samples_ms) == min(lat.n, 1000), r.id
+        assert lat.min_ms <= lat.p10_ms <= lat.median_ms <= lat.p90_ms <= lat.max_ms, r.id
+        assert lat.ci_low_ms <= lat.median_ms <= lat.ci_high_ms, r.id
+        if lat.n <= 1000:  # every sample kept: the summary is of them
+            assert lat.min_ms == min(r.samples_ms) and lat.max_ms == max(r.samples_ms), r.id
+
+
+def test_the_stop_reason_follows_the_stopping_rule(record):
+    for r in record.results:
+        assert r.latency.stop_reason in ("converged", "budget"), r.id
+        if r.latency.stop_reason == "converged":
+            assert ci_half_width_ratio(r.samples_ms) <= 0.005 * 1.01, r.id
+        else:  # sampling went on until 90% of the budget was spent
+            assert r.wall_s >= 0.9 * BUDGET, r.id
+    # Calls alternating 0.5 and 3 ms never give the median a 0.5% interval: the budget ends them.
+    assert by_id(record)["bimodal"].latency.stop_reason == "budget"
+
+
+def test_bandwidth_and_flop_rate_are_the_declared_figures_over_the_median(record):
+    for n in (1_000_000, 2_000_000):
+        r = by_id(record)[f"sleep_2ms[n={n}]"]
+        assert (r.bytes, r.flops) == (3 * n, n)
+        seconds = r.latency.median_ms / 1e3
+        assert r.metrics.gbps == pytest.approx(3 * n / seconds / 1e9, rel=1e-5)
+        assert r.metrics.tflops == pytest.approx(n / seconds / 1e12, rel=1e-5)
+        assert r.metrics.arithmetic_intensity == pytest.approx(1 / 3, rel=1e-5)
+    assert by_id(record)["bimodal"].metrics.gbps is None  # no bytes declared, no bandwidth
+
+
+def test_gpu_only_figures_are_null_on_a_cpu(record):
+    for r in record.results:
+        assert r.memory is None and r.telemetry is None, r.id
+        assert r.metrics.bandwidth_util is None and r.metrics.eager_latency_ms is None, r.id
+
+
+def test_a_sleep_is_never_measured_shorter_than_it_sleeps(record):
+    for n in (1_000_000, 2_000_000):
+        assert by_id(record)[f"sleep_2ms[n={n}]"].latency.median_ms >= 2.0
+    assert by_id(record)["first_nap"].latency.median_ms >= 1.0
+
+
+def test_the_record_names_this_cpu_and_the_run(record):
+    (device,) = record.devices
+    assert device.kind == "cpu" and device.slug.startswith("cpu-")
+    assert device.uuid is None and device.peak_bandwidth_gbps is None
+    assert {r.device for r in record.results} == {device.slug}
+    assert record.perfguard_version == perfguard.__version__
+    assert record.options["budget_s"] == BUDGET
+
+
+def test_the_terminal_shows_a_perfguard_table_of_the_cases(measured):
+    _, result = measured
+    lines = result.outlines
+    start = next(i for i, line in enumerate(lines) if (m := SECTION.match(line)) and m.group(2) == "perfguard")
+    table = [line for line in lines[start + 1 :] if line.strip()][: 2 + len(MEASURED_IDS)]
+    assert table[0].startswith("device: ") and "(cpu-" in table[0]
+    header = table[1].split()
+    assert header[0] == "case" and {"median", "±CI", "GB/s"} <= set(header)
+    assert sorted(row.split()[0] for row in table[2:]) == MEASURED_IDS
+    assert all(" ms " in row for row in table[2:] if row.startswith("sleep_2ms")), table  # 2 ms, in ms
+
+
+def test_a_cuda_only_case_is_skipped_on_a_cpu_with_a_reason_naming_it(measured, record):
+    _, result = measured
+    result.stdout.fnmatch_lines(["SKIPPED *cuda_only runs on cuda only, this is cpu"])
+    assert "set up on a CPU" not in str(result.stdout)
+    assert "cuda_only" not in by_id(record)
+
+
+def test_the_perf_fixture_is_recorded_under_the_tests_name(record):
+    r = by_id(record)["test_fixture_form"]
+    assert (r.name, r.nodeid, r.bytes) == ("test_fixture_form", "test_cases.py::test_fixture_form", 1_000_000)
+    assert r.metrics.gbps == pytest.approx(1e6 / (r.latency.median_ms / 1e3) / 1e9, rel=1e-5)
+    assert by_id(record)["second_nap"].nodeid == "test_cases.py::test_two_named_measurements"
+
+
+# --- a smoke-run suite (no --perfguard) -----------------------------------------------------------
+
+SMOKE_SUITE = """
+    import pathlib
+
+    from perfguard import perf_case
+
+    LOG = pathlib.Path(__file__).with_name("calls.log")
+
+    def note(line):
+        with LOG.open("a") as f:
+            f.write(line + "\\n")
+
+    @perf_case(params={"n": [1, 2]}, check=lambda out, n: note(f"check doubled n={n} out={out}") or out == 2 * n)
+    def doubled(n, device):
+        note(f"setup doubled n={n} device={device}")
+
+        def run():
+            note(f"call doubled n={n}")
+            return 2 * n
+
+        return run
+
+    @perf_case(check=lambda out, device: note(f"check on_device out={out} device={device}"))
+    def on_device(device):
+        def run():
+            note("call on_device")
+            return device
+
+        return run
+
+    @perf_case(check=lambda out: out == 1)
+    def wrong_answer(device):
+        return lambda: 2
+
+    def must_be_sorted(out):
+        assert out == sorted(out), "not sorted"
+
+    @perf_case(check=must_be_sorted)
+    def unsorted(device):
+        return lambda: [3, 1, 2]
+
+    def test_fixture_in_smoke_mode(perf):
+        assert not perf.enabled
+        result = perf(lambda: note("call fixture"), bytes=8)
+        assert result.status == "smoke"
+
+    def test_fixture_called_twice_without_names(perf):
+        perf(lambda: None)
+        perf(lambda: None)
+
+    def test_fixture_with_an_unknown_keyword(perf):
+        perf(lambda: None, byts=8)
+"""
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, run_pytest):
+    path = tmp_path_factory.mktemp("smoke")
+    write(path, "test_smoke.py", SMOKE_SUITE)
+    result = run_pytest(path)
+    log = (path / "calls.log").read_text().splitlines() if (path / "calls.log").exists() else []
+    return path, result, log
+
+
+def test_smoke_mode_passes_or_fails_each_case_on_correctness_alone(smoke):
+    _, result, _ = smoke
+    result.assert_outcomes(passed=4, failed=4)
+    assert "perfguard" not in {line.strip("= ") for line in result.outlines}  # no table
+
+
+def test_smoke_mode_calls_each_case_exactly_once(smoke):
+    _, _, log = smoke
+    calls = collections.Counter(line for line in log if line.startswith(("call", "setup")))
+    assert calls == {
+        "setup doubled n=1 device=cpu": 1,
+        "call doubled n=1": 1,
+        "setup doubled n=2 device=cpu": 1,
+        "call doubled n=2": 1,
+        "call on_device": 1,
+        "call fixture": 1,
+    }
+
+
+def test_smoke_mode_writes_no_record(smoke):
+    path, _, _ = smoke
+    assert not (path / "reports").exists()
+
+
+def test_check_gets_the_output_and_the_parameters_it_names(smoke):
+    _, _, log = smoke
+    checks = [line for line in log if line.startswith("check")]
+    assert checks == ["check doubled n=1 out=2", "check doubled n=2 out=4", "check on_device out=cpu device=cpu"]
+
+
+def test_a_check_returning_false_fails_its_case(smoke):
+    _, result, _ = smoke
+    assert failure_text(result, "wrong_answer").strip() == "wrong_answer: check returned False: the output is wrong"
+
+
+def test_a_check_that_raises_fails_its_case_with_its_message(smoke):
+    _, result, _ = smoke
+    text = failure_text(result, "unsorted")
+    assert text.splitlines()[0] == "unsorted: check raised AssertionError: not sorted"
+    assert "in must_be_sorted" in text  # the user's frame
+
+
+def test_calling_perf_twice_without_names_is_a_clear_error(smoke):
+    _, result, _ = smoke
+    assert (
+        "test_smoke.py::test_fixture_called_twice_without_names: perf() called more than once; "
+        "give each call its own name=" in failure_text(result, "test_fixture_called_twice_without_names")
+    )
+
+
+def test_an_unknown_perf_keyword_is_a_clear_error(smoke):
+    _, result, _ = smoke
+    assert "perf() got unknown keyword(s) byts" in failure_text(result, "test_fixture_with_an_unknown_keyword")
+
+
+# --- options ---------------------------------------------------------------------------------------
+
+ONE_CASE = """
+    import time
+    from perfguard import perf_case
+
+    @perf_case(bytes=1000)
+    def nap(device):
+        return lambda: time.sleep(0.001)
+"""
+
+INI_FILES = {
+    "pytest.ini, dashed keys": (
+        "pytest.ini",
+        "[pytest]\nperfguard = true\nperfguard-budget = 0.15\nperfguard-report = from_ini\n",
+        (),
+        0.15,
+    ),
+    "pyproject, underscored keys": (
+        "pyproject.toml",
+        '[tool.pytest.ini_options]\nperfguard = true\nperfguard_budget = "0.15"\nperfguard_report = "from_ini"\n',
+        (),
+        0.15,
+    ),
+    "command line over ini": (
+        "pytest.ini",
+        "[pytest]\nperfguard = true\nperfguard-budget = 0.15\nperfguard-report = from_ini\n",
+        ("--perfguard-budget", "0.1"),
+        0.1,
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", INI_FILES, ids=list(INI_FILES))
+def test_options_can_be_set_in_the_ini_file(pytester, inner_args, variant):
+    ini_name, ini_text, args, budget = INI_FILES[variant]
+    pytester.makefile(Path(ini_name).suffix, **{Path(ini_name).stem: ini_text})
+    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
+    result = pytester.runpytest_subprocess(*inner_args, *args)
+    result.assert_outcomes(passed=1)
+    record = read_record(pytester.path / "from_ini" / "perfguard.json")
+    assert [r.id for r in record.results] == ["nap"]
+    assert record.results[0].status == "ok"
+    assert record.options["budget_s"] == budget
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf"])
+def test_a_bad_budget_is_a_usage_error(pytester, inner_args, value):
+    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget", value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --perfguard-budget* must be *, got *{value}*"])
+
+
+def test_a_case_id_used_in_two_files_is_an_error_for_the_second(pytester, inner_args):
+    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE), test_two=textwrap.dedent(ONE_CASE))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget", "0.1")
+    result.assert_outcomes(passed=1, failed=1)
+    assert failure_text(result, "nap").strip() == (
+        "test_two.py::nap: case id 'nap' is already used by test_one.py::nap; give one of them name=..."
+    )
+    record = read_record(pytester.path / "reports" / "perfguard.json")  # the default report folder
+    assert [(r.id, r.nodeid) for r in record.results] == [("nap", "test_one.py::nap")]
+
+
+def test_a_report_folder_that_cannot_be_written_does_not_fail_the_run(pytester, inner_args):
+    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
+    (pytester.path / "blocker").write_text("a file where the report folder should go\n")
+    result = pytester.runpytest_subprocess(
+        *inner_args, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-report", "blocker/reports"
+    )
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"perfguard: cannot write {pytester.path / 'blocker' / 'reports' / 'perfguard.json'} (*)*"])
+    assert "INTERNALERROR" not in str(result.stdout) + str(result.stderr)
+    assert "Traceback" not in str(result.stdout)
+
+
+def test_declaration_mistakes_fail_collection_naming_the_case(pytester, inner_args):
+    pytester.makepyfile(
+        test_typo=textwrap.dedent(
+            """
+            from perfguard import perf_case
+
+            @perf_case(thresold=5)
+            def softmax(device):
+                return lambda: None
+            """
+        ),
+        test_grid=textwrap.dedent(
+            """
+            from perfguard import perf_case
+
+            @perf_case(params=lambda device: {"m": [1]})
+            def sized(n=1, device="cpu"):
+                return lambda: None
+            """
+        ),
+    )
+    result = pytester.runpytest_subprocess(*inner_args)
+    result.assert_outcomes(errors=2)
+    out = str(result.stdout)
+    assert "perf_case 'softmax' (test_typo.py:3): unknown keyword 'thresold'; did you mean 'threshold'?" in out
+    assert "perf_case 'sized': setup does not take parameter(s) m" in out
+
+
+def test_nothing_is_measured_or_written_when_no_case_ran(pytester, inner_args):
+    pytester.makepyfile(test_one="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard")
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "reports").exists()
+    assert "perfguard: wrote" not in str(result.stdout)

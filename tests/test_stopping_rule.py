@@ -1,0 +1,84 @@
+"""The sampling loop's stopping rule (DESIGN §3) and the host-clock timer, with timers whose values are chosen."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+from perfguard.analysis.stats import ci_half_width_ratio
+from perfguard.measure.timers import HostTimer, SamplingRule, sample
+
+FAR = float("inf")  # a deadline that never comes
+
+
+class Timer:
+    """A timer whose calls take the given times in turn, remembering how many calls each batch asked for."""
+
+    def __init__(self, *times_ms: float):
+        self.values = itertools.cycle(times_ms)
+        self.batches: list[int] = []
+
+    def __call__(self, k: int) -> list[float]:
+        self.batches.append(k)
+        return [next(self.values) for _ in range(k)]
+
+
+def steady(ms: float) -> Timer:
+    """Every call takes exactly `ms`: the median's CI is zero wide at once."""
+    return Timer(ms)
+
+
+def bimodal() -> Timer:
+    """Calls alternate 0.5 ms and 3 ms: the median's CI never narrows to 0.5%."""
+    return Timer(0.5, 3.0)
+
+
+def test_steady_samples_converge_after_the_minimum_count_when_no_minimum_time_is_asked():
+    samples, stop = sample(steady(1.0), 0.001, SamplingRule(min_time_s=0.0), FAR)
+    assert stop == "converged"
+    assert len(samples) == 10
+
+
+def test_converging_waits_for_the_minimum_sampling_time():
+    rule = SamplingRule(min_time_s=0.05)
+
+    def take(k):  # steady 1 ms calls that really take their time
+        time.sleep(k * 0.001)
+        return [1.0] * k
+
+    began = time.perf_counter()
+    samples, stop = sample(take, 0.001, rule, FAR)
+    assert stop == "converged"
+    assert time.perf_counter() - began >= rule.min_time_s
+    assert len(samples) > rule.min_samples
+
+
+def test_noisy_samples_stop_at_the_deadline_with_at_least_the_minimum_count():
+    samples, stop = sample(bimodal(), 0.001, SamplingRule(), deadline=time.perf_counter())
+    assert stop == "budget"
+    assert len(samples) == 10
+    assert ci_half_width_ratio(samples) > 0.005
+
+
+def test_the_minimum_count_is_taken_past_the_deadline_one_slow_call_at_a_time():
+    take = Timer(500.0, 3000.0)
+    samples, stop = sample(take, 1.0, SamplingRule(), deadline=0.0)
+    assert take.batches == [1] * 10  # a 1 s call overfills the 10 ms batch target: one call a batch
+    assert (len(samples), stop) == (10, "budget")
+
+
+def test_noisy_samples_stop_at_max_samples_exactly():
+    samples, stop = sample(bimodal(), 0.001, SamplingRule(max_samples=55), FAR)
+    assert (len(samples), stop) == (55, "max_samples")
+
+
+def test_host_timer_times_each_call_in_milliseconds():
+    calls = []
+
+    def nap():
+        calls.append(1)
+        time.sleep(0.001)
+
+    times = HostTimer(nap).take(5)
+    assert len(times) == len(calls) == 5
+    assert all(t >= 1.0 for t in times)  # a 1 ms sleep never takes less; no upper bound (noisy CPU)
