@@ -76,6 +76,9 @@ class Latency:
         return 100.0 * (self.ci_high_ms - self.ci_low_ms) / 2.0 / self.median_ms if self.median_ms else math.inf
 
 
+POWER_CAP = "sw_power_cap"
+
+
 @dataclasses.dataclass(frozen=True)
 class Telemetry:
     """Clock, temperature, power and throttle state around a case (NVML); null on a CPU."""
@@ -87,8 +90,13 @@ class Telemetry:
     temperature_c_after: int | None = None
     power_w_before: float | None = None
     power_w_after: float | None = None
-    throttle_reasons: tuple[str, ...] = ()
-    throttled: bool = False  # power or thermal slowdown seen during the case
+    throttle_reasons: tuple[str, ...] = ()  # NVML clock-event reasons seen while the case ran
+    throttled: bool = False  # a thermal or hardware slowdown: the figure is not trustworthy
+
+    @property
+    def power_capped(self) -> bool:
+        """The software power cap held the clocks down at some point (normal for heavy kernels)."""
+        return POWER_CAP in self.throttle_reasons
 
 
 @dataclasses.dataclass(frozen=True)

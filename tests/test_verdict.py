@@ -115,6 +115,22 @@ def test_throttled_measurement_is_unstable_even_when_slower(rng):
     assert "throttled" in v.message and "hw_thermal_slowdown" in v.message
 
 
+def test_power_cap_in_one_run_only_makes_a_large_change_unstable_not_a_regression(rng):
+    capped = Telemetry(throttle_reasons=("sw_power_cap",))
+    assert not capped.throttled and capped.power_capped
+    v = latency(compare_case(result(timings(rng) * 1.08, telemetry=capped), result(timings(rng), telemetry=Telemetry())))
+    assert v.status == "unstable"
+    assert "power cap engaged only in this run" in v.message
+
+
+def test_power_cap_in_both_runs_is_judged_as_usual(rng):
+    capped = Telemetry(throttle_reasons=("sw_power_cap",))
+    slower = compare_case(result(timings(rng) * 1.10, telemetry=capped), result(timings(rng), telemetry=capped))
+    assert latency(slower).status == "regressed"
+    same = compare_case(result(timings(rng), telemetry=capped), result(timings(rng), telemetry=capped))
+    assert latency(same).status == "same"
+
+
 def test_too_few_samples_are_unstable(rng):
     v = latency(compare_case(result(timings(rng, n=3) * 1.5), result(timings(rng, n=3))))
     assert v.status == "unstable"

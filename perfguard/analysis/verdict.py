@@ -191,6 +191,14 @@ def _latency(ctx: _Context, current: CaseResult, baseline: CaseResult, threshold
     p = 1.0 if math.isnan(p) else p  # all samples tied: no evidence of a change
     low, high = _ratio_interval(c, b)
     stated = f"{figures}, p={p:.2g}, {_confidence(p)} confidence)"
+    capped = [bool(t and t.power_capped) for _, t in sides]
+    if capped[0] != capped[1] and abs(change) > threshold:
+        # One run held down by the power cap and the other not: the change may be the card's power
+        # state rather than the code (an attention kernel first after idle ran 8% faster uncapped).
+        where_capped = sides[capped.index(True)][0]
+        return ctx.verdict("latency", "unstable", threshold, old, new, change, p,
+                           detail=f"{stated} with the power cap engaged only in {where_capped}",
+                           hint="rerun on a GPU under the same load as when the baseline was recorded")
     if p < ALPHA and change > threshold:
         return ctx.verdict("latency", "regressed", threshold, old, new, change, p, detail=stated)
     if p < ALPHA and change < -threshold:

@@ -10,8 +10,8 @@ import dataclasses
 import functools
 from typing import Any
 
-# Clock-event reasons that mean the case ran slower than the card can: power or thermal limits.
-# Idle, application clocks and sync boost are not slowdowns of a running kernel.
+# Clock-event reasons that slow a running kernel: power or thermal limits. Idle, application
+# clocks and sync boost are not. All five are recorded; telemetry decides which void a figure.
 _SLOWDOWN_REASONS = (
     ("sw_power_cap", "nvmlClocksEventReasonSwPowerCap"),
     ("hw_slowdown", "nvmlClocksEventReasonHwSlowdown"),

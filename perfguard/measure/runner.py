@@ -234,10 +234,10 @@ def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInf
 
 
 def _warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, warmup_s: float) -> CallEstimate:
-    """Call until `warmup_s` has passed (at least 3 times), learning the host and total time per call."""
+    """Call until `warmup_s` has passed (at least twice), learning the host and total time per call."""
     host, total = [], []
     end = time.perf_counter() + warmup_s
-    while len(total) < 3 or time.perf_counter() < end:
+    while len(total) < 2 or time.perf_counter() < end:
         if flush is not None:
             flush()
         t0 = time.perf_counter()
@@ -256,7 +256,8 @@ def _warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool,
 def _eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadline: float) -> float:
     """Median wall time of a synchronised call, as the caller of the operator sees it (ms)."""
     times = []
-    while len(times) < 3 or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
+    # One call at least, more only while the budget lasts: a 20 ms call's launch overhead is noise.
+    while not times or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
         if flush is not None:
             flush()
         torch.cuda.synchronize()
