@@ -32,7 +32,7 @@ from perfguard.measure.device import detect
 from perfguard.measure.timers import SamplingRule
 
 SLOWDOWNS = (0.03, 0.05, 0.10)
-THRESHOLDS = (5.0, 2.0)
+THRESHOLDS = (5.0, 3.0, 2.0)
 
 
 def _kernels():

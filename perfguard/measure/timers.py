@@ -105,7 +105,8 @@ class CudaEventTimer:
         self.flush = flush
         self.estimate = estimate
         self.sm_clock_hz = sm_clock_hz
-        self.device_s: float | None = None
+        self.device_s: float | None = None  # median device time of a sample in the last batch
+        self.host_iter_s: float | None = None  # host time to enqueue one iteration of the last batch
         self.starts = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_BATCH)]
         self.ends = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_BATCH)]
 
@@ -116,26 +117,29 @@ class CudaEventTimer:
         return 1
 
     def take(self, k: int) -> list[float]:
-        # The device starts call i at hold + i*device time; the host has enqueued it by (i+1)*host
-        # time. The hold must cover the worst of those: the first call's enqueue, plus the lag the
-        # host builds up per call when it enqueues slower than the device runs. Holding longer than
-        # that would idle the device between batches, cool it, and flatter heavy kernels (a conv ran
-        # 4% faster than under do_bench's back-to-back calls with a hold covering the whole batch).
-        # Until a batch has measured the device time, assume the host is never ahead.
-        host = self.estimate.host_s
-        lag = host if self.device_s is None else max(0.0, host - self.device_s)
-        if lag > 0:  # never hold the device longer than MAX_HOLD_S: fewer calls for slow-to-launch ops
-            k = max(1, min(k, int((MAX_HOLD_S - host) / lag)))
-        hold_s = min(MAX_HOLD_S, 1.25 * (host + (k - 1) * lag) + 20e-6)
+        # The hold must last until the host has enqueued the whole batch, or a host hiccup lets the
+        # device catch up and the launch gap lands between a sample's events (a 6 us add read 10.7 us
+        # with a hold sized from the mean lag). Only when one call keeps the device busy far longer
+        # than the host needs to enqueue the next does the queue stay ahead by itself; then the hold
+        # covers the first call alone, so the device runs back to back as it would in production
+        # (a conv read 4% fast under a whole-batch hold: the idle device ran cooler and faster).
+        host = max(self.estimate.host_s, self.host_iter_s or 0.0)
+        if self.device_s is not None and self.device_s > 2 * host:
+            hold_s = 1.25 * host + 20e-6
+        else:  # never hold the device longer than MAX_HOLD_S: fewer calls for slow-to-launch ops
+            k = max(1, min(k, int(MAX_HOLD_S / max(host, 1e-7))))
+            hold_s = min(MAX_HOLD_S, 1.25 * k * host + 20e-6)
         starts, ends, flush, call = self.starts, self.ends, self.flush, self._call
         with _gc_paused():
             torch.cuda._sleep(int(hold_s * self.sm_clock_hz))
+            t0 = time.perf_counter()
             for i in range(k):
                 if flush is not None:
                     flush()
                 starts[i].record()
                 call()
                 ends[i].record()
+            self.host_iter_s = (time.perf_counter() - t0) / k  # the whole iteration: flush, events, call
             ends[k - 1].synchronize()
         scale = self._scale()
         times = [starts[i].elapsed_time(ends[i]) for i in range(k)]

@@ -88,4 +88,8 @@ class Perf:
         if self._calls > 1 and name is None:
             raise ConfigError(f"{node.nodeid}: perf() called more than once; give each call its own name=")
         spec = build_spec(lambda: fn, options, default_name=name or node.name)
-        return self._state.run(node, CaseInstance(spec))
+        try:
+            return self._state.run(node, CaseInstance(spec))
+        except CaseFailure as exc:  # the reason alone, as for a @perf_case item: no perfguard traceback
+            reason = str(exc)
+        pytest.fail(reason, pytrace=False)
