@@ -139,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
             row[f"unstable_{round(s * 100)}pct"] = got.count("unstable") / len(got)
         rows.append(row)
 
+    per_kernel = {
+        f"{name}+{round(s * 100)}%": [verdict(cur, aa[name][i], 5.0) for i, cur in enumerate(slowed[(name, s)])]
+        for (name, s) in slowed
+    }
+    for key, statuses in per_kernel.items():
+        print(f"{key:16} at 5%: " + " ".join(statuses))
     ratios = {
         f"{name}+{round(s * 100)}%": statistics.median(
             cur.latency.median_ms / aa[name][i].latency.median_ms for i, cur in enumerate(slowed[(name, s)])
@@ -161,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             + " ".join(f"{100 * row[f'detected_{round(s * 100)}pct']:9.0f}%" for s in SLOWDOWNS)
         )
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "ratios": ratios, "aa_cv_pct": aa_spread}, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "ratios": ratios, "aa_cv_pct": aa_spread, "per_kernel_at_5pct": per_kernel}, indent=1))
     return 0
 
 

@@ -92,11 +92,7 @@ class Telemetry:
     power_w_after: float | None = None
     throttle_reasons: tuple[str, ...] = ()  # NVML clock-event reasons seen while the case ran
     throttled: bool = False  # a thermal or hardware slowdown: the figure is not trustworthy
-
-    @property
-    def power_capped(self) -> bool:
-        """The software power cap held the clocks down at some point (normal for heavy kernels)."""
-        return POWER_CAP in self.throttle_reasons
+    power_capped: bool = False  # the software power cap held the mean SM clock below its maximum
 
 
 @dataclasses.dataclass(frozen=True)

@@ -116,19 +116,24 @@ def test_throttled_measurement_is_unstable_even_when_slower(rng):
 
 
 def test_power_cap_in_one_run_only_makes_a_large_change_unstable_not_a_regression(rng):
-    capped = Telemetry(throttle_reasons=("sw_power_cap",))
-    assert not capped.throttled and capped.power_capped
+    capped = Telemetry(throttle_reasons=("sw_power_cap",), power_capped=True)
     v = latency(compare_case(result(timings(rng) * 1.08, telemetry=capped), result(timings(rng), telemetry=Telemetry())))
     assert v.status == "unstable"
     assert "power cap engaged only in this run" in v.message
 
 
 def test_power_cap_in_both_runs_is_judged_as_usual(rng):
-    capped = Telemetry(throttle_reasons=("sw_power_cap",))
+    capped = Telemetry(throttle_reasons=("sw_power_cap",), power_capped=True)
     slower = compare_case(result(timings(rng) * 1.10, telemetry=capped), result(timings(rng), telemetry=capped))
     assert latency(slower).status == "regressed"
     same = compare_case(result(timings(rng), telemetry=capped), result(timings(rng), telemetry=capped))
     assert latency(same).status == "same"
+
+
+def test_a_stale_power_cap_bit_at_full_clock_does_not_make_a_regression_unstable(rng):
+    stale = Telemetry(throttle_reasons=("sw_power_cap",), power_capped=False, sm_clock_mhz_mean=1980.0)
+    v = latency(compare_case(result(timings(rng) * 1.10, telemetry=stale), result(timings(rng), telemetry=Telemetry())))
+    assert v.status == "regressed"
 
 
 def test_too_few_samples_are_unstable(rng):

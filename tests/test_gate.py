@@ -1,0 +1,525 @@
+"""The regression gate end to end: real pytest runs, real baseline files, real slowdowns.
+
+One suite is recorded once with `--perfguard-update`; each scenario then runs pytest in a folder of
+its own holding a copy of that baseline (or a spoilt one), so that the scenarios are independent and
+can run two at a time (this machine has two cores, and each run spends most of its few seconds
+importing torch). Cases sleep, for a time read from `sleeps.json` beside the suite: a sleep costs the
+same in every process, so the one suite is the baseline in one run and an injected slowdown
+(2 ms -> 2.6 ms, about +29% with the timer's overhead) in another. Nothing here asserts on timing
+beyond loose sanity.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfguard import store
+from perfguard.model import BaselineFile, DeviceInfo, RunRecord, Verdict, dumps, loads_baseline, loads_record, to_jsonable
+
+BUDGET = "0.2"
+MEASURE = ("-v", "--perfguard", "--perfguard-budget", BUDGET)
+SLOW_S = 0.0026  # the suite's cases sleep 2 ms unless sleeps.json says otherwise
+
+GATE_SUITE = """
+    import json
+    import pathlib
+    import time
+
+    from perfguard import perf_case
+
+    SLEEPS = pathlib.Path(__file__).with_name("sleeps.json")
+    SECONDS = json.loads(SLEEPS.read_text()) if SLEEPS.exists() else {}
+
+    def nap(case_id):
+        seconds = SECONDS.get(case_id, 0.002)
+        return lambda: time.sleep(seconds)
+
+    @perf_case
+    def steady(device):
+        return nap("steady")
+
+    @perf_case
+    def slowed(device):
+        return nap("slowed")
+
+    @perf_case(threshold=50)
+    def lenient(device):
+        return nap("lenient")
+
+    @perf_case(threshold=5)
+    def strict(device):
+        return nap("strict")
+
+    def test_dozing(perf):
+        perf(nap("test_dozing"))
+"""
+
+RETIRED_SUITE = """
+    import time
+
+    from perfguard import perf_case
+
+    @perf_case
+    def retired(device):
+        return lambda: time.sleep(0.002)
+"""
+
+FRESH_SUITE = RETIRED_SUITE.replace("retired", "fresh")
+
+# Two cases, for the runs where each measured case must fail on its own.
+TWO_NAPS = """
+    import time
+
+    from perfguard import perf_case
+
+    @perf_case(params={"ms": [1, 2]})
+    def nap(ms, device):
+        return lambda: time.sleep(ms / 1000)
+"""
+NAPS = ("nap[ms=1]", "nap[ms=2]")
+
+RECORDED = ("steady", "slowed", "lenient", "strict", "test_dozing", "retired")
+SLOWED = ("slowed", "lenient", "strict", "test_dozing")  # steady (and retired) keep their 2 ms
+SLOWDOWN = json.dumps({case: SLOW_S for case in SLOWED})
+
+# A baseline file that cannot be used: (how it is spoilt, run with --perfguard-update?, what the line says to do).
+BAD_FILES = {
+    "corrupt": (True, "the file is corrupt or truncated, restore it from version control"),
+    "truncated": (False, "the file is corrupt or truncated, restore it from version control"),
+    "newer_schema": (False, "but this perfguard reads version 1; use the perfguard version that wrote it, or re-record the file"),
+    "other_device": (True, "recorded on NVIDIA H200 (nvidia-h200) but named"),
+}
+
+
+@dataclasses.dataclass
+class Run:
+    """One inner pytest run in a folder of its own, and its baseline file's bytes just before it."""
+
+    path: Path
+    args: tuple[str, ...]
+    baseline: Path | None = None  # the file this run compares with (it need not exist)
+    report: str = "reports"
+    before: bytes | None = None
+    result: pytest.RunResult | None = None
+
+    def record(self) -> RunRecord:
+        path = self.path / self.report / "perfguard.json"
+        return loads_record(path.read_text(), str(path))
+
+    def latency(self) -> dict[str, Verdict]:
+        return {v.case_id: v for v in self.record().verdicts if v.metric == "latency"}
+
+    def stored(self) -> BaselineFile:
+        baseline = store.load_file(self.baseline)
+        assert baseline is not None, f"{self.baseline} is gone"
+        return baseline
+
+    @property
+    def label(self) -> str:
+        """How verdict messages name the baseline file: relative to the run's root folder."""
+        return f"baselines/{self.baseline.name}"
+
+
+def prepare(path: Path, files: dict[str, str | bytes]) -> Path:
+    for name, content in files.items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(textwrap.dedent(content) if name.endswith(".py") else content)
+    return path
+
+
+def run_in_order(run_pytest, *runs: Run) -> None:
+    for run in runs:
+        run.before = run.baseline.read_bytes() if run.baseline and run.baseline.exists() else None
+        run.result = run_pytest(run.path, *run.args)
+
+
+SECTION = re.compile(r"^(_{3,}|={3,}) (.+) (_{3,}|={3,})$")
+
+
+def failure_text(result: pytest.RunResult, test_name: str) -> str:
+    """The body of one test's section under FAILURES."""
+    lines = result.outlines
+    header = next(i for i, line in enumerate(lines) if (m := SECTION.match(line)) and m.group(2) == test_name)
+    end = next((i for i, line in enumerate(lines[header + 1 :], header + 1) if SECTION.match(line)), len(lines))
+    return "\n".join(lines[header + 1 : end]).strip()
+
+
+def verdict_line(result: pytest.RunResult) -> str:
+    (line,) = [line for line in result.outlines if line.startswith("verdicts: ")]
+    return line
+
+
+def spoil(kind: str, text: str) -> str:
+    """A copy of a valid baseline file spoilt as `kind` says."""
+    if kind == "corrupt":  # a merge conflict committed by mistake
+        return f"<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> topic\n"
+    if kind == "truncated":
+        return text[: len(text) // 2]
+    if kind == "newer_schema":
+        data = json.loads(text)
+        data["schema_version"] = 2
+        return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if kind == "other_device":  # a valid H200 baseline, saved under this CPU's name
+        baseline = loads_baseline(text, "baseline")
+        h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", driver="580.159.04", torch="2.11.0")
+        cases = {k: dataclasses.replace(e, result=dataclasses.replace(e.result, device=h200.slug)) for k, e in baseline.cases.items()}
+        return dumps(dataclasses.replace(baseline, device=h200, cases=cases))
+    raise AssertionError(kind)
+
+
+def with_torch(text: str, case_id: str, torch_version: str) -> str:
+    """The baseline with one entry recorded, so it says, under another torch."""
+    baseline = loads_baseline(text, "baseline")
+    entry = baseline.cases[case_id]
+    edited = dataclasses.replace(entry, fingerprint={**entry.fingerprint, "torch": torch_version})
+    return dumps(dataclasses.replace(baseline, cases={**baseline.cases, case_id: edited}))
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
+    """The suite recorded once, then every scenario below run against a copy of its baseline."""
+    root = tmp_path_factory.mktemp("gate")
+    suite = {"test_gate.py": GATE_SUITE, "test_retired.py": RETIRED_SUITE}
+    recorded = Run(prepare(root / "recorded", suite), (*MEASURE, "--perfguard-update"))
+    run_in_order(run_pytest, recorded)
+    files = store.list_files(recorded.path / "baselines")
+    assert len(files) == 1, "\n".join(recorded.result.outlines + recorded.result.errlines)
+    recorded.baseline = files[0]
+    name, text = files[0].name, files[0].read_text()
+    baseline = {f"baselines/{name}": text}
+
+    def scenario(folder: str, files: dict[str, str | bytes], *args: str) -> Run:
+        return Run(prepare(root / folder, files), (*MEASURE, *args), root / folder / "baselines" / name)
+
+    runs = {
+        "recorded": recorded,
+        # No baseline yet, no --perfguard-update.
+        "unrecorded": scenario("unrecorded", {"test_naps.py": TWO_NAPS}),
+        # The same code again, but one case's file deleted, one added, and one entry recorded under another torch.
+        "rerun": scenario(
+            "rerun",
+            {"test_gate.py": GATE_SUITE, "test_fresh.py": FRESH_SUITE, f"baselines/{name}": with_torch(text, "steady", "1.0.0")},
+        ),
+        "slowdown": scenario("slowdown", {**suite, **baseline, "sleeps.json": SLOWDOWN}),
+        "lenient_cli": scenario("lenient_cli", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-threshold", "50"),
+        "lenient_ini": scenario(
+            "lenient_ini", {**suite, **baseline, "sleeps.json": SLOWDOWN, "pytest.ini": "[pytest]\nperfguard-threshold = 50\n"}
+        ),
+        "accepted": scenario("accepted", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-update", "-k", "slowed"),
+    }
+    runs["after_accepting"] = dataclasses.replace(
+        runs["accepted"], args=(*MEASURE, "-k", "slowed", "--perfguard-report", "reports/after"), report="reports/after"
+    )
+    for kind, (update, _) in BAD_FILES.items():
+        files = {"test_naps.py": TWO_NAPS, f"baselines/{name}": spoil(kind, text)}
+        runs[kind] = scenario(kind, files, *(("--perfguard-update",) if update else ()))
+
+    # Two at a time, one per core: a sleeping case measured beside one busy process still wakes on time.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = [pool.submit(run_in_order, run_pytest, runs["accepted"], runs["after_accepting"])]
+        jobs += [pool.submit(run_in_order, run_pytest, run) for key, run in runs.items() if run.result is None and "accept" not in key]
+        for job in jobs:
+            job.result()
+    return runs
+
+
+def assert_clean(result: pytest.RunResult) -> None:
+    out = "\n".join(result.outlines + result.errlines)
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+
+
+# --- recording a baseline ---------------------------------------------------------------------------
+
+
+def test_update_writes_a_valid_baseline_named_after_this_cpu(gate):
+    run = gate["recorded"]
+    run.result.assert_outcomes(passed=len(RECORDED))
+    (device,) = run.record().devices
+    assert run.baseline.name == f"{device.slug}.json" and device.slug.startswith("cpu-")
+    run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.baseline}"])
+    baseline = store.load_file(run.baseline)
+    assert baseline.device.slug == device.slug
+    assert sorted(baseline.cases) == sorted(RECORDED)
+    measured = {r.id: r for r in run.record().results}
+    for case_id, entry in baseline.cases.items():
+        assert entry.result.latency == measured[case_id].latency, case_id
+        assert 10 <= len(entry.result.samples_ms) <= 200, case_id
+        assert entry.fingerprint == device.fingerprint(), case_id
+        assert entry.result.latency.median_ms >= 2.0, case_id  # a 2 ms sleep: loose sanity
+    assert dumps(baseline) == run.baseline.read_text()  # sorted and rounded: re-saving it is an empty diff
+
+
+def test_the_first_recording_counts_every_case_as_new(gate):
+    run = gate["recorded"]
+    assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(RECORDED, "new")
+    assert verdict_line(run.result) == f"verdicts: 0 regressed, 0 unstable, 0 improved, 0 missing, {len(RECORDED)} new, 0 same"
+
+
+def test_without_update_no_baseline_file_is_created(gate):
+    run = gate["unrecorded"]
+    run.result.assert_outcomes(passed=2)
+    assert not (run.path / "baselines").exists()
+    assert "baselines" not in str(run.result.stdout)
+    assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(NAPS, "new")
+    for v in run.record().verdicts:
+        assert v.message.endswith(f"not in {run.label} yet; record it with --perfguard-update"), v.message
+
+
+@pytest.mark.parametrize("scenario", ["rerun", "slowdown", "lenient_cli", "lenient_ini"])
+def test_without_update_the_baseline_file_is_left_byte_for_byte(gate, scenario):
+    run = gate[scenario]
+    assert run.result.outlines, run.result.errlines
+    assert run.baseline.read_bytes() == run.before
+    assert sorted(p.name for p in run.baseline.parent.iterdir()) == [run.baseline.name]  # no lock, no temp file
+    assert f"perfguard: wrote {run.baseline}" not in str(run.result.stdout)
+
+
+# --- the same code again: A/A, a new case, a missing case, another torch ------------------------------
+
+
+def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
+    run = gate["rerun"]
+    run.result.assert_outcomes(passed=6)
+    assert run.result.ret == pytest.ExitCode.OK
+    verdicts = run.latency()
+    same = [c for c in RECORDED if c != "retired"]
+    assert {c: verdicts[c].status for c in same} == dict.fromkeys(same, "same"), [verdicts[c].message for c in same]
+    for case_id in same:
+        v = verdicts[case_id]
+        assert v.baseline_file == run.label and v.p_value is not None
+        assert abs(v.change_pct) < v.threshold_pct, v.message
+    assert_clean(run.result)
+
+
+def test_the_terminal_counts_the_verdicts(gate):
+    assert verdict_line(gate["rerun"].result) == "verdicts: 0 regressed, 0 unstable, 0 improved, 1 missing, 1 new, 5 same"
+
+
+def test_a_case_not_in_the_baseline_passes_as_new(gate):
+    run = gate["rerun"]
+    run.result.stdout.fnmatch_lines(["test_fresh.py::fresh PASSED*"])
+    fresh = run.latency()["fresh"]
+    assert (fresh.status, fresh.baseline, fresh.p_value) == ("new", None, None)
+    assert fresh.current == {r.id: r for r in run.record().results}["fresh"].latency.median_ms
+    assert "fresh" not in run.stored().cases  # and it is not recorded without --perfguard-update
+
+
+def test_a_baseline_case_that_did_not_run_is_missing_and_fails_nothing(gate):
+    run = gate["rerun"]
+    retired = run.latency()["retired"]
+    assert retired.status == "missing" and retired.current is None
+    assert retired.baseline == gate["recorded"].stored().cases["retired"].result.latency.median_ms
+    assert "retired" not in {r.id for r in run.record().results}
+    run.result.stdout.fnmatch_lines([f"retired: latency missing: in {run.label} (* ms) but did not run"])
+
+
+def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it(gate):
+    run = gate["rerun"]
+    (device,) = run.record().devices
+    verdicts = run.latency()
+    steady = verdicts["steady"]
+    assert steady.status == "same"
+    assert steady.env_mismatch == (f"torch 1.0.0 → {device.torch}",)
+    assert steady.message.endswith(f"; environment differs from the baseline: torch 1.0.0 → {device.torch}")
+    for case_id in ("slowed", "lenient", "strict", "test_dozing"):
+        assert verdicts[case_id].env_mismatch == () and "environment" not in verdicts[case_id].message
+
+
+# --- a slowdown ---------------------------------------------------------------------------------------
+
+REGRESSED = re.compile(
+    r"^(?P<case>\S+): latency regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms "
+    r"\((?P<change>[+-][\d.]+)%, p=(?P<p>\S+), (?P<confidence>[\d.]+)% confidence\) "
+    r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\)$"
+)
+
+
+def test_a_slowdown_fails_its_cases_and_only_them(gate):
+    run = gate["slowdown"]
+    run.result.assert_outcomes(passed=3, failed=3)
+    run.result.stdout.fnmatch_lines(
+        ["FAILED test_gate.py::slowed*", "FAILED test_gate.py::strict*", "FAILED test_gate.py::test_dozing*"], consecutive=False
+    )
+    statuses = {c: v.status for c, v in run.latency().items()}
+    assert statuses["slowed"] == statuses["strict"] == statuses["test_dozing"] == "regressed"
+    assert statuses["steady"] == statuses["retired"] == "same"
+    assert statuses["lenient"] in ("same", "unstable")  # its own threshold=50 is above the +29%
+    assert verdict_line(run.result).startswith("verdicts: 3 regressed, ")
+
+
+def test_the_failure_names_the_metric_both_figures_the_change_the_confidence_and_the_file(gate):
+    run = gate["slowdown"]
+    old = gate["recorded"].stored().cases["slowed"].result.latency.median_ms
+    new = {r.id: r for r in run.record().results}["slowed"].latency.median_ms
+    message = failure_text(run.result, "slowed")
+    match = REGRESSED.match(message)
+    assert match, message
+    assert match["case"] == "slowed" and match["file"] == run.label and float(match["threshold"]) == 5
+    assert float(match["old"]) == pytest.approx(old, rel=5e-4)
+    assert float(match["new"]) == pytest.approx(new, rel=5e-4)
+    assert float(match["change"]) == pytest.approx(100 * (new / old - 1), abs=0.051)
+    assert 15 < float(match["change"]) < 45  # 2 ms -> 2.6 ms, diluted by the sleep's overshoot: loose sanity
+    assert 99.0 <= float(match["confidence"]) < 100.0
+    verdict = run.latency()["slowed"]
+    assert (verdict.baseline, verdict.current, verdict.baseline_file) == (old, new, run.label)
+    assert float(match["p"]) == pytest.approx(verdict.p_value, rel=0.05) and verdict.p_value < 0.01
+    assert verdict.confidence >= float(match["confidence"]) / 100  # shown truncated, never overclaimed
+    assert verdict.message == message.removeprefix("slowed: ")
+
+
+def test_a_slowdown_in_a_test_using_the_perf_fixture_fails_that_test_with_the_same_line(gate):
+    run = gate["slowdown"]
+    message = failure_text(run.result, "test_dozing")
+    assert REGRESSED.match(message) and message.startswith("test_dozing: latency regressed: "), message
+    assert "Traceback" not in message and "perfguard/plugin" not in message
+
+
+@pytest.mark.parametrize("scenario", ["lenient_cli", "lenient_ini"])
+def test_a_run_wide_threshold_above_the_slowdown_lets_it_pass_but_a_cases_own_threshold_wins(gate, scenario):
+    run = gate[scenario]
+    run.result.assert_outcomes(passed=5, failed=1)
+    assert run.record().options["threshold_pct"] == 50
+    verdicts = run.latency()
+    for case_id in ("slowed", "test_dozing", "lenient"):
+        assert verdicts[case_id].status in ("same", "unstable"), verdicts[case_id].message
+        assert verdicts[case_id].threshold_pct == 50 and verdicts[case_id].change_pct > 15, case_id
+    strict = verdicts["strict"]  # @perf_case(threshold=5) overrides the run-wide 50
+    assert (strict.status, strict.threshold_pct) == ("regressed", 5)
+    assert REGRESSED.match(failure_text(run.result, "strict"))["threshold"] == "5"
+
+
+def test_a_cases_own_threshold_overrides_the_default_one(gate):
+    run = gate["slowdown"]
+    lenient = run.latency()["lenient"]
+    assert lenient.threshold_pct == 50 and lenient.change_pct > 15
+    run.result.stdout.fnmatch_lines(["test_gate.py::lenient PASSED*"])
+
+
+# --- accepting a slowdown -----------------------------------------------------------------------------
+
+
+def test_update_accepts_a_slowdown_without_failing(gate):
+    run = gate["accepted"]
+    run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
+    assert run.result.ret == pytest.ExitCode.OK
+    run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.baseline}"])
+    assert_clean(run.result)
+
+
+def test_update_stores_the_new_figures_and_keeps_the_cases_that_did_not_run(gate):
+    run = gate["accepted"]
+    before = loads_baseline(run.before.decode(), "before")
+    after = run.stored()
+    assert sorted(after.cases) == sorted(RECORDED)
+    measured = {r.id: r for r in run.record().results}["slowed"]
+    assert after.cases["slowed"].result.latency == measured.latency
+    assert after.cases["slowed"].result.latency.median_ms > 1.15 * before.cases["slowed"].result.latency.median_ms
+    assert after.cases["slowed"].recorded_at == run.record().created_at
+    for case_id in set(RECORDED) - {"slowed"}:
+        assert to_jsonable(after.cases[case_id]) == to_jsonable(before.cases[case_id]), case_id
+
+
+def test_cases_left_out_with_k_are_missing_and_fail_nothing(gate):
+    run = gate["accepted"]
+    statuses = {c: v.status for c, v in run.latency().items()}
+    assert statuses == {"slowed": "regressed", **{c: "missing" for c in RECORDED if c != "slowed"}}
+    assert verdict_line(run.result) == "verdicts: 1 regressed, 0 unstable, 0 improved, 5 missing, 0 new, 0 same"
+
+
+def test_after_accepting_the_same_slow_code_passes(gate):
+    run = gate["after_accepting"]
+    run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
+    assert run.latency()["slowed"].status == "same", run.latency()["slowed"].message
+    assert run.baseline.read_bytes() == run.before
+
+
+# --- baseline files that cannot be used ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", BAD_FILES)
+def test_a_bad_baseline_fails_each_measured_case_with_one_line_naming_the_file(gate, kind):
+    run = gate[kind]
+    _, todo = BAD_FILES[kind]
+    run.result.assert_outcomes(failed=2)
+    for case_id in NAPS:
+        message = failure_text(run.result, case_id)
+        assert "\n" not in message, message
+        assert message.startswith(f"{case_id}: measured, but not compared: {run.baseline}: "), message
+        assert todo in message, message
+    assert_clean(run.result)
+
+
+@pytest.mark.parametrize("kind", BAD_FILES)
+def test_a_bad_baseline_is_left_byte_for_byte(gate, kind):
+    run = gate[kind]
+    assert run.result.outlines, run.result.errlines
+    assert run.baseline.read_bytes() == run.before
+    assert not [p.name for p in run.baseline.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("kind", [k for k, (update, _) in BAD_FILES.items() if update])
+def test_update_on_a_bad_baseline_refuses_to_write_it_and_says_so(gate, kind):
+    run = gate[kind]
+    _, todo = BAD_FILES[kind]
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    problem = [line for line in run.result.outlines if line.startswith(f"perfguard: {run.baseline}: ")]
+    assert len(problem) == 1 and todo in problem[0], run.result.outlines
+    assert f"perfguard: wrote {run.baseline}" not in str(run.result.stdout)
+    run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.path / 'reports' / 'perfguard.json'}"])
+
+
+# --- two processes updating one baseline at once ------------------------------------------------------
+
+# Holds each run at the start of its session's end until both are there, so that the two baseline
+# updates begin within a few milliseconds of each other rather than whenever each run happens to end.
+MEET_AT_THE_END = """
+    import os
+    import pathlib
+    import time
+
+    import pytest
+
+    ARRIVED = pathlib.Path(__file__).with_name("arrived")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(session):
+        ARRIVED.mkdir(exist_ok=True)
+        (ARRIVED / str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(list(ARRIVED.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+"""
+
+
+def test_two_runs_updating_one_baseline_at_once_keep_both_cases(tmp_path, run_pytest):
+    prepare(tmp_path, {
+        "conftest.py": MEET_AT_THE_END,
+        "test_alpha.py": RETIRED_SUITE.replace("retired", "alpha"),
+        "test_beta.py": RETIRED_SUITE.replace("retired", "beta"),
+    })
+    runs = [Run(tmp_path, (*MEASURE, "--perfguard-update", "--perfguard-report", f"reports/{name}", f"test_{name}.py"))
+            for name in ("alpha", "beta")]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda run: run_pytest(run.path, *run.args), runs))
+    for result in results:
+        result.assert_outcomes(passed=1)
+        assert_clean(result)
+    assert len(list((tmp_path / "arrived").iterdir())) == 2  # both reached the end together
+    (path,) = store.list_files(tmp_path / "baselines")
+    baseline = store.load_file(path)
+    assert sorted(baseline.cases) == ["alpha", "beta"]
+    for name in ("alpha", "beta"):
+        record = loads_record((tmp_path / "reports" / name / "perfguard.json").read_text(), name)
+        assert baseline.cases[name].result.latency == record.results[0].latency
+    assert not [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")]
