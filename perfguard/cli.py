@@ -48,18 +48,11 @@ def read_record(path: Path | str) -> RunRecord:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from perfguard.report.terminal import table
+    from perfguard.report.terminal import summary
 
     record = read_record(args.run)
-    for line in table(record.results, record.devices):
+    for line, _style in summary(record.results, record.devices, record):
         print(line)
-    if record.verdicts:
-        from perfguard.analysis.verdict import counts, ordered
-
-        print(_summary(counts(record.verdicts)))
-        for v in ordered(record.verdicts):
-            if v.status != "same":
-                print(f"{v.case_id}: {v.message}")
     return 0
 
 

@@ -230,6 +230,8 @@ def to_jsonable(obj: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
+    if isinstance(obj, str):
+        return str(obj)  # plain str: subclasses (torch's TorchVersion) do not cross xdist's channel
     if isinstance(obj, float):
         # Whole numbers (byte and flop counts) stay exact; measured figures keep 6 digits.
         if obj.is_integer() and abs(obj) < 2**53:

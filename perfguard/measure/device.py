@@ -28,7 +28,7 @@ def slugify(name: str) -> str:
 def detect(kind: str) -> DeviceInfo:
     """Identify the current device of `kind` ("cuda" uses the current CUDA device)."""
     common = {
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a TorchVersion, which xdist cannot send
         "triton": _version("triton"),
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
