@@ -21,10 +21,10 @@ for stage in $stages; do
     python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/ >"$out/gpu-tests.log" 2>&1
     tail -n 6 "$out/gpu-tests.log" ;;
   suites)
-    pg="python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-baselines $out/baselines suites/"
-    $pg --perfguard-update --perfguard-report "$out/record1" >"$out/suites.log" 2>&1
+    pg="python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-baselines=$out/baselines suites/"
+    $pg --perfguard-update --perfguard-report="$out/record1" >"$out/suites.log" 2>&1
     grep -E "verdicts:|passed|failed" "$out/suites.log"
-    $pg --perfguard-report "$out/record2" >>"$out/suites.log" 2>&1
+    $pg --perfguard-report="$out/record2" >>"$out/suites.log" 2>&1
     grep -E "verdicts:|passed|failed" "$out/suites.log" | tail -n 2
     grep -E "^[a-z_0-9]+\[.*: latency (regressed|unstable|improved)" "$out/suites.log" | cut -c1-220 ;;
   accuracy)

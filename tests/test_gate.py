@@ -2,8 +2,7 @@
 
 One suite is recorded once with `--perfguard-update`; each scenario then runs pytest in a folder of
 its own holding a copy of that baseline (or a spoilt one), so that the scenarios are independent and
-can run two at a time (this machine has two cores, and each run spends most of its few seconds
-importing torch). Cases sleep, for a time read from `sleeps.json` beside the suite: a sleep costs the
+can run two at a time (each run spends most of its few seconds importing torch). Cases sleep, for a time read from `sleeps.json` beside the suite: a sleep costs the
 same in every process, so the one suite is the baseline in one run and an injected slowdown
 (2 ms -> 2.6 ms, about +29% with the timer's overhead) in another. Nothing here asserts on timing
 beyond loose sanity.
@@ -89,12 +88,16 @@ RECORDED = ("steady", "slowed", "lenient", "strict", "test_dozing", "retired")
 SLOWED = ("slowed", "lenient", "strict", "test_dozing")  # steady (and retired) keep their 2 ms
 SLOWDOWN = json.dumps({case: SLOW_S for case in SLOWED})
 
-# A baseline file that cannot be used: (how it is spoilt, run with --perfguard-update?, what the line says to do).
+# Baseline files that cannot be used, by how they are spoilt (see `spoil`): whether the run asks for
+# --perfguard-update, and what its one line must say (what is wrong, and what to do about it).
+RESTORE = "restore it from version control"
 BAD_FILES = {
-    "corrupt": (True, "the file is corrupt or truncated, restore it from version control"),
-    "truncated": (False, "the file is corrupt or truncated, restore it from version control"),
-    "newer_schema": (False, "but this perfguard reads version 1; use the perfguard version that wrote it, or re-record the file"),
-    "other_device": (True, "recorded on NVIDIA H200 (nvidia-h200) but named"),
+    "corrupt": (True, (": not valid JSON (Expecting value at line 1); the file is corrupt or truncated, " + RESTORE,)),
+    "truncated": (False, ("; the file is corrupt or truncated, " + RESTORE,)),
+    "newer_schema": (False, (": schema_version 2, but this perfguard reads version 1; "
+                             "use the perfguard version that wrote it, or re-record the file",)),
+    "other_device": (True, (": recorded on NVIDIA H200 (nvidia-h200) but named cpu-",
+                            "; rename it to nvidia-h200.json or " + RESTORE)),
 }
 
 
@@ -218,8 +221,10 @@ def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
         ),
         "accepted": scenario("accepted", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-update", "-k", "slowed"),
     }
+    # "--opt=value": pytest picks the rootdir before it knows plugin options, and takes the value of a
+    # spaced "--perfguard-report DIR" for a test path when DIR exists.
     runs["after_accepting"] = dataclasses.replace(
-        runs["accepted"], args=(*MEASURE, "-k", "slowed", "--perfguard-report", "reports/after"), report="reports/after"
+        runs["accepted"], args=(*MEASURE, "-k", "slowed", "--perfguard-report=reports/after"), report="reports/after"
     )
     for kind, (update, _) in BAD_FILES.items():
         files = {"test_naps.py": TWO_NAPS, f"baselines/{name}": spoil(kind, text)}
@@ -270,7 +275,8 @@ def test_without_update_no_baseline_file_is_created(gate):
     run = gate["unrecorded"]
     run.result.assert_outcomes(passed=2)
     assert not (run.path / "baselines").exists()
-    assert "baselines" not in str(run.result.stdout)
+    wrote = [line for line in run.result.outlines if line.startswith("perfguard: wrote ")]
+    assert wrote == [f"perfguard: wrote {run.path / 'reports' / 'perfguard.json'}"]
     assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(NAPS, "new")
     for v in run.record().verdicts:
         assert v.message.endswith(f"not in {run.label} yet; record it with --perfguard-update"), v.message
@@ -450,13 +456,13 @@ def test_after_accepting_the_same_slow_code_passes(gate):
 @pytest.mark.parametrize("kind", BAD_FILES)
 def test_a_bad_baseline_fails_each_measured_case_with_one_line_naming_the_file(gate, kind):
     run = gate[kind]
-    _, todo = BAD_FILES[kind]
+    _, says = BAD_FILES[kind]
     run.result.assert_outcomes(failed=2)
     for case_id in NAPS:
         message = failure_text(run.result, case_id)
         assert "\n" not in message, message
         assert message.startswith(f"{case_id}: measured, but not compared: {run.baseline}: "), message
-        assert todo in message, message
+        assert all(fragment in message for fragment in says), message
     assert_clean(run.result)
 
 
@@ -471,10 +477,10 @@ def test_a_bad_baseline_is_left_byte_for_byte(gate, kind):
 @pytest.mark.parametrize("kind", [k for k, (update, _) in BAD_FILES.items() if update])
 def test_update_on_a_bad_baseline_refuses_to_write_it_and_says_so(gate, kind):
     run = gate[kind]
-    _, todo = BAD_FILES[kind]
-    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    _, says = BAD_FILES[kind]
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED  # its cases failed; the update was refused
     problem = [line for line in run.result.outlines if line.startswith(f"perfguard: {run.baseline}: ")]
-    assert len(problem) == 1 and todo in problem[0], run.result.outlines
+    assert len(problem) == 1 and all(fragment in problem[0] for fragment in says), run.result.outlines
     assert f"perfguard: wrote {run.baseline}" not in str(run.result.stdout)
     run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.path / 'reports' / 'perfguard.json'}"])
 
@@ -508,14 +514,14 @@ def test_two_runs_updating_one_baseline_at_once_keep_both_cases(tmp_path, run_py
         "test_alpha.py": RETIRED_SUITE.replace("retired", "alpha"),
         "test_beta.py": RETIRED_SUITE.replace("retired", "beta"),
     })
-    runs = [Run(tmp_path, (*MEASURE, "--perfguard-update", "--perfguard-report", f"reports/{name}", f"test_{name}.py"))
-            for name in ("alpha", "beta")]
+    # The two share the folder, its baselines/ and its --basetemp (which neither creates: no tmp_path).
+    argv = [(*MEASURE, "--perfguard-update", f"--perfguard-report=reports/{name}", f"test_{name}.py") for name in ("alpha", "beta")]
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda run: run_pytest(run.path, *run.args), runs))
+        results = list(pool.map(lambda args: run_pytest(tmp_path, *args), argv))
     for result in results:
         result.assert_outcomes(passed=1)
         assert_clean(result)
-    assert len(list((tmp_path / "arrived").iterdir())) == 2  # both reached the end together
+    assert len(list((tmp_path / "arrived").iterdir())) == 2  # both reached the end of their session together
     (path,) = store.list_files(tmp_path / "baselines")
     baseline = store.load_file(path)
     assert sorted(baseline.cases) == ["alpha", "beta"]
@@ -523,3 +529,21 @@ def test_two_runs_updating_one_baseline_at_once_keep_both_cases(tmp_path, run_py
         record = loads_record((tmp_path / "reports" / name / "perfguard.json").read_text(), name)
         assert baseline.cases[name].result.latency == record.results[0].latency
     assert not [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_spaced_folder_option_is_refused_with_the_form_to_use(pytester, inner_args):
+    pytester.makepyfile(test_nothing="def test_nothing(): pass")
+    (pytester.path / "elsewhere").mkdir()
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-report", "elsewhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*write --perfguard-report=DIR (with '=')*"])
+
+
+def test_update_alone_measures_and_writes_the_baseline(pytester, inner_args):
+    pytester.makepyfile(
+        test_nap="import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap():\n    return lambda: time.sleep(0.002)\n"
+    )
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard-update", "--perfguard-budget=0.1")
+    assert result.ret == 0
+    (baseline,) = (pytester.path / "baselines").glob("cpu-*.json")
+    assert '"nap"' in baseline.read_text()

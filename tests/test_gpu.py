@@ -253,7 +253,7 @@ def test_the_suites_run_under_perfguard_without_errors(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(suites), "--perfguard",
-         "--perfguard-budget", "0.1", "--perfguard-report", str(tmp_path)],
+         "--perfguard-budget", "0.1", f"--perfguard-report={tmp_path}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]

@@ -91,7 +91,7 @@ def measured(tmp_path_factory, run_pytest):
     path = tmp_path_factory.mktemp("measured")
     write(path, "test_cases.py", MEASURED_SUITE)
     result = run_pytest(
-        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report", "out/run1", "-rs"
+        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report=out/run1", "-rs"
     )
     return path, result
 
@@ -396,7 +396,7 @@ def test_a_report_folder_that_cannot_be_written_does_not_fail_the_run(pytester, 
     pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
     (pytester.path / "blocker").write_text("a file where the report folder should go\n")
     result = pytester.runpytest_subprocess(
-        *inner_args, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-report", "blocker/reports"
+        *inner_args, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-report=blocker/reports"
     )
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK

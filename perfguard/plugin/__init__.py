@@ -56,6 +56,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("perfguard")
     for line, style in summary(state.results.values(), state.devices.values(), state.record):
         terminalreporter.write_line(line, **style)
+    if state.options.update and state.record and state.record.verdicts:
+        terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
     for path in state.written:
         terminalreporter.write_line(f"perfguard: wrote {path}")
     for problem in state.problems:

@@ -34,9 +34,11 @@ class Options:
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
         root = config.rootpath
+        _refuse_spaced_folders(config)
+        update = bool(_value(config, "perfguard-update"))
         return cls(
-            enabled=bool(_value(config, "perfguard")),
-            update=bool(_value(config, "perfguard-update")),
+            enabled=bool(_value(config, "perfguard")) or update,  # an update needs figures to write
+            update=update,
             baselines_dir=Path(root, _value(config, "perfguard-baselines")),
             report_dir=Path(root, _value(config, "perfguard-report")),
             threshold_pct=_positive(config, "perfguard-threshold", "a percentage such as 5"),
@@ -75,3 +77,13 @@ def _positive(config: pytest.Config, name: str, example: str) -> float:
     if not value > 0 or value == float("inf"):
         raise pytest.UsageError(f"--{name} (or ini {name}) must be {example}, got {raw!r}")
     return value
+
+
+def _refuse_spaced_folders(config: pytest.Config) -> None:
+    # pytest picks the rootdir from the command line before it knows plugin options, so the DIR
+    # of a spaced `--perfguard-baselines DIR` is taken for a test path: the rootdir (and with it
+    # the baselines folder and the ini file) silently moves. Only the `=` form is safe.
+    args = [str(a) for a in config.invocation_params.args]
+    for name in ("perfguard-baselines", "perfguard-report"):
+        if f"--{name}" in args:
+            raise pytest.UsageError(f"write --{name}=DIR (with '='): pytest would take a separate DIR for a test path")

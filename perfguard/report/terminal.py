@@ -65,4 +65,9 @@ def summary(
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
             if v.status not in ("same", "new"):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
+        # A verdict that stands but under other software versions is shown too, once per difference.
+        quiet = [v for v in verdicts if v.env_mismatch and v.status in ("same", "new")]
+        for change in sorted({c for v in quiet for c in v.env_mismatch}):
+            n = len({v.case_id for v in quiet if change in v.env_mismatch})
+            lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
     return lines

@@ -1,0 +1,35 @@
+"""The end-of-run table: regressions first, every verdict counted, environment changes shown."""
+
+from __future__ import annotations
+
+from perfguard.analysis.stats import summarize
+from perfguard.model import CaseResult, RunRecord, Verdict
+from perfguard.report.terminal import summary
+
+
+def result(case_id: str, ms: float) -> CaseResult:
+    return CaseResult(id=case_id, name=case_id, status="ok", latency=summarize([ms] * 10, "converged"))
+
+
+def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:
+    return Verdict(case_id=case_id, metric="latency", status=status, baseline=1.0, current=1.0, change_pct=0.0,
+                   p_value=0.5, confidence=0.5, threshold_pct=5.0, baseline_file="b.json", env_mismatch=env,
+                   message=f"latency {status}: details")
+
+
+def test_regressions_come_first_and_each_verdict_is_counted():
+    results = [result("a_same", 1.0), result("b_improved", 1.0), result("z_regressed", 2.0)]
+    verdicts = (verdict("a_same", "same"), verdict("b_improved", "improved"), verdict("z_regressed", "regressed"))
+    lines = [line for line, _ in summary(results, (), RunRecord("now", "0", verdicts=verdicts))]
+    rows = [line.split()[0] for line in lines[1:4]]
+    assert rows == ["z_regressed", "b_improved", "a_same"]
+    assert "verdicts: 1 regressed, 0 unstable, 1 improved, 0 missing, 0 new, 1 same" in lines
+    assert "z_regressed: latency regressed: details" in lines
+    assert not any(line.startswith("a_same: ") for line in lines)
+
+
+def test_an_environment_change_is_shown_even_when_nothing_moved():
+    env = ("torch 2.11.0 → 2.13.0",)
+    verdicts = (verdict("a", "same", env), verdict("b", "same", env), verdict("c", "same"))
+    lines = [line for line, _ in summary([result(c, 1.0) for c in "abc"], (), RunRecord("now", "0", verdicts=verdicts))]
+    assert "environment differs from the baseline for 2 more case(s): torch 2.11.0 → 2.13.0" in lines
