@@ -4,6 +4,7 @@
     perfguard baseline show [--device SLUG] [--baselines DIR]
     perfguard baseline accept RUN.json [--case ID ...] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
+    perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
 
 Exit status: 0 done, 1 `compare` found a regression, 2 a usage or file error (one line on stderr,
 no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere.
@@ -144,6 +145,23 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if tally["regressed"] else 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from perfguard.report.html import render_html
+    from perfguard.report.markdown import render_markdown
+    from perfguard.store.atomic import write_atomic
+
+    records = [read_record(path) for path in args.runs]
+    # Render everything before writing anything: a failure leaves no half-updated pair of files.
+    outputs = [(Path(args.output), render_html(records))]
+    if args.markdown:
+        outputs.append((Path(args.markdown), render_markdown(records)))
+    for path, text in outputs:
+        write_atomic(path, text)
+    cases = len({(r.device, r.id) for record in records for r in record.results})
+    print(f"wrote {' and '.join(str(p) for p, _ in outputs)} from {len(records)} record(s), {cases} case result(s)")
+    return 0
+
+
 # --- plumbing ---------------------------------------------------------------------------------
 
 
@@ -196,6 +214,12 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--memory-threshold", metavar="PCT", type=_percent, default=None,
                          help="peak-memory growth that counts, in percent (default: 5, or the case's own)")
     compare.set_defaults(command=_compare)
+
+    report = commands.add_parser("report", help="render run records as one HTML report (several GPUs, workers or runs merge)")
+    report.add_argument("runs", metavar="RUN.json", nargs="+", help="run records; per device and case the latest wins")
+    report.add_argument("-o", "--output", metavar="FILE.html", required=True, help="where to write the HTML report")
+    report.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown summary here")
+    report.set_defaults(command=_report)
     return parser
 
 

@@ -3,7 +3,8 @@
     PerfguardError            anything perfguard reports as its own, never a crash
     ├── ConfigError           a mistake in a case declaration, an option or an argument
     ├── BaselineError         a baseline or run-record file that cannot be used as it is
-    └── MeasurementError      a case that could not be measured (setup raised, OOM, bad timings)
+    ├── MeasurementError      a case that could not be measured (setup raised, OOM, bad timings)
+    └── ReportError           a report that could not be rendered (a broken or missing template)
 
 Every message is one line that names the case or file and says what to do.
 """
@@ -25,3 +26,7 @@ class BaselineError(PerfguardError):
 
 class MeasurementError(PerfguardError):
     """A case could not be measured; the other cases run on."""
+
+
+class ReportError(PerfguardError):
+    """A report could not be rendered; the run record it was rendered from is unaffected."""

@@ -276,7 +276,7 @@ def test_without_update_no_baseline_file_is_created(gate):
     run.result.assert_outcomes(passed=2)
     assert not (run.path / "baselines").exists()
     wrote = [line for line in run.result.outlines if line.startswith("perfguard: wrote ")]
-    assert wrote == [f"perfguard: wrote {run.path / 'reports' / 'perfguard.json'}"]
+    assert wrote == [f"perfguard: wrote {run.path / 'reports' / name}" for name in ("perfguard.json", "perfguard.html", "perfguard.md")]
     assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(NAPS, "new")
     for v in run.record().verdicts:
         assert v.message.endswith(f"not in {run.label} yet; record it with --perfguard-update"), v.message
@@ -547,3 +547,37 @@ def test_update_alone_measures_and_writes_the_baseline(pytester, inner_args):
     assert result.ret == 0
     (baseline,) = (pytester.path / "baselines").glob("cpu-*.json")
     assert '"nap"' in baseline.read_text()
+
+
+def test_a_broken_report_template_costs_the_html_only(pytester, inner_args):
+    # A real template error: the inner run points perfguard at a copy of its templates with a broken tag.
+    from perfguard.report import html
+
+    broken = pytester.path / "templates"
+    broken.mkdir()
+    for source in html.TEMPLATES.iterdir():
+        (broken / source.name).write_text(source.read_text())
+    (broken / "report.html.j2").write_text("{% for case in %}broken{% endfor %}")
+    pytester.makeconftest(f"import perfguard.report.html as h, pathlib\nh.TEMPLATES = pathlib.Path({str(broken)!r})\n")
+    pytester.makepyfile(
+        test_nap="import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap():\n    return lambda: time.sleep(0.002)\n"
+    )
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*cannot render perfguard.html (ReportError: cannot render the HTML report*perfguard.json is intact"])
+    reports = pytester.path / "reports"
+    assert loads_record((reports / "perfguard.json").read_text(), "record").results[0].id == "nap"
+    assert (reports / "perfguard.md").is_file() and not (reports / "perfguard.html").exists()
+
+
+def test_a_measured_run_writes_the_html_report_and_the_markdown_summary(pytester, inner_args):
+    pytester.makepyfile(
+        test_nap="import time\nfrom perfguard import perf_case\n\n@perf_case(params={'ms': [2]})\ndef nap(ms):\n    return lambda: time.sleep(ms / 1000)\n"
+    )
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1")
+    assert result.ret == 0
+    reports = pytester.path / "reports"
+    html_text = (reports / "perfguard.html").read_text()
+    assert html_text.lstrip().lower().startswith("<!doctype html>") and "nap[ms=2]" in html_text
+    assert "nap[ms=2]" in (reports / "perfguard.md").read_text()
+    result.stdout.fnmatch_lines(["*wrote*perfguard.html", "*wrote*perfguard.md"])

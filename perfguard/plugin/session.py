@@ -24,6 +24,8 @@ RESULT_KEY = "perfguard"
 DEVICE_KEY = "perfguard_device"
 VERDICTS_KEY = "perfguard_verdicts"
 RECORD_NAME = "perfguard.json"
+HTML_NAME = "perfguard.html"
+MARKDOWN_NAME = "perfguard.md"
 
 
 class CaseFailure(Exception):
@@ -153,7 +155,10 @@ class State:
         self.record = record
         from perfguard.store.atomic import write_atomic
 
-        self._attempt(lambda: write_atomic(self.options.report_dir / RECORD_NAME, dumps(record)), self.options.report_dir / RECORD_NAME)
+        folder = self.options.report_dir
+        self._attempt(lambda: write_atomic(folder / RECORD_NAME, dumps(record)), folder / RECORD_NAME)
+        for name, text in self._render(record):
+            self._attempt(lambda: write_atomic(folder / name, text), folder / name)
         if self.options.update:
             from perfguard import store
 
@@ -163,6 +168,19 @@ class State:
                     lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now),
                     store.path_for(self.options.baselines_dir, slug),
                 )
+
+    def _render(self, record: RunRecord) -> list[tuple[str, str]]:
+        """The HTML report and the Markdown summary; a renderer that fails costs its file only."""
+        from perfguard.report.html import render_html
+        from perfguard.report.markdown import render_markdown
+
+        rendered = []
+        for name, render in ((HTML_NAME, render_html), (MARKDOWN_NAME, render_markdown)):
+            try:
+                rendered.append((name, render([record])))
+            except Exception as exc:  # noqa: BLE001 - a report must never take the run (or its record) down
+                self.problems.append(f"cannot render {name} ({type(exc).__name__}: {exc}); {RECORD_NAME} is intact")
+        return rendered
 
     def _attempt(self, write: Any, path: Path) -> None:
         try:

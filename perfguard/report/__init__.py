@@ -1,1 +1,1 @@
-"""Rendering of run records: terminal table, files (and later HTML and Markdown). Never measures or compares."""
+"""Rendering of run records: terminal table, HTML report (`html.render_html`) and Markdown summary (`markdown.render_markdown`). Never measures or compares."""

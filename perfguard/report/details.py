@@ -1,0 +1,176 @@
+"""A case's detail view as labelled text: every metric, the environment, the profile, the memory breakdown.
+
+Figures the record does not carry (a CPU has no allocator peak; issue 4's bound, efficiency,
+profiler table and memory breakdown until they exist) come out as "n/a" or None, never as an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from perfguard.model import Verdict
+from perfguard.report import units, view
+from perfguard.report.view import Entry
+
+NA = "n/a"
+PROFILE_ROWS = 10  # top operators shown per case
+
+
+def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(section title, [(label, value)]) for every figure of the case; a section with nothing known says so."""
+    r = entry.result
+    if r is None:
+        return []
+    lat, mem, tel = r.latency, r.memory, r.telemetry
+    d = units.duration
+
+    def get(obj: Any, name: str) -> Any:
+        return getattr(obj, name, None) if obj is not None else None
+
+    def metric(name: str) -> Any:
+        return view.metric(r, name)
+
+    latency = [  # the median itself is in the table row and under the distribution
+        ("95% CI", f"{d(lat.ci_low_ms)} – {d(lat.ci_high_ms)} ({view.ci_text(r)})" if lat else NA),
+        ("mean", d(get(lat, "mean_ms"))),
+        ("min / max", f"{d(lat.min_ms)} / {d(lat.max_ms)}" if lat else NA),
+        ("p10 / p90", f"{d(lat.p10_ms)} / {d(lat.p90_ms)}" if lat else NA),
+        ("IQR", d(get(lat, "iqr_ms"))),
+        ("samples", f"{lat.n:,} ({lat.stop_reason})" if lat else str(len(r.samples_ms))),
+        ("timer", r.timer or NA),
+        ("cache, mode", f"{r.cache}, {r.mode}"),
+    ]
+    throughput = [
+        ("bytes", f"{units.size(r.bytes)} ({r.bytes:,.0f} B)" if r.bytes else NA),
+        ("flops", f"{r.flops:.4g}" if r.flops else NA),
+        ("bandwidth", _unit(units.number(metric("gbps")), "GB/s")),
+        ("of peak BW", units.percent(metric("bandwidth_util"))),
+        ("compute", _unit(units.number(metric("tflops"), 3), "TFLOP/s")),
+        ("of peak FLOP/s", units.percent(metric("flop_util"))),
+        ("intensity", _unit(_g(metric("arithmetic_intensity")), "FLOP/B")),
+        ("bound", str(metric("bound") or NA)),
+        ("efficiency", units.percent(metric("efficiency"))),
+    ]
+    launch = [
+        ("eager latency", d(metric("eager_latency_ms"))),
+        ("launch overhead", d(metric("launch_overhead_ms"))),
+        ("overhead share", units.percent(metric("launch_overhead_share"))),
+    ]
+    memory = [
+        ("peak allocated", units.size(get(mem, "peak_allocated_bytes"))),
+        ("peak reserved", units.size(get(mem, "peak_reserved_bytes"))),
+        ("setup allocated", units.size(get(mem, "setup_allocated_bytes"))),
+        ("NVML used Δ", units.size(get(mem, "nvml_used_delta_bytes"))),
+        ("fragmentation", units.percent(get(mem, "fragmentation"))),
+        ("alloc retries", _g(get(mem, "alloc_retries"))),
+    ]
+    clocks = [
+        ("SM clock", _span(get(tel, "sm_clock_mhz_before"), get(tel, "sm_clock_mhz_after"), "MHz",
+                           f"mean {tel.sm_clock_mhz_mean:.0f}" if tel and tel.sm_clock_mhz_mean else "")),
+        ("temperature", _span(get(tel, "temperature_c_before"), get(tel, "temperature_c_after"), "°C")),
+        ("power", _span(get(tel, "power_w_before"), get(tel, "power_w_after"), "W")),
+        ("clock events", ", ".join(tel.throttle_reasons) or "none" if tel else NA),
+        ("throttled", _yes(get(tel, "throttled")) if tel else NA),
+        ("power capped", _yes(get(tel, "power_capped")) if tel else NA),
+    ]
+    run = [
+        ("test", r.nodeid or NA),
+        ("parameters", view.params_text(r) or "none"),
+        ("setup, wall", ", ".join(d(s * 1e3) if s is not None else NA for s in (r.setup_s, r.wall_s))),
+    ]
+    if r.status != "ok":
+        run.append(("status", r.status))
+    if r.threshold is not None or r.memory_threshold is not None:
+        run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
+    named = [("latency", latency), ("throughput", throughput), ("launch", launch), ("memory", memory),
+             ("clocks", clocks), ("run", run)]
+    return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
+
+
+def message(v: Verdict) -> str:
+    """A verdict's message without the "metric status: " its badge already says."""
+    prefix = f"{v.metric} {v.status}: "
+    return v.message[len(prefix):] if v.message.startswith(prefix) else v.message
+
+
+def environment(entry: Entry) -> tuple[str, bool]:
+    """What the environment looks like against the baseline, and whether that is worth a warning."""
+    mismatches = view.environment_mismatches(entry)
+    if mismatches:
+        return "differs from the baseline: " + ", ".join(mismatches), True
+    if any(v.status not in ("new", "missing") for v in entry.verdicts):
+        return "same driver, CUDA, torch and triton as the baseline", False
+    return "no baseline to compare with", False
+
+
+def profile_table(entry: Entry) -> tuple[list[str], list[list[str]]] | None:
+    """The profiler's top operators as (columns, rows), or None when the case was not profiled.
+
+    Reads `CaseResult.profile` (issue 4): a sequence of records (dataclasses or mappings), or an
+    object whose first sequence field holds them.
+    """
+    value = getattr(entry.result, "profile", None)
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [getattr(value, f.name) for f in dataclasses.fields(value)]
+        value = next((f for f in fields if isinstance(f, (list, tuple)) and f), ())
+    if isinstance(value, Mapping):
+        value = [{"operator": k, "value": v} for k, v in value.items()]
+    items = [_as_dict(x) for x in list(value)[:PROFILE_ROWS]] if isinstance(value, Sequence) else []
+    if not items:
+        return None
+    columns = list(items[0])
+    return columns, [[_g(item.get(c)) for c in columns] for item in items]
+
+
+def breakdown(entry: Entry) -> list[tuple[str, str, float]] | None:
+    """Bytes at peak by category as (category, size, share 0..1), largest first; None when not captured.
+
+    Reads `CaseResult.memory_breakdown` (issue 4): a mapping or a dataclass of category -> bytes.
+    """
+    value = getattr(entry.result, "memory_breakdown", None)
+    if value is None:
+        return None
+    parts = {k: v for k, v in _as_dict(value).items() if isinstance(v, (int, float)) and v > 0}
+    total = sum(parts.values())
+    if not total:
+        return None
+    return [(str(k), units.size(v), v / total) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])]
+
+
+def _as_dict(x: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
+    if isinstance(x, Mapping):
+        return {str(k): v for k, v in x.items()}
+    return {"value": x}
+
+
+def _g(x: Any) -> str:
+    if x is None:
+        return NA
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)
+
+
+def _unit(text: str, unit: str) -> str:
+    return text if text == NA else f"{text} {unit}"
+
+
+def _span(before: Any, after: Any, unit: str, extra: str = "") -> str:
+    if before is None and after is None:
+        return NA
+    text = f"{_g(before)} → {_g(after)} {unit}"
+    return f"{text} ({extra})" if extra else text
+
+
+def _yes(flag: Any) -> str:
+    return NA if flag is None else "yes" if flag else "no"
+
+
+def _pct(x: float | None) -> str:
+    return "default" if x is None else f"{x:g}%"

@@ -1,0 +1,226 @@
+"""The HTML report: one self-contained file from jinja2 templates, opened offline from a CI artifact.
+
+CSS, JavaScript and SVG are inline and a Content-Security-Policy forbids every fetch, so the page
+works from a zip on a laptop with no network. Autoescaping is on for everything: a case id or
+parameter holding HTML is shown as text. Sorting, filtering and the per-case detail rows are plain
+JavaScript over a server-rendered table, so every case is in the page even with scripts off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+from perfguard.errors import ReportError
+from perfguard.model import RunRecord
+from perfguard.report import charts, units, view
+from perfguard.report.details import breakdown, environment, message, profile_table, sections
+from perfguard.report.view import Device, Entry
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    title: str
+    numeric: bool = True
+
+
+COLUMNS = (
+    Column("verdict", "verdict", "the most pressing of the case's verdicts; click a row for all of them", False),
+    Column("median", "median ± CI", "median latency and the half-width of its 95% confidence interval; lower is better"),
+    Column("change", "Δ baseline", "change of the median latency against this device's baseline"),
+    Column("gbps", "GB/s", "achieved bandwidth: declared bytes / median time; higher is better"),
+    Column("util", "% peak BW", "achieved bandwidth over the device's theoretical peak"),
+    Column("tflops", "TFLOP/s", "declared flops / median time; higher is better"),
+    Column("memory", "peak mem", "peak memory allocated by one call; lower is better"),
+    Column("bound", "bound", "roofline bound: memory, compute or latency (launch)", False),
+)
+# With several GPUs side by side, each gets the columns that compare across devices; the rest are
+# in the case's detail view.
+COMPACT = ("verdict", "median", "change", "gbps", "util")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    text: str
+    sort: str = ""  # what the column sorts by; empty sorts last
+    cls: str = ""
+    note: str = ""  # smaller text after the figure (the CI)
+    title: str = ""
+    badge: str = ""  # a verdict status: the cell is a coloured badge
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    key: str  # DOM id of the case's <tbody>
+    case_id: str
+    name: str  # the id split for display: name, then the [parameters] part
+    grid: str
+    statuses: str
+    search: str
+    cells: list[Cell]
+    panels: list[tuple[Device, Entry | None]]
+
+
+def render_html(records: Sequence[RunRecord]) -> str:
+    """The report of one or more run records (merged as `view.merge` says), as one HTML document.
+
+    Any failure (a broken or missing template, a figure a template trips over) is a ReportError of
+    one line, so that the caller can say so and carry on: the run record is never at stake.
+    """
+    try:
+        return _render(records)
+    except ReportError:
+        raise
+    except Exception as exc:
+        where = f" ({exc.filename}, line {exc.lineno})" if getattr(exc, "lineno", None) and getattr(exc, "filename", None) else ""
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ReportError(f"cannot render the HTML report: {type(exc).__name__}: {first}{where}") from exc
+
+
+def _render(records: Sequence[RunRecord]) -> str:
+    merged = view.merge(records)
+    devices = list(merged.devices.values())
+    columns = [c for c in COLUMNS if len(devices) <= 1 or c.key in COMPACT]
+    rows = [_row(i, case_id, by_device, devices, columns) for i, (case_id, by_device) in enumerate(merged.cases.items())]
+    counts = merged.counts()
+    headline = ", ".join(f"{n} {view.label(s)}" for s, n in counts.items()) or "no cases"
+    notes = []
+    if merged.records > 1:
+        notes.append(f"merged from {merged.records} run records; per device and case the latest record wins")
+    if merged.replaced:
+        notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
+    context = {
+        "headline": headline,
+        "devices": devices,
+        "columns": columns,
+        "multi": len(devices) > 1,
+        "several": merged.records > 1,
+        "rows": rows,
+        "counts": counts,
+        "notes": notes,
+        "rooflines": [_roofline(d, rows) for d in devices],
+        "attention": _attention(rows, len(devices) > 1),
+        "css": _static("report.css"),
+        "js": _static("report.js"),
+    }
+    return _environment().get_template("report.html.j2").render(context)
+
+
+def _row(index: int, case_id: str, by_device: Mapping[str, Entry], devices: list[Device], columns: list[Column]) -> Row:
+    entries = [by_device.get(d.info.slug) for d in devices]
+    present = [e for e in entries if e is not None]
+    result = next((e.result for e in present if e.result is not None), None)
+    name, bracket, rest = case_id.partition("[")
+    search = " ".join([case_id, view.params_text(result), *(d.info.name for d, e in zip(devices, entries, strict=True) if e)])
+    cells = [_cell(c, e) for e in entries for c in columns]
+    return Row(f"case-{index}", case_id, name, bracket + rest, " ".join(sorted({e.status for e in present})),
+               search.lower(), cells, list(zip(devices, entries, strict=True)))
+
+
+def _cell(column: Column, entry: Entry | None) -> Cell:
+    if entry is None:
+        return Cell("—", cls="na", title="not run on this device")
+    r = entry.result
+    key = column.key
+    if key == "verdict":
+        # The tooltip tells what moved without opening the case; `same` and `new` say nothing more.
+        quiet = entry.status in ("same", "new", "measured")
+        messages = "" if quiet else "\n".join(v.message for v in entry.verdicts) or (r.error if r and r.error else "")
+        return Cell(view.label(entry.status), str(view.rank(entry.status)), title=messages, badge=entry.status)
+    if key == "median":
+        ms = view.median(r)
+        return Cell(units.duration(ms), _num(ms), note=view.ci_text(r) if ms is not None else "")
+    if key == "change":
+        v = entry.verdict("latency")
+        pct = v.change_pct if v else None
+        return Cell(view.change(v), _num(pct), cls=f"chg-{v.status}" if v else "na")
+    if key == "bound":
+        bound = view.metric(r, "bound")
+        return Cell(str(bound) if bound else "n/a", str(bound or ""), cls="" if bound else "na")
+    value = {
+        "gbps": (view.metric(r, "gbps"), units.number),
+        "util": (view.metric(r, "bandwidth_util"), units.percent),
+        "tflops": (view.metric(r, "tflops"), lambda x: units.number(x, 3 if x is not None and x < 10 else 1)),
+        "memory": (view.peak_memory(r), units.size),
+    }[key]
+    return Cell(value[1](value[0]), _num(value[0]), cls="" if value[0] is not None else "na")
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.6g}"
+
+
+def _roofline(device: Device, rows: list[Row]) -> tuple[Device, charts.Roofline | None, list[tuple[str, str]]]:
+    plotted, off = [], []
+    for row in rows:
+        entry = next((e for d, e in row.panels if d is device), None)
+        if entry is None or entry.result is None or entry.result.latency is None:
+            continue
+        ai, tflops = view.metric(entry.result, "arithmetic_intensity"), view.metric(entry.result, "tflops")
+        if ai and tflops and ai > 0 and tflops > 0:
+            plotted.append((row.key, row.case_id, entry.status, ai, tflops))
+        else:
+            off.append((row.key, row.case_id))
+    plotted.sort(key=lambda p: -view.rank(p[2]))  # drawn last, on top: the most pressing cases
+    return device, charts.roofline(device.info, plotted), off
+
+
+ATTENTION = ("error", "regressed", "unstable", "improved", "missing")
+ATTENTION_ITEMS = 12
+
+
+def _attention(rows: list[Row], multi: bool) -> tuple[list[tuple[str, str, str, str, str]], int]:
+    """What needs a person, first: (key, case id, device, status, what moved), at most ATTENTION_ITEMS, and how many in all."""
+    items = []
+    for row in rows:
+        for device, e in row.panels:
+            if e is None or e.status not in ATTENTION:
+                continue
+            said = [message(v) for v in e.verdicts if v.status == e.status]
+            error = (e.result.error or "").strip().splitlines() if e.result is not None else []
+            text = "; ".join(said) or (error[0] if error else "")
+            items.append((view.rank(e.status), row.key, row.case_id, device.info.name if multi else "", e.status, text))
+    items.sort(key=lambda item: item[0])
+    return [item[1:] for item in items[:ATTENTION_ITEMS]], len(items)
+
+
+def _histogram(entry: Entry) -> charts.Histogram | None:
+    r = entry.result
+    if r is None or r.latency is None:
+        return None
+    v = entry.verdict("latency")
+    baseline = v.baseline if v is not None and v.status not in ("new", "missing") else None
+    return charts.histogram(r.samples_ms, r.latency.median_ms, (r.latency.ci_low_ms, r.latency.ci_high_ms), baseline)
+
+
+@cache
+def _static(name: str) -> Any:
+    from markupsafe import Markup
+
+    return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.globals.update(
+        label=view.label, when=view.when, versions=view.versions, duration=units.duration,
+        sections=sections, environment=environment, message=message, profile_table=profile_table, breakdown=breakdown,
+        histogram=_histogram, by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
+    )
+    return env

@@ -1,0 +1,154 @@
+"""`reports/perfguard.md`: the run in Markdown, for `$GITHUB_STEP_SUMMARY` and pull-request comments.
+
+What needs a person comes first: errors and regressions, then improvements, new and unstable cases,
+then a compact table of every case (folded in a <details>). The text stays under LIMIT_BYTES however
+many cases there are: GitHub refuses a comment over 65,536 characters, so lines that do not fit are
+left out and counted ("… and 812 more: see the HTML report"), the least pressing first.
+
+Case ids and messages are record text, so they are escaped: a case named `<img src=x>` shows as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfguard.model import RunRecord
+from perfguard.report import units, view
+from perfguard.report.view import Device, Entry
+
+LIMIT_BYTES = 60_000
+RESERVE_BYTES = 2_000  # kept for headings, the "… and N more" lines and the closing tags
+ITEM_CHARS = 400  # one case's line at most (an error's first line can be long)
+LISTED = {"improved": 50, "new": 30, "unstable": 50, "missing": 30}  # longer lists belong in the HTML report
+SECTIONS = (
+    ("error", "Errors"),
+    ("regressed", "Regressions"),
+    ("improved", "Improvements"),
+    ("new", "New cases"),
+    ("unstable", "Unstable"),
+    ("missing", "Missing"),
+)
+
+
+def render_markdown(records: Sequence[RunRecord]) -> str:
+    """The Markdown summary of one or more run records (merged as `view.merge` says)."""
+    merged = view.merge(records)
+    out = _Budget(LIMIT_BYTES - RESERVE_BYTES)
+    counts = merged.counts()
+    devices = list(merged.devices.values())
+    names = ", ".join(_text(d.info.name) for d in devices) or "no device"
+    out.force(f"## perfguard: {', '.join(f'{n} {view.label(s)}' for s, n in counts.items()) or 'no cases'} on {names}", "")
+    for d in devices:
+        out.force(_device_line(d))
+    if merged.records > 1:
+        out.force("", f"_Merged from {merged.records} run records; per device and case the latest record wins._")
+    multi = len(devices) > 1
+    entries = sorted(merged.entries(), key=lambda e: (view.rank(e.status), e.case_id, e.device))
+    for status, title in SECTIONS:
+        chosen = [e for e in entries if e.status == status]
+        if not chosen:
+            continue
+        out.force("", f"### {title} ({len(chosen)})", "")
+        cap = LISTED.get(status, len(chosen))
+        shown = 0
+        for e in chosen[:cap]:
+            if not out.add(_clip(_item(e, merged.devices[e.device], multi))):
+                break
+            shown += 1
+        if shown < len(chosen):
+            out.force(f"- … and {len(chosen) - shown} more: see the HTML report")
+    # The table keeps a case's devices together, in the order of its most pressing verdict.
+    _table(out, [e for by_device in merged.cases.values() for e in by_device.values()], merged.devices, multi)
+    return out.text()
+
+
+def _device_line(d: Device) -> str:
+    info = d.info
+    facts = [f"**{_text(info.name)}**" + (f" ×{d.units}" if d.units > 1 else "")]
+    facts += [f"{k} {_text(v)}" for k, v in view.versions(info) if k in ("driver", "CUDA", "torch", "triton", "peak BW")]
+    if d.commit:
+        facts.append(f"commit {_code(d.commit[:12])}")
+    facts.append(view.when(d.created_at))
+    return "- " + " · ".join(facts)
+
+
+def _item(e: Entry, device: Device, multi: bool) -> str:
+    where = f" on {_text(device.info.name)}" if multi else ""
+    head = f"- {_code(e.case_id)}{where}"
+    r = e.result
+    if e.status == "error":
+        return f"{head}: {_text((r.error or 'errored').splitlines()[0] if r else 'errored')}"
+    if e.status == "new":
+        gbps, tflops = view.metric(r, "gbps"), view.metric(r, "tflops")
+        return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
+                + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
+    lines = [v.message for v in e.verdicts if v.status == e.status] or [v.message for v in e.verdicts]
+    return f"{head}: " + "; ".join(_text(m) for m in lines)
+
+
+def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
+    if not entries:
+        return
+    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "GB/s", "% peak BW"]
+    out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
+              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 4) + "---:|" * 4)
+    shown = 0
+    for e in entries:
+        r = e.result
+        cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
+        cells += [view.label(e.status), f"{units.duration(view.median(r))} {view.ci_text(r)}",
+                  view.change(e.verdict("latency")), units.number(view.metric(r, "gbps")),
+                  units.percent(view.metric(r, "bandwidth_util"))]
+        if not out.add("| " + " | ".join(cells) + " |"):
+            break
+        shown += 1
+    if shown < len(entries):
+        out.force("", f"… and {len(entries) - shown} more rows: see the HTML report.")
+    out.force("", "</details>")
+
+
+class _Budget:
+    """Lines of text that stop growing at a byte limit; `force` lines (headings, notes) always go in."""
+
+    def __init__(self, limit: int):
+        self.limit, self.lines, self.size, self.full = limit, [], 0, False
+
+    def add(self, line: str) -> bool:
+        cost = len(line.encode("utf-8")) + 1
+        if self.full or self.size + cost > self.limit:
+            self.full = True
+            return False
+        self.lines.append(line)
+        self.size += cost
+        return True
+
+    def force(self, *lines: str) -> None:
+        for line in lines:
+            self.lines.append(line)
+            self.size += len(line.encode("utf-8")) + 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= ITEM_CHARS else line[: ITEM_CHARS - 1].rstrip("\\") + "…"
+
+
+def _text(s: object, table: bool = False) -> str:
+    """Record text as Markdown text: no HTML, no emphasis, no links; one line."""
+    out = str(s).replace("\r", " ").replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for c in "\\`*_[]":
+        out = out.replace(c, "\\" + c)
+    return out.replace("|", "\\|") if table else out
+
+
+def _code(s: str, table: bool = False) -> str:
+    """An inline code span that holds any text (HTML inside a code span is shown, not rendered)."""
+    s = s.replace("\r", " ").replace("\n", " ")
+    ticks = "`"
+    while ticks in s:
+        ticks += "`"
+    pad = " " if s.startswith("`") or s.endswith("`") or ticks != "`" else ""
+    out = f"{ticks}{pad}{s}{pad}{ticks}"
+    return out.replace("|", "\\|") if table else out

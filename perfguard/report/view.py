@@ -1,0 +1,213 @@
+"""What the HTML and Markdown reports show, worked out once from run records: merged, ordered, formatted.
+
+Merging (`perfguard report A.json B.json ...`, or one record): results are grouped by device slug,
+so several GPU models sit side by side under one case id. Several records of the same device
+(xdist workers, reruns) are taken in `created_at` order and the later record wins per case; a case
+a record only lists as `missing` (in its baseline, not run there) never replaces one that was
+measured, so the records of two workers that each ran half the cases merge into the whole run.
+
+Figures that issue 4 adds to the model (roofline bound, efficiency, profiler top operators, memory
+breakdown) are read with `getattr(..., None)`: the reports show "n/a" or "not captured" until the
+record carries them, and show them as soon as it does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.report import units
+
+# A case's overall status, most pressing first; its verdicts' statuses, plus what a case without a
+# comparison is: errored, skipped, smoke-run only, or measured without a baseline to compare with.
+STATUS_ORDER = ("error", "regressed", "unstable", "improved", "missing", "new", "same", "skipped", "smoke", "measured")
+STATUS_LABEL = {"measured": "not compared"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One case on one device, from the record that won the merge."""
+
+    case_id: str
+    device: str
+    result: CaseResult | None  # None: the case is only in the baseline (a `missing` verdict)
+    verdicts: tuple[Verdict, ...]
+    created_at: str
+    commit: str | None
+
+    @property
+    def status(self) -> str:
+        if self.result is not None and self.result.status == "error":
+            return "error"
+        if self.verdicts:
+            return min((v.status for v in self.verdicts), key=rank)
+        if self.result is not None and self.result.status in ("skipped", "smoke"):
+            return self.result.status
+        return "measured"
+
+    def verdict(self, metric: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.metric == metric), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """A device model (slug) as the latest record that used it describes it."""
+
+    info: DeviceInfo
+    units: int  # how many physical devices of this model the records used
+    created_at: str
+    commit: str | None
+    perfguard_version: str
+
+
+@dataclasses.dataclass
+class Merged:
+    devices: dict[str, Device]  # slug -> device, in the order first seen
+    cases: dict[str, dict[str, Entry]]  # case id -> slug -> entry, most pressing case first
+    records: int
+    replaced: int  # measured results that a later record of the same device replaced
+
+    def entries(self) -> list[Entry]:
+        return [e for by_device in self.cases.values() for e in by_device.values()]
+
+    def counts(self) -> dict[str, int]:
+        """Cases (one per case and device) by overall status, in display order, zeros left out."""
+        tally = dict.fromkeys(STATUS_ORDER, 0)
+        for e in self.entries():
+            tally[e.status] += 1
+        return {s: n for s, n in tally.items() if n}
+
+
+def rank(status: str) -> int:
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def label(status: str) -> str:
+    return STATUS_LABEL.get(status, status)
+
+
+def merge(records: Sequence[RunRecord]) -> Merged:
+    devices: dict[str, Device] = {}
+    seen_units: dict[str, set[Any]] = {}
+    cases: dict[str, dict[str, Entry]] = {}
+    replaced = 0
+    for record in sorted(records, key=lambda r: _instant(r.created_at)):
+        for d in record.devices:
+            seen_units.setdefault(d.slug, set()).add(d.uuid or (d.name if d.index is None else d.index))
+        slugs = [d.slug for d in record.devices]
+        for d in record.devices:
+            devices[d.slug] = Device(d, len(seen_units[d.slug]), record.created_at, record.commit, record.perfguard_version)
+        verdicts: dict[str, list[Verdict]] = {}
+        for v in record.verdicts:
+            verdicts.setdefault(v.case_id, []).append(v)
+        for r in record.results:
+            slug = r.device or (slugs[0] if len(set(slugs)) == 1 else "unknown")
+            if slug not in devices:
+                devices[slug] = Device(DeviceInfo(kind="unknown", name=slug, slug=slug), 1, record.created_at,
+                                       record.commit, record.perfguard_version)
+            old = cases.setdefault(r.id, {}).get(slug)
+            replaced += old is not None and old.result is not None
+            cases[r.id][slug] = Entry(r.id, slug, r, tuple(verdicts.pop(r.id, ())), record.created_at, record.commit)
+        for case_id, vs in verdicts.items():  # verdicts without a result: cases of the baseline that did not run
+            slug = _baseline_slug(vs, slugs)
+            if slug not in devices:
+                devices[slug] = Device(DeviceInfo(kind="unknown", name=slug, slug=slug), 1, record.created_at,
+                                       record.commit, record.perfguard_version)
+            old = cases.setdefault(case_id, {}).get(slug)
+            if old is None or old.result is None:
+                cases[case_id][slug] = Entry(case_id, slug, None, tuple(vs), record.created_at, record.commit)
+    order = list(devices)
+    ordered = {
+        case_id: dict(sorted(by_device.items(), key=lambda kv: order.index(kv[0])))
+        for case_id, by_device in sorted(cases.items(), key=lambda kv: (min(rank(e.status) for e in kv[1].values()), kv[0]))
+    }
+    return Merged(devices, ordered, len(records), replaced)
+
+
+def _instant(created_at: str) -> tuple[float, str]:
+    try:
+        moment = datetime.datetime.fromisoformat(created_at)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+        return moment.timestamp(), created_at
+    except ValueError:
+        return float("-inf"), created_at
+
+
+def _baseline_slug(verdicts: list[Verdict], slugs: list[str]) -> str:
+    """The device a baseline-only case belongs to: its baseline file is named after the slug."""
+    for v in verdicts:
+        if v.baseline_file and Path(v.baseline_file).stem in slugs:
+            return Path(v.baseline_file).stem
+    if len(set(slugs)) == 1:
+        return slugs[0]
+    return next((Path(v.baseline_file).stem for v in verdicts if v.baseline_file), "unknown")
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+
+def when(created_at: str | None) -> str:
+    """"2026-11-29 21:04 UTC" from an ISO time; anything else as it is."""
+    if not created_at:
+        return "n/a"
+    try:
+        moment = datetime.datetime.fromisoformat(created_at)
+    except ValueError:
+        return created_at
+    if moment.utcoffset() == datetime.timedelta(0):
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M %z").strip()
+
+
+def params_text(result: CaseResult | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in result.params.items()) if result and result.params else ""
+
+
+def change(v: Verdict | None) -> str:
+    if v is None or v.change_pct is None:
+        return "new" if v is not None and v.status == "new" else "n/a"
+    return "0.0%" if round(v.change_pct, 1) == 0 else f"{v.change_pct:+.1f}%"
+
+
+def ci_text(result: CaseResult | None) -> str:
+    lat = result.latency if result else None
+    return "n/a" if lat is None else f"±{lat.ci_half_width_pct:.2f}%"
+
+
+def median(result: CaseResult | None) -> float | None:
+    return result.latency.median_ms if result and result.latency else None
+
+
+def metric(result: CaseResult | None, name: str) -> Any:
+    """A figure of `result.metrics` by name, or None (also for fields the model does not have yet)."""
+    return getattr(result.metrics, name, None) if result is not None and result.metrics is not None else None
+
+
+def peak_memory(result: CaseResult | None) -> int | None:
+    return result.memory.peak_allocated_bytes if result is not None and result.memory is not None else None
+
+
+def versions(info: DeviceInfo) -> list[tuple[str, str]]:
+    """The header facts of a device that are known, as (label, value)."""
+    facts = [
+        ("driver", info.driver), ("CUDA", info.cuda), ("torch", info.torch), ("triton", info.triton),
+        ("python", info.python), ("SM", info.compute_capability),
+        ("peak BW", f"{info.peak_bandwidth_gbps:,.0f} GB/s" if info.peak_bandwidth_gbps else None),
+        ("SMs", info.sm_count), ("L2", units.size(info.l2_bytes) if info.l2_bytes else None),
+        ("memory", units.size(info.memory_bytes) if info.memory_bytes else None),
+        ("CPUs", info.cpu_count if info.kind == "cpu" else None),
+    ]
+    return [(k, str(v)) for k, v in facts if v is not None]
+
+
+def environment_mismatches(entry: Entry) -> list[str]:
+    seen: dict[str, None] = {}
+    for v in entry.verdicts:
+        for m in v.env_mismatch:
+            seen[m] = None
+    return list(seen)

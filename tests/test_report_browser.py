@@ -1,0 +1,195 @@
+"""The HTML report in a real browser: Debian's headless Chromium, driven by Selenium.
+
+Every case is in the DOM, sorting and filtering work, a detail view opens, the page logs no
+JavaScript error, and a case named like an HTML tag stays text. The driver is Debian's
+/usr/bin/chromedriver, named explicitly, so Selenium never downloads one; `.ci/run` installs both.
+Each test saves a screenshot in its tmp_path; `PERFGUARD_SCREENSHOT=FILE.png` also copies the
+H200 report's screenshot there (the README's `benchmarks/report.png` is made that way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perfguard.model import CaseResult, RunRecord, Verdict, loads_baseline
+from perfguard.report.html import render_html
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run does)",
+                allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e '.[test]')")
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "<img src=x onerror=alert(1)>"
+ROWS = "#cases > tbody"
+IDS_JS = f"return Array.from(document.querySelectorAll('{ROWS} > tr.case > th')).map(th => th.textContent)"
+VISIBLE_JS = (f"return Array.from(document.querySelectorAll('{ROWS}')).filter(tb => !tb.hidden)"
+              ".map(tb => tb.rows[0].cells[0].textContent)")
+
+
+def h200_record() -> RunRecord:
+    """The H200 baseline of suites/ as a run: real GPU figures, with verdicts of every kind and a hostile case."""
+    baseline = loads_baseline((ROOT / "baselines" / "nvidia-h200.json").read_text(), "baselines/nvidia-h200.json")
+    results: list[CaseResult] = []
+    verdicts: list[Verdict] = []
+    statuses = {0: ("regressed", 12.4), 3: ("improved", -9.8), 5: ("unstable", 6.1), 9: ("new", None)}
+    for i, (_, entry) in enumerate(sorted(baseline.cases.items())):
+        r = entry.result
+        if i == 9:
+            r = dataclasses.replace(r, id=HOSTILE, name=HOSTILE, params={"html": HOSTILE})
+        status, change = statuses.get(i, ("same", 0.3))
+        median = r.latency.median_ms if r.latency else None
+        verdicts.append(Verdict(
+            r.id, "latency", status, None if change is None else median / (1 + change / 100), median, change,
+            None if change is None else 1e-6, None if change is None else 1 - 1e-6, 5.0, "baselines/nvidia-h200.json",
+            ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else (),
+            f"latency {status}: " + ("new" if change is None else f"{change:+.1f}%") + " against baselines/nvidia-h200.json"))
+        results.append(r)
+    return RunRecord(created_at="2026-11-29T20:54:30+00:00", perfguard_version="0.1.0", devices=(baseline.device,),
+                     results=tuple(results), verdicts=tuple(verdicts), commit="24e51ad615dfb1b6c157adff23a9a68e0ffa452d")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--window-size=1400,1000", f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def open_report(browser, tmp_path: Path, records: list[RunRecord]) -> Path:
+    page = tmp_path / "perfguard.html"
+    page.write_text(render_html(records), encoding="utf-8")
+    browser.get_log("browser")  # drop what an earlier page logged
+    browser.get(page.as_uri())
+    return page
+
+
+def assert_no_javascript_errors(browser) -> None:
+    severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert severe == []
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018
+
+
+def screenshot(browser, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000
+    return path
+
+
+def test_the_h200_report_has_every_case_sorts_filters_and_opens_details(browser, tmp_path):
+    record = h200_record()
+    open_report(browser, tmp_path, [record])
+    ids = browser.execute_script(IDS_JS)
+    assert sorted(ids) == sorted(r.id for r in record.results)
+    assert ids[0].startswith("add[n=1048576") and browser.execute_script(
+        f"return document.querySelector('{ROWS}').getAttribute('data-status')") == "regressed"
+
+    # Open the regressed case and one further down, for the screenshot and the detail view.
+    rows = browser.find_elements(By.CSS_SELECTOR, f"{ROWS} > tr.case")
+    rows[0].click()
+    detail = browser.find_element(By.CSS_SELECTOR, f"{ROWS} > tr.detail")
+    assert detail.is_displayed() and detail.find_element(By.CSS_SELECTOR, "svg.hist path.bars").is_displayed()
+    assert "latency regressed" in detail.text and "environment:" in detail.text
+    browser.set_window_size(1400, 1600)  # the header, the overview and the open case in one picture
+    browser.execute_script("window.scrollTo(0, 0)")
+    shot = screenshot(browser, tmp_path, "report-h200.png")
+    browser.set_window_size(1400, 1000)
+    if os.environ.get("PERFGUARD_SCREENSHOT"):
+        shutil.copyfile(shot, os.environ["PERFGUARD_SCREENSHOT"])
+    rows[0].click()
+    assert not detail.is_displayed()
+
+    # Sorting by median: ascending, then descending on a second click.
+    header = browser.find_element(By.XPATH, "//table[@id='cases']/thead//th[starts-with(., 'median')]")
+    medians_js = (f"return Array.from(document.querySelectorAll('{ROWS}'))"
+                  ".map(tb => Number(tb.rows[0].cells[2].getAttribute('data-sort')))")
+    before = browser.execute_script(IDS_JS)
+    header.click()
+    ascending = browser.execute_script(medians_js)
+    assert ascending == sorted(ascending) and browser.execute_script(IDS_JS) != before
+    assert header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    assert browser.execute_script(medians_js) == sorted(ascending, reverse=True)
+    browser.find_element(By.XPATH, "//table[@id='cases']/thead//th[.='case']").click()
+    assert browser.execute_script(IDS_JS) == sorted(ids, key=str.lower)
+
+    # Filtering: by text, then by a verdict chip, then nothing.
+    box = browser.find_element(By.ID, "filter")
+    box.send_keys("matmul bfloat16")
+    assert browser.execute_script(VISIBLE_JS) == ["matmul[m=8192-n=8192-k=8192-dtype=bfloat16]"]
+    assert browser.find_element(By.ID, "shown").text == f"1 of {len(ids)} cases"
+    box.clear()
+    box.send_keys(" ")  # an input event with no terms: everything back
+    assert len(browser.execute_script(VISIBLE_JS)) == len(ids)
+    browser.find_element(By.CSS_SELECTOR, ".chip[data-status=improved]").click()
+    improved = [v.case_id for v in record.verdicts if v.status == "improved"]
+    assert browser.execute_script(VISIBLE_JS) == improved and len(improved) == 1
+    browser.find_element(By.CSS_SELECTOR, ".chip[data-status=improved]").click()
+    assert len(browser.execute_script(VISIBLE_JS)) == len(ids)
+
+    # The roofline: a point per case with flops; clicking one opens its case.
+    points = browser.find_elements(By.CSS_SELECTOR, "svg.roof circle.pt")
+    assert len(points) == sum(1 for r in record.results if r.metrics and r.metrics.tflops)
+    target = points[-1].get_attribute("data-case")
+    points[-1].click()
+    assert browser.find_element(By.CSS_SELECTOR, f"#{target} > tr.detail").is_displayed()
+    assert_no_javascript_errors(browser)
+
+
+def test_a_case_named_like_html_is_shown_as_text(browser, tmp_path):
+    open_report(browser, tmp_path, [h200_record()])
+    assert HOSTILE in browser.execute_script(IDS_JS)
+    assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+    assert HOSTILE in browser.find_element(By.ID, "cases").text
+    assert_no_javascript_errors(browser)
+
+
+def test_two_gpus_sit_side_by_side(browser, tmp_path):
+    h200 = h200_record()
+    other = dataclasses.replace(h200.devices[0], name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb",
+                                peak_bandwidth_gbps=2039.0)
+    a100 = dataclasses.replace(h200, devices=(other,), verdicts=(), created_at="2026-11-29T21:00:00+00:00",
+                               results=tuple(dataclasses.replace(r, device=other.slug) for r in h200.results[:5]))
+    open_report(browser, tmp_path, [h200, a100])
+    assert len(browser.execute_script(IDS_JS)) == len(h200.results)
+    groups = browser.find_element(By.CSS_SELECTOR, "#cases thead tr.groups").text
+    assert "NVIDIA H200" in groups and "NVIDIA A100-SXM4-80GB" in groups
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.roof")) == 2
+    browser.find_element(By.CSS_SELECTOR, f"{ROWS} > tr.case").click()
+    panels = browser.find_elements(By.CSS_SELECTOR, f"{ROWS}:first-of-type > tr.detail .panel")
+    assert [p.find_element(By.TAG_NAME, "h3").text for p in panels] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB"]
+    screenshot(browser, tmp_path, "report-two-gpus.png")
+    assert_no_javascript_errors(browser)
+
+
+@pytest.mark.parametrize("cases", [1, 1000])
+def test_reports_of_1_and_1000_cases_render_every_case(browser, tmp_path, cases):
+    template = h200_record().results[0]
+    results = tuple(dataclasses.replace(template, id=f"add[n={i}]", samples_ms=template.samples_ms) for i in range(cases))
+    record = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
+                       devices=h200_record().devices, results=results)
+    open_report(browser, tmp_path, [record])
+    assert sorted(browser.execute_script(IDS_JS)) == sorted(r.id for r in results)
+    browser.find_element(By.ID, "filter").send_keys("n=0")
+    visible = browser.execute_script(VISIBLE_JS)
+    assert sorted(visible) == sorted(r.id for r in results if "n=0" in r.id) and len(visible) == min(cases, 1)
+    screenshot(browser, tmp_path, f"report-{cases}.png")
+    assert_no_javascript_errors(browser)

@@ -1,0 +1,271 @@
+"""The HTML report and the Markdown summary, rendered from records on the CPU (no browser)."""
+
+from __future__ import annotations
+
+import dataclasses
+import html as htmllib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfguard.analysis.stats import summarize
+from perfguard.cli import main
+from perfguard.errors import ReportError
+from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, Verdict, dumps
+from perfguard.report import html as html_report
+from perfguard.report.html import render_html
+from perfguard.report.markdown import LIMIT_BYTES, render_markdown
+from perfguard.report.view import merge
+
+H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-1", driver="580.159.04", cuda="13.0",
+                  torch="2.11.0", peak_bandwidth_gbps=4814.3)
+A100 = DeviceInfo(kind="cuda", name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb", uuid="GPU-2",
+                  driver="570.86", cuda="12.8", torch="2.11.0", peak_bandwidth_gbps=2039.0)
+CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654", torch="2.13.0")
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def result(case_id: str, device: DeviceInfo = H200, median_ms: float = 0.5, flops: float | None = 1e9,
+           samples: int = 50, **fields) -> CaseResult:
+    xs = tuple(float(x) for x in np.random.default_rng(len(case_id)).lognormal(np.log(median_ms), 0.01, samples))
+    nbytes = 3e8
+    seconds = float(np.median(xs)) / 1e3
+    metrics = Metrics(gbps=nbytes / seconds / 1e9, tflops=flops / seconds / 1e12 if flops else None,
+                      arithmetic_intensity=flops / nbytes if flops else None,
+                      bandwidth_util=nbytes / seconds / 1e9 / device.peak_bandwidth_gbps if device.peak_bandwidth_gbps else None)
+    return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=device.slug, timer="cuda-events",
+                      bytes=nbytes, flops=flops, latency=summarize(xs, "converged"), samples_ms=xs, metrics=metrics,
+                      memory=Memory(peak_allocated_bytes=2**21), **fields)
+
+
+def verdict(case_id: str, status: str, change: float | None = None, env: tuple[str, ...] = (),
+            baseline_file: str = "baselines/nvidia-h200.json") -> Verdict:
+    return Verdict(case_id, "latency", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
+                   None, None, 5.0, baseline_file, env, f"latency {status}: {change}% against {baseline_file}")
+
+
+def record(*results: CaseResult, verdicts: tuple[Verdict, ...] = (), devices: tuple[DeviceInfo, ...] = (H200,),
+           created_at: str = "2026-11-29T12:00:00+00:00", commit: str = "0123456789abcdef") -> RunRecord:
+    return RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=devices, results=results,
+                     verdicts=verdicts, commit=commit)
+
+
+def many(n: int, statuses=("same", "regressed", "improved", "new", "unstable")) -> RunRecord:
+    results = [result(f"op[n={i}-dtype=float16]", samples=20, flops=None if i % 4 == 3 else 1e9) for i in range(n)]
+    changes = {"regressed": 12.0, "improved": -9.0}
+    verdicts = [verdict(r.id, statuses[i % len(statuses)], changes.get(statuses[i % len(statuses)], 1.0))
+                for i, r in enumerate(results)]
+    return record(*results, verdicts=tuple(verdicts))
+
+
+def rows(page: str) -> list[str]:
+    """The case ids of the table's rows, in order, unescaped."""
+    cells = re.findall(r'<tr class="case"[^>]*><th scope="row"><span class="id">(.*?)</span></th>', page)
+    return [htmllib.unescape(re.sub(r"<[^>]+>", "", c)) for c in cells]
+
+
+# --- Markdown ------------------------------------------------------------------------------------
+
+
+def test_markdown_lists_regressions_first_then_improvements_new_and_unstable():
+    run = record(result("a"), result("b"), result("c"), result("d"), result("e"),
+                 verdicts=(verdict("a", "same", 0.1), verdict("b", "unstable", 6.0), verdict("c", "new"),
+                           verdict("d", "improved", -9.0), verdict("e", "regressed", 12.0)))
+    md = render_markdown([run])
+    headings = re.findall(r"^### (\w[\w ]*?) \(\d+\)$", md, flags=re.M)
+    assert headings == ["Regressions", "Improvements", "New cases", "Unstable"]
+    assert md.startswith("## perfguard: 1 regressed, 1 unstable, 1 improved, 1 new, 1 same on NVIDIA H200")
+    assert md.index("`e`: latency regressed: 12.0%") < md.index("### Improvements")
+    table = md[md.index("| case |"):]
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:7]] == ["`e`", "`b`", "`d`", "`c`", "`a`"]
+
+
+def test_markdown_of_5000_cases_stays_under_60_kb_and_counts_what_it_left_out():
+    md = render_markdown([many(5000)])
+    assert len(md.encode("utf-8")) < LIMIT_BYTES
+    assert "### Regressions (1000)" in md and "more: see the HTML report" in md
+    assert "more rows: see the HTML report" in md and md.rstrip().endswith("</details>")
+
+
+def test_markdown_shows_hostile_ids_and_messages_as_text():
+    bad = f"{HOSTILE}|x`y"
+    run = record(result(bad), verdicts=(dataclasses.replace(verdict(bad, "regressed", 12.0), message="<b>bold</b> *x*"),))
+    md = render_markdown([run])
+    assert "<b>" not in md and "&lt;b&gt;bold&lt;/b&gt; \\*x\\*" in md
+    assert f"`` {HOSTILE}|x`y ``" in md  # a code span (padded: it holds a backtick): shown, not rendered
+    row = next(line for line in md.splitlines() if line.startswith("| ``"))
+    assert row.count(" | ") == 5 and "\\|" in row  # the pipe in the id does not add a column
+
+
+# --- HTML ----------------------------------------------------------------------------------------
+
+
+def test_html_shows_a_case_whose_name_or_parameters_hold_html_as_text():
+    run = record(result(HOSTILE, params={"mode": "<script>alert(2)</script>"}),
+                 devices=(dataclasses.replace(H200, name='"><b>gpu'),), verdicts=(verdict(HOSTILE, "regressed", 12.0),))
+    page = render_html([run])
+    for raw in (HOSTILE, "<script>alert(2)", '"><b>gpu'):
+        assert raw not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+    assert rows(page) == [HOSTILE]
+
+
+def test_html_of_one_case_renders_with_header_roofline_and_detail():
+    page = render_html([record(result("add[n=1024]"), verdicts=(verdict("add[n=1024]", "regressed", 12.0),))])
+    assert rows(page) == ["add[n=1024]"]
+    for text in ("NVIDIA H200", "580.159.04", "0123456789ab", "2026-11-29 12:00 UTC", "1</b> regressed",
+                 "memory roof 4,814 GB/s", 'class="hist"', "95% CI", "not captured"):
+        assert text in page, text
+
+
+def test_html_of_1000_cases_has_every_case_once():
+    run = many(1000)
+    page = render_html([run])
+    assert sorted(rows(page)) == sorted(r.id for r in run.results)
+    assert "250 cases without declared flops not on the chart" in page
+    assert len(page.encode("utf-8")) < 5 * 10**6
+
+
+def test_html_is_one_self_contained_file():
+    page = render_html([many(5)])
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r"<(link|img|iframe)\b|<script\s+src|@import|url\(|https?://", page)
+    assert page.count("<style>") == 1 and page.count("<script>") == 1
+
+
+def test_html_orders_cases_by_verdict_and_counts_them_in_the_header():
+    run = many(10)
+    page = render_html([run])
+    assert [r.split("[")[0] for r in rows(page)] == ["op"] * 10
+    first = [v.case_id for v in run.verdicts if v.status == "regressed"]
+    assert rows(page)[:2] == sorted(first)
+    assert "<b>2</b> regressed" in page and "<b>2</b> same" in page
+
+
+def test_merging_two_devices_shows_one_row_per_case_with_both_devices():
+    ids = ["add[n=1]", "add[n=2]", "mul[n=1]"]
+    h200 = record(*(result(i) for i in ids), verdicts=tuple(verdict(i, "same", 0.5) for i in ids))
+    a100 = record(*(result(i, A100, median_ms=1.1) for i in ids[:2]), devices=(A100,),
+                  verdicts=tuple(verdict(i, "new", baseline_file="baselines/nvidia-a100-sxm4-80gb.json") for i in ids[:2]),
+                  created_at="2026-11-29T13:00:00+00:00")
+    page = render_html([h200, a100])
+    assert sorted(rows(page)) == sorted(ids)
+    assert page.count('<tr class="case"') == 3
+    assert re.search(r'<tr class="groups">.*NVIDIA H200.*NVIDIA A100-SXM4-80GB', page)
+    body = page[page.index('<tbody id="case-0"'):page.index('<tbody id="case-1"')]
+    assert 'badge v-same">same' in body and 'badge v-new">new' in body
+    assert "<h3>NVIDIA H200</h3>" in body and "<h3>NVIDIA A100-SXM4-80GB</h3>" in body
+    last = page[page.index('<tbody id="case-2"'):]
+    assert "not run on this device" in last
+    assert "merged from 2 run records" in page
+
+
+def test_merge_takes_the_later_record_per_device_and_case_and_keeps_measured_over_missing():
+    early = record(result("a", median_ms=1.0), result("b", median_ms=1.0), created_at="2026-11-29T10:00:00+00:00")
+    late = record(result("a", median_ms=2.0), verdicts=(verdict("b", "missing"),), created_at="2026-11-29T11:00:00+00:00")
+    merged = merge([late, early])  # out of order on purpose: created_at decides, not argument order
+    assert merged.cases["a"]["nvidia-h200"].result.latency.median_ms == pytest.approx(2.0, rel=0.05)
+    assert merged.cases["b"]["nvidia-h200"].result is not None  # worker 2 did not run b; worker 1 measured it
+    assert merged.replaced == 1 and list(merged.devices) == ["nvidia-h200"]
+
+
+def test_cases_without_flops_are_listed_beside_the_roofline_and_a_cpu_has_no_roof():
+    page = render_html([record(result("copy", CPU, flops=None), result("add", CPU), devices=(CPU,))])
+    assert "1 case without declared flops not on the chart" in page and 'href="#case-' in page
+    assert "no memory roof" in page and "memory roof 4" not in page
+    assert page.count('<circle class="pt') == 1
+
+
+def test_missing_and_errored_cases_render_with_what_is_known():
+    broken = CaseResult(id="broken", name="broken", status="error", device=H200.slug, error="setup raised ValueError: <x>")
+    page = render_html([record(result("a"), broken, verdicts=(verdict("a", "same", 0.2), verdict("gone", "missing")))])
+    assert rows(page)[0] == "broken" and set(rows(page)) == {"a", "broken", "gone"}
+    assert "setup raised ValueError: &lt;x&gt;" in page and 'badge v-missing">missing' in page
+
+
+def test_environment_mismatches_are_shown_on_the_case():
+    page = render_html([record(result("a"), verdicts=(verdict("a", "same", 0.2, env=("torch 2.11.0 → 2.12.0",)),))])
+    assert 'class="env warn">environment: differs from the baseline: torch 2.11.0 → 2.12.0' in page
+
+
+@dataclasses.dataclass(frozen=True)
+class _Metrics4(Metrics):  # what issue 4 adds to the model, as far as the report reads it
+    bound: str | None = None
+    efficiency: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Result4(CaseResult):
+    profile: tuple = ()
+    memory_breakdown: dict | None = None
+
+
+def test_figures_issue_4_adds_appear_once_the_record_carries_them():
+    base = result("step")
+    later = _Result4(**{f.name: getattr(base, f.name) for f in dataclasses.fields(CaseResult)})
+    later = dataclasses.replace(
+        later, metrics=_Metrics4(**dataclasses.asdict(base.metrics), bound="memory", efficiency=0.9),
+        profile=({"operator": "aten::add", "cuda_ms": 0.41, "calls": 1},),
+        memory_breakdown={"parameters": 2**30, "activations": 3 * 2**30},
+    )
+    page = render_html([record(later)])
+    assert "<th>bound<td>memory" in page and "<th>efficiency<td>90.0%" in page and ">memory</td>" in page
+    assert "aten::add" in page and "activations 3.0 GiB (75%)" in page
+    plain = render_html([record(base)])
+    assert "not captured (profile with --perfguard-profile)" in plain and "not captured (declare memory_breakdown" in plain
+
+
+def test_a_template_error_is_one_report_error_line(monkeypatch):
+    import jinja2
+
+    broken = jinja2.Environment(loader=jinja2.DictLoader({"report.html.j2": "{% for x in %}"}), autoescape=True)
+    monkeypatch.setattr(html_report, "_environment", lambda: broken)
+    with pytest.raises(ReportError) as caught:
+        render_html([record(result("a"))])
+    assert str(caught.value).startswith("cannot render the HTML report: TemplateSyntaxError")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_heavy_tailed_distribution_gets_a_log_time_axis_and_no_negative_times():
+    from perfguard.report.charts import histogram
+
+    typical = [0.12 + 0.001 * i for i in range(90)]
+    tail = histogram(typical + [8.0] * 10, 0.15, (0.14, 0.16), None)
+    assert tail.log and tail.lo.endswith("µs") and tail.hi.endswith("ms")
+    narrow = histogram([1.0 + 0.01 * i for i in range(50)], 1.25, (1.2, 1.3), 1.1)
+    assert not narrow.log and narrow.lo == "980 µs" and narrow.baseline_x < narrow.median_x
+    assert histogram([1.0], 1.0, (1.0, 1.0), None) is None
+
+
+# --- perfguard report ----------------------------------------------------------------------------
+
+
+def test_perfguard_report_writes_html_and_markdown_from_several_records(tmp_path, capsys):
+    a = tmp_path / "h200.json"
+    b = tmp_path / "a100.json"
+    a.write_text(dumps(record(result("x"), verdicts=(verdict("x", "regressed", 12.0),))))
+    b.write_text(dumps(record(result("x", A100), devices=(A100,))))
+    out, md = tmp_path / "out" / "report.html", tmp_path / "summary.md"
+    assert main(["report", str(a), str(b), "-o", str(out), "--markdown", str(md)]) == 0
+    assert f"wrote {out} and {md} from 2 record(s), 2 case result(s)" in capsys.readouterr().out
+    assert rows(out.read_text()) == ["x"] and "NVIDIA A100-SXM4-80GB" in out.read_text()
+    assert md.read_text().startswith("## perfguard: 1 regressed, 1 not compared")
+
+
+def test_perfguard_report_of_a_bad_record_is_one_line_and_writes_nothing(tmp_path):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(dumps(record(result("x"))))
+    bad.write_text(json.dumps({"schema_version": 1, "results": []}))
+    out = tmp_path / "report.html"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-m", "perfguard.cli", "report", str(good), str(bad), "-o", str(out)],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"perfguard: {bad}: ") and done.stderr.count("\n") == 1
+    assert not out.exists()
