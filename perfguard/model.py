@@ -49,6 +49,9 @@ class DeviceInfo:
     l2_bytes: int | None = None
     cpu_count: int | None = None
     ecc_enabled: bool | None = None
+    # Dense peak TFLOP/s by dtype ("bf16", "fp16", "tf32", "fp32", "fp64"): the compute roofs, from
+    # the table of known GPUs (perfguard/analysis/peaks.py); None for a CPU or an unknown GPU.
+    peak_tflops: dict[str, float] | None = None
 
     def fingerprint(self) -> dict[str, str | None]:
         """The software versions a baseline is only comparable under."""
@@ -118,6 +121,11 @@ class Metrics:
     eager_latency_ms: float | None = None  # a synchronised call as the caller sees it (host clock)
     launch_overhead_ms: float | None = None  # eager latency - device time
     launch_overhead_share: float | None = None  # launch overhead / eager latency
+    # The roofline (perfguard/analysis/roofline.py); None on a CPU or where the peaks are unknown.
+    bound: str | None = None  # "memory", "compute" or "latency" (launch-bound)
+    attainable_tflops: float | None = None  # the roofline's rate at this arithmetic intensity
+    efficiency: float | None = None  # achieved / attainable (bytes only: GB/s / peak bandwidth)
+    flop_util: float | None = None  # achieved TFLOP/s / the device's peak for the case's dtype
 
 
 @dataclasses.dataclass(frozen=True)
@@ -333,7 +341,9 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
         item = (typing.get_args(hint) or (str, Any))[1]
         if dataclasses.is_dataclass(item):
             return {k: from_jsonable(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
-        return value
+        if item is Any:
+            return value
+        return {k: _convert(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
     if hint is Any:
         return value
     expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)

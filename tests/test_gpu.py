@@ -81,6 +81,31 @@ def test_the_event_timer_agrees_with_a_hand_made_event_loop_on_a_1ms_kernel(add_
     assert result.latency.n >= 10
     assert result.latency.median_ms == pytest.approx(hand, rel=0.10)
     assert result.metrics.eager_latency_ms >= result.latency.median_ms * 0.9  # a synchronised call is no faster
+    assert result.metrics.bound == "memory"  # bytes only, 1 ms: neither launch-bound nor compute-bound
+    assert result.metrics.efficiency == pytest.approx(result.metrics.bandwidth_util)
+
+
+def test_a_bf16_matmul_is_held_to_the_bf16_peak_of_the_table():
+    import torch
+
+    info = cuda_device()
+    if not info.peak_tflops:
+        pytest.skip(f"{info.name} is not in perfguard/analysis/peaks.py")
+    n = 4096
+
+    @perf_case(name="mm", cache="hot", params={"dtype": [torch.bfloat16]},
+               bytes=lambda dtype: 3 * n * n * dtype.itemsize, flops=2 * n**3)
+    def mm(dtype, device):
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn_like(a)
+        return lambda: a @ b
+
+    result = measure(mm)
+    assert result.status == "ok", result.error
+    m = result.metrics
+    assert m.bound == "compute"  # 1365 FLOP/B: past the bf16 ridge point of every GPU in the table
+    assert m.flop_util == pytest.approx(m.tflops / info.peak_tflops["bf16"])
+    assert 0.2 < m.flop_util < 1.1 and m.efficiency == pytest.approx(m.flop_util)
 
 
 def test_graph_mode_times_replays_per_call():
@@ -132,6 +157,7 @@ def test_device_detection_reads_the_gpus_identity_and_ceilings_from_nvml():
     assert (name.decode() if isinstance(name, bytes) else name) == props.name
     if info.slug == "nvidia-h200":  # DESIGN §8: 6016 bits at 3201 MHz
         assert info.peak_bandwidth_gbps == pytest.approx(4814, rel=0.01)
+        assert info.peak_tflops["bf16"] == 989.5  # the datasheet's dense figure, from the table
 
 
 def test_telemetry_is_read_around_a_case():

@@ -195,13 +195,7 @@ def test_environment_mismatches_are_shown_on_the_case():
 
 
 @dataclasses.dataclass(frozen=True)
-class _Metrics4(Metrics):  # what issue 4 adds to the model, as far as the report reads it
-    bound: str | None = None
-    efficiency: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Result4(CaseResult):
+class _Result4(CaseResult):  # what issue 4 adds to the model, as far as the report reads it
     profile: tuple = ()
     memory_breakdown: dict | None = None
 
@@ -210,7 +204,7 @@ def test_figures_issue_4_adds_appear_once_the_record_carries_them():
     base = result("step")
     later = _Result4(**{f.name: getattr(base, f.name) for f in dataclasses.fields(CaseResult)})
     later = dataclasses.replace(
-        later, metrics=_Metrics4(**dataclasses.asdict(base.metrics), bound="memory", efficiency=0.9),
+        later, metrics=dataclasses.replace(base.metrics, bound="memory", efficiency=0.9),
         profile=({"operator": "aten::add", "cuda_ms": 0.41, "calls": 1},),
         memory_breakdown={"parameters": 2**30, "activations": 3 * 2**30},
     )
@@ -219,6 +213,29 @@ def test_figures_issue_4_adds_appear_once_the_record_carries_them():
     assert "aten::add" in page and "activations 3.0 GiB (75%)" in page
     plain = render_html([record(base)])
     assert "not captured (profile with --perfguard-profile)" in plain and "not captured (declare memory_breakdown" in plain
+
+
+def test_the_roofline_of_a_known_gpu_has_its_compute_roofs_and_each_case_its_bound():
+    from perfguard.analysis.metrics import derive
+    from perfguard.analysis.peaks import lookup
+
+    h200 = dataclasses.replace(H200, peak_tflops=lookup("NVIDIA H200").tflops())
+
+    def case(case_id: str, median_ms: float, nbytes: float, flops: float | None, eager_ms: float, dtype: str) -> CaseResult:
+        base = result(case_id, h200, median_ms=median_ms, flops=flops)
+        return dataclasses.replace(base, bytes=nbytes, metrics=derive(base.latency.median_ms, nbytes, flops, h200,
+                                                                       eager_ms, dtype))
+
+    run = record(case("copy", 0.505, 2 * 2**30, None, 0.52, "float32"),
+                 case("matmul", 1.5, 3 * 8192**2 * 2, 2 * 8192**3, 1.52, "bfloat16"),
+                 case("add", 0.006, 3 * 4 * 2**20, 2**20, 0.02, "float32"), devices=(h200,))
+    page = render_html([run])
+    for roof in ("memory roof 4,814 GB/s", "bf16, fp16 990 TFLOP/s", "tf32 494 TFLOP/s", "fp32, fp64 67 TFLOP/s"):
+        assert roof in page, roof
+    assert "compute roof not drawn" not in page
+    assert all(f">{bound}</td>" in page for bound in ("memory", "compute", "latency"))
+    assert "<th>bound<td>latency: launch-bound; capture the calls in a CUDA graph" in page
+    assert re.search(r"matmul: 2\.73e\+03 FLOP/B, 7\d\d TFLOP/s, 7\d\.\d% of its roof", page)
 
 
 def test_a_template_error_is_one_report_error_line(monkeypatch):

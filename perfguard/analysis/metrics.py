@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from perfguard.analysis import roofline
 from perfguard.model import DeviceInfo, Metrics
 
 
@@ -11,7 +14,9 @@ def derive(
     flops: float | None,
     device: DeviceInfo,
     eager_latency_ms: float | None = None,
+    dtype: Any = None,
 ) -> Metrics:
+    """`dtype` is the case's "dtype" parameter ("bfloat16", ...): which compute peak the case is held to."""
     seconds = median_ms / 1e3
     gbps = bytes_moved / seconds / 1e9 if bytes_moved else None
     util = gbps / device.peak_bandwidth_gbps if gbps is not None and device.peak_bandwidth_gbps else None
@@ -23,6 +28,17 @@ def derive(
         # under the device median by noise, which is no overhead, not a negative one.
         overhead = max(eager_latency_ms - median_ms, 0.0)
         share = overhead / eager_latency_ms if eager_latency_ms > 0 else None
+    roof = roofline.place(
+        device_ms=median_ms,
+        tflops=tflops,
+        gbps=gbps,
+        intensity=intensity,
+        bandwidth_gbps=device.peak_bandwidth_gbps,
+        peaks=device.peak_tflops,
+        dtype=dtype,
+        overhead_share=share,
+        gpu=device.kind == "cuda",
+    )
     return Metrics(
         gbps=gbps,
         bandwidth_util=util,
@@ -31,4 +47,8 @@ def derive(
         eager_latency_ms=eager_latency_ms,
         launch_overhead_ms=overhead,
         launch_overhead_share=share,
+        bound=roof.bound,
+        attainable_tflops=roof.attainable_tflops,
+        efficiency=roof.efficiency,
+        flop_util=roof.flop_util,
     )

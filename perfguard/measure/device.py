@@ -10,6 +10,7 @@ import re
 
 import torch
 
+from perfguard.analysis import peaks
 from perfguard.measure import nvml
 from perfguard.model import DeviceInfo
 
@@ -40,6 +41,8 @@ def detect(kind: str) -> DeviceInfo:
     props = torch.cuda.get_device_properties(index)
     uuid = f"GPU-{props.uuid}"
     info = nvml.static_info(nvml.handle(uuid))
+    # The compute roofs come from the table of published peaks; the memory roof stays NVML's figure.
+    table = peaks.lookup(props.name)
     return DeviceInfo(
         kind="cuda",
         name=props.name,
@@ -51,6 +54,7 @@ def detect(kind: str) -> DeviceInfo:
         memory_bytes=props.total_memory,
         sm_count=props.multi_processor_count,
         l2_bytes=getattr(props, "L2_cache_size", None),
+        peak_tflops=table.tflops() if table else None,
         **info,
         **common,
     )

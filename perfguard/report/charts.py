@@ -127,19 +127,29 @@ class Roofline:
 
 
 def compute_roofs(info: DeviceInfo) -> list[tuple[str, float]]:
-    """Peak TFLOP/s of the device, when the record knows it (issue 4 adds it): a number or one per dtype."""
+    """Peak TFLOP/s of the device, when the record knows it: a number, or one per dtype (`DeviceInfo.peak_tflops`).
+
+    Dtypes with the same peak share one roof ("bf16, fp16"): two labels at one height would overprint.
+    """
     peak = getattr(info, "peak_tflops", None)
     if isinstance(peak, (int, float)) and peak > 0:
         return [("compute peak", float(peak))]
     if isinstance(peak, Mapping):
-        return sorted(((str(k), float(v)) for k, v in peak.items() if isinstance(v, (int, float)) and v > 0),
-                      key=lambda kv: -kv[1])
+        names: dict[float, list[str]] = {}
+        for k, v in peak.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                names.setdefault(float(v), []).append(str(k))
+        return [(", ".join(names[v]), v) for v in sorted(names, reverse=True)]
     return []
 
 
-def roofline(info: DeviceInfo, cases: Sequence[tuple[str, str, str, float, float]],
+def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
              *, width: int = 560, height: int = 320) -> Roofline | None:
-    """Cases as (key, case id, status, FLOP per byte, TFLOP/s) on the device's roofs, log-log."""
+    """Cases as (key, case id, status, FLOP per byte, TFLOP/s[, efficiency]) on the device's roofs, log-log.
+
+    The efficiency, when given, is the case's own (`Metrics.efficiency`, against the roof of its
+    dtype); without it the hover note measures the point against the highest roof.
+    """
     bw = info.peak_bandwidth_gbps  # GB/s = 1e9 B/s; times FLOP/B, over 1e3, is TFLOP/s
     peaks = compute_roofs(info)
     notes = []
@@ -176,13 +186,18 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[str, str, str, float, float
                               f"memory roof {bw:,.0f} GB/s", px(lx) + 4, py(bw * lx / 1e3) - 5, round(angle, 1)))
     for (name, peak), ridge in zip(peaks, ridges or [10 ** x_lo] * len(peaks), strict=True):
         start = max(ridge, 10 ** x_lo)
-        roofs.append(Roof(f"M{px(start)} {py(peak)}L{right} {py(peak)}", f"{name} {peak:,.0f} TFLOP/s",
+        rate = f"{peak:,.0f}" if peak >= 10 else f"{peak:.3g}"  # an L4's fp64 is 0.47
+        roofs.append(Roof(f"M{px(start)} {py(peak)}L{right} {py(peak)}", f"{name} {rate} TFLOP/s",
                           right - 4, py(peak) - 5, 0.0))
     points = []
-    for key, case_id, status, x, y in cases:
+    for key, case_id, status, x, y, *rest in cases:
+        efficiency = rest[0] if rest else None
         ceilings = ([bw * x / 1e3] if bw else []) + [p for _, p in peaks[:1]]
         attainable = min(ceilings) if ceilings else None
-        share = f", {100 * y / attainable:.1f}% of the roof" if attainable else ""
+        if efficiency is not None:
+            share = f", {100 * efficiency:.1f}% of its roof"
+        else:
+            share = f", {100 * y / attainable:.1f}% of the roof" if attainable else ""
         points.append(Point(px(x), py(y), key, case_id, status, f"{x:.3g} FLOP/B, {y:.3g} TFLOP/s{share}"))
     return Roofline(width, height, (left, top, right, bottom), _ticks(x_lo, x_hi, px), _ticks(y_lo, y_hi, py),
                     roofs, points, notes)

@@ -1,7 +1,7 @@
 """A case's detail view as labelled text: every metric, the environment, the profile, the memory breakdown.
 
-Figures the record does not carry (a CPU has no allocator peak; issue 4's bound, efficiency,
-profiler table and memory breakdown until they exist) come out as "n/a" or None, never as an error.
+Figures the record does not carry (a CPU has no allocator peak nor roofline; issue 4's profiler
+table and memory breakdown until they exist) come out as "n/a" or None, never as an error.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from perfguard.report.view import Entry
 
 NA = "n/a"
 PROFILE_ROWS = 10  # top operators shown per case
+LAUNCH_ADVICE = 'capture the calls in a CUDA graph (mode="graph") or fuse the kernels'
 
 
 def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -50,7 +51,8 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         ("compute", _unit(units.number(metric("tflops"), 3), "TFLOP/s")),
         ("of peak FLOP/s", units.percent(metric("flop_util"))),
         ("intensity", _unit(_g(metric("arithmetic_intensity")), "FLOP/B")),
-        ("bound", str(metric("bound") or NA)),
+        ("attainable", _unit(units.number(metric("attainable_tflops"), 3), "TFLOP/s")),
+        ("bound", _bound(metric("bound"))),
         ("efficiency", units.percent(metric("efficiency"))),
     ]
     launch = [
@@ -147,6 +149,12 @@ def _as_dict(x: Any) -> dict[str, Any]:
     if isinstance(x, Mapping):
         return {str(k): v for k, v in x.items()}
     return {"value": x}
+
+
+def _bound(bound: Any) -> str:
+    if bound == "latency":  # what to do about it, since no faster kernel will help
+        return f"latency: launch-bound; {LAUNCH_ADVICE}"
+    return str(bound or NA)
 
 
 def _g(x: Any) -> str:

@@ -165,7 +165,7 @@ def _roofline(device: Device, rows: list[Row]) -> tuple[Device, charts.Roofline 
             continue
         ai, tflops = view.metric(entry.result, "arithmetic_intensity"), view.metric(entry.result, "tflops")
         if ai and tflops and ai > 0 and tflops > 0:
-            plotted.append((row.key, row.case_id, entry.status, ai, tflops))
+            plotted.append((row.key, row.case_id, entry.status, ai, tflops, view.metric(entry.result, "efficiency")))
         else:
             off.append((row.key, row.case_id))
     plotted.sort(key=lambda p: -view.rank(p[2]))  # drawn last, on top: the most pressing cases

@@ -1,0 +1,117 @@
+"""Where a case sits on its GPU's roofline (DESIGN §4): which wall limits it, and how close it comes.
+
+The roofline of a GPU is min(peak FLOP/s, intensity × peak bandwidth): below the ridge point
+(peak FLOP/s ÷ bandwidth, in FLOP per byte) a kernel can at best move bytes at the memory's rate;
+above it, at best compute at the dtype's peak. A case is
+
+- `latency`-bound when launch and scheduling, not its bytes or flops, set its time: more than half
+  of the eager latency a caller sees is not GPU time, or the GPU time is near the launch floor;
+- else `memory`-bound when its intensity is under the ridge point, or it declares bytes and no flops;
+- else `compute`-bound.
+
+Efficiency is the achieved rate over the roofline's attainable rate at the case's intensity (for a
+case of bytes only: achieved GB/s over the peak bandwidth). It is not clipped at 1: a figure over 1
+says the declared bytes or flops overstate the work, or the data came from cache, not memory.
+On a CPU every figure here is None: there is no roofline for it in the record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+# A device time under this is launch-bound whatever the case declares. DESIGN §8 (H200): a 1M-element
+# float add takes about 2.5 µs by graph replay and 5 µs per sample with events queued behind a device
+# wait: that is about what any launch costs when timed our way (launch, ramp-up over 132 SMs, tail).
+# Within twice that, at least half the time is the fixed cost, not the declared bytes or flops; and
+# in 10 µs a kernel at the H200's 4.8 TB/s moves only 48 MB, less than its 60 MB L2.
+LAUNCH_FLOOR_MS = 0.010
+# Launch-bound when more than half of what the caller waits for (eager latency) is not GPU time.
+LAUNCH_SHARE_LIMIT = 0.5
+
+# A case's "dtype" parameter as its record writes it (torch.bfloat16 -> "bfloat16") to the peak that
+# holds for it (`DeviceInfo.peak_tflops` keys, `perfguard.analysis.peaks.DTYPES`). float32 is held to
+# the plain fp32 rate: torch runs float32 matmuls without TF32 unless the caller allows it.
+PEAK_OF_DTYPE = {
+    "bfloat16": "bf16", "bf16": "bf16",
+    "float16": "fp16", "half": "fp16", "fp16": "fp16",
+    "float32": "fp32", "float": "fp32", "fp32": "fp32",
+    "float64": "fp64", "double": "fp64", "fp64": "fp64",
+    "tf32": "tf32",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """A case on the roofline; None where the record lacks what a figure needs."""
+
+    bound: str | None = None  # "memory", "compute" or "latency"
+    attainable_tflops: float | None = None  # the roofline at the case's intensity
+    efficiency: float | None = None  # achieved / attainable (0..1, see the module's note on > 1)
+    flop_util: float | None = None  # achieved TFLOP/s / the dtype's peak
+
+
+def peak_name(dtype: Any) -> str | None:
+    """The peak a dtype is held to ("bfloat16" -> "bf16"); None for a dtype the table has no peak for."""
+    if dtype is None:
+        return None
+    text = str(dtype).strip().lower()
+    return PEAK_OF_DTYPE.get(text.removeprefix("torch."))
+
+
+def ridge_point(peak_tflops: float, bandwidth_gbps: float) -> float:
+    """FLOP per byte where the memory roof meets the compute roof (TFLOP/s × 1e3 / GB/s)."""
+    return peak_tflops * 1e3 / bandwidth_gbps
+
+
+def attainable_tflops(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
+    """The roofline at `intensity` FLOP/B: min(peak, intensity × bandwidth), in TFLOP/s."""
+    return min(peak_tflops, intensity * bandwidth_gbps / 1e3)
+
+
+def launch_bound(device_ms: float, overhead_share: float | None) -> bool:
+    """Launch overhead dominates the caller's latency, or the GPU time is near the launch floor."""
+    return device_ms < LAUNCH_FLOOR_MS or (overhead_share is not None and overhead_share > LAUNCH_SHARE_LIMIT)
+
+
+def place(
+    *,
+    device_ms: float,
+    tflops: float | None,
+    gbps: float | None,
+    intensity: float | None,
+    bandwidth_gbps: float | None,
+    peaks: Mapping[str, float] | None,
+    dtype: Any,
+    overhead_share: float | None,
+    gpu: bool,
+) -> Placement:
+    """The bound, attainable rate, efficiency and FLOP utilisation of one case on one device.
+
+    `peaks` are the device's compute peaks by name (`DeviceInfo.peak_tflops`), `bandwidth_gbps` its
+    memory roof. Without a known dtype a case with flops is still placed when every compute roof agrees:
+    under the lowest ridge point it is memory-bound on all of them, over the highest compute-bound.
+    """
+    if not gpu:
+        return Placement()
+    roofs = {k: float(v) for k, v in (peaks or {}).items() if isinstance(v, (int, float)) and v > 0}
+    peak = roofs.get(peak_name(dtype) or "")
+    flop_util = tflops / peak if tflops is not None and peak else None
+    wall = attainable = efficiency = None
+    if gbps is not None and tflops is None:  # bytes only: the memory roof is the only one
+        wall = "memory"
+        efficiency = gbps / bandwidth_gbps if bandwidth_gbps else None
+    elif intensity is not None and tflops is not None and bandwidth_gbps:
+        if peak:
+            wall = "memory" if intensity < ridge_point(peak, bandwidth_gbps) else "compute"
+            attainable = attainable_tflops(intensity, peak, bandwidth_gbps)
+        elif roofs:
+            ridges = [ridge_point(p, bandwidth_gbps) for p in roofs.values()]
+            if intensity < min(ridges):
+                wall, attainable = "memory", intensity * bandwidth_gbps / 1e3
+            elif intensity >= max(ridges):
+                wall = "compute"  # against which peak is unknown, so no attainable rate
+        efficiency = tflops / attainable if attainable else None
+    bound = "latency" if launch_bound(device_ms, overhead_share) else wall
+    return Placement(bound, attainable, efficiency, flop_util)
