@@ -14,7 +14,7 @@ case first runs.
 from __future__ import annotations
 
 from perfguard.case import CaseInstance, CaseSpec, perf_case
-from perfguard.errors import BaselineError, ConfigError, MeasurementError, PerfguardError
+from perfguard.errors import BaselineError, ConfigError, MeasurementError, PerfguardError, ReportError
 from perfguard.model import CaseResult, DeviceInfo, RunRecord
 
 __version__ = "0.1.0"
@@ -28,6 +28,7 @@ __all__ = [
     "DeviceInfo",
     "MeasurementError",
     "PerfguardError",
+    "ReportError",
     "RunRecord",
     "__version__",
     "perf_case",
