@@ -156,6 +156,10 @@ class CaseResult:
     error: str | None = None
 
 
+# Every verdict status, most pressing first: the order every renderer lists them in.
+VERDICT_STATUSES = ("regressed", "unstable", "improved", "missing", "new", "same")
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """How one metric of one case compares with its baseline.

@@ -15,11 +15,10 @@ import numpy as np
 from scipy import stats
 
 from perfguard.errors import BaselineError
-from perfguard.model import BaselineEntry, BaselineFile, CaseResult, RunRecord, Verdict
+from perfguard.model import VERDICT_STATUSES, BaselineEntry, BaselineFile, CaseResult, RunRecord, Verdict
 from perfguard.report import units
 
-# Shown in this order: what needs a person's attention first.
-STATUSES = ("regressed", "unstable", "improved", "missing", "new", "same")
+STATUSES = VERDICT_STATUSES
 
 DEFAULT_THRESHOLD_PCT = 5.0
 DEFAULT_MEMORY_THRESHOLD_PCT = 5.0

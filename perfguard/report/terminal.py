@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import units
 
 COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "peak mem")
-# Display order of verdicts: what needs a person first. (analysis.verdict owns the rules; this
-# module only orders what it is given, so report/ need not import scipy.)
-ORDER = ("regressed", "unstable", "improved", "missing", "new", "same", "")
+# Display order of verdicts, then "" for a case without one.
+ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
 
 

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import units
 
 # A case's overall status, most pressing first; its verdicts' statuses, plus what a case without a
 # comparison is: errored, skipped, smoke-run only, or measured without a baseline to compare with.
-STATUS_ORDER = ("error", "regressed", "unstable", "improved", "missing", "new", "same", "skipped", "smoke", "measured")
+STATUS_ORDER = ("error", *VERDICT_STATUSES, "skipped", "smoke", "measured")
 STATUS_LABEL = {"measured": "not compared"}
 
 
