@@ -5,9 +5,11 @@
     perfguard baseline accept RUN.json [--case ID ...] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
+    perfguard calibrate [--baselines DIR] [--budget SECONDS]
 
 Exit status: 0 done, 1 `compare` found a regression, 2 a usage or file error (one line on stderr,
-no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere.
+no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere;
+`calibrate` alone measures (and imports torch when it runs).
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ def _baseline_show(args: argparse.Namespace) -> int:
         versions = ", ".join(f"{k} {v}" for k, v in sorted(baseline.device.fingerprint().items()) if v)
         print(f"{path}: {baseline.device.name} ({baseline.device.slug}), {len(baseline.cases)} case(s)"
               + (f"; {versions}" if versions else ""))
+        cal = baseline.calibration
+        if cal:
+            rates = ", ".join(f"{k} {units.number(v, 2)}" for k, v in cal.tflops.items())
+            print(f"  calibrated {cal.measured_at}: copy {units.number(cal.copy_gbps)} GB/s; matmul TFLOP/s {rates}")
         rows = [
             (case_id, units.duration(e.result.latency.median_ms if e.result.latency else None),
              str(e.result.latency.n if e.result.latency else len(e.result.samples_ms)), e.recorded_at,
@@ -162,6 +168,32 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    import datetime
+
+    from perfguard.measure.calibrate import calibrate
+    from perfguard.measure.device import default_kind, detect
+    from perfguard.store import calibrate as store_calibration
+
+    device = detect(default_kind())
+    print(f"calibrating {device.name} ({device.slug}): a large copy and an n×n×n matmul per dtype")
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    calibration, results = calibrate(device, now, budget_s=args.budget)
+    theoretical = device.peak_bandwidth_gbps
+    rows = [("copy", f"{units.number(calibration.copy_gbps)} GB/s",
+             units.percent(calibration.copy_gbps / theoretical if theoretical else None),
+             f"theoretical {units.number(theoretical)} GB/s" if theoretical else "-")]
+    for dtype, rate in calibration.tflops.items():
+        peak = (device.peak_tflops or {}).get(dtype)
+        rows.append((f"matmul {dtype}", f"{units.number(rate, 2)} TFLOP/s", units.percent(rate / peak if peak else None),
+                     f"datasheet {units.number(peak, 2)} TFLOP/s" if peak else "-"))
+    for line in _columns(("roof", "measured", "of spec", "spec"), rows):
+        print(f"  {line}")
+    path = store_calibration(args.baselines, device, calibration)
+    print(f"stored in {path}: `pytest --perfguard` now places cases against these roofs on {device.slug}")
+    return 0
+
+
 # --- plumbing ---------------------------------------------------------------------------------
 
 
@@ -220,6 +252,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", metavar="FILE.html", required=True, help="where to write the HTML report")
     report.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown summary here")
     report.set_defaults(command=_report)
+
+    calibrate = commands.add_parser("calibrate", help="measure this device's copy bandwidth and matmul rates; store them with its baseline")
+    calibrate.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
+                           help=f"baseline folder (default: {DEFAULT_BASELINES})")
+    calibrate.add_argument("--budget", metavar="SECONDS", type=float, default=2.0,
+                           help="wall-time budget per measurement (default: 2)")
+    calibrate.set_defaults(command=_calibrate)
     return parser
 
 

@@ -52,6 +52,10 @@ class DeviceInfo:
     # Dense peak TFLOP/s by dtype ("bf16", "fp16", "tf32", "fp32", "fp64"): the compute roofs, from
     # the table of known GPUs (perfguard/analysis/peaks.py); None for a CPU or an unknown GPU.
     peak_tflops: dict[str, float] | None = None
+    # This card's measured roofs (`perfguard calibrate`, stored with the baseline): what it reaches at
+    # its real clocks and power limit. When present they replace the datasheet's in the roofline.
+    calibrated_bandwidth_gbps: float | None = None
+    calibrated_tflops: dict[str, float] | None = None
 
     def fingerprint(self) -> dict[str, str | None]:
         """The software versions a baseline is only comparable under."""
@@ -126,6 +130,8 @@ class Metrics:
     attainable_tflops: float | None = None  # the roofline's rate at this arithmetic intensity
     efficiency: float | None = None  # achieved / attainable (bytes only: GB/s / peak bandwidth)
     flop_util: float | None = None  # achieved TFLOP/s / the device's peak for the case's dtype
+    copy_util: float | None = None  # achieved GB/s / this card's calibrated copy bandwidth
+    roofs: str | None = None  # where the roofline's ceilings came from: "calibrated" or "datasheet"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,12 +213,29 @@ class BaselineEntry:
 
 
 @dataclasses.dataclass(frozen=True)
+class Calibration:
+    """What `perfguard calibrate` measured on this GPU model: its copy bandwidth and matmul rates."""
+
+    measured_at: str
+    fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() when measured
+    copy_gbps: float  # a large device-to-device copy, read + write bytes over the median time
+    copy_bytes: int  # the size of the copied buffer
+    tflops: dict[str, float]  # median matmul rate by dtype ("bf16", "fp16", "tf32", "fp32", "fp64")
+    matmul_n: dict[str, int]  # the n of the n×n×n matmul measured for each dtype
+
+    def apply_to(self, device: DeviceInfo) -> DeviceInfo:
+        """`device` with these roofs, which the roofline then uses instead of the datasheet's."""
+        return dataclasses.replace(device, calibrated_bandwidth_gbps=self.copy_gbps, calibrated_tflops=dict(self.tflops))
+
+
+@dataclasses.dataclass(frozen=True)
 class BaselineFile:
     """`baselines/<device.slug>.json`: the accepted figures of one GPU (or CPU) model, by case id."""
 
     device: DeviceInfo
     cases: dict[str, BaselineEntry]
     schema_version: int = SCHEMA_VERSION
+    calibration: Calibration | None = None
 
 
 def thin_samples(samples: typing.Sequence[float], limit: int = MAX_STORED_SAMPLES) -> tuple[float, ...]:

@@ -3,6 +3,11 @@
 On the H200, B=8, H=16, S=4096, D=128 in bf16/fp16 dispatches to a fused kernel (FlashAttention,
 memory-efficient or cuDNN, whichever torch picks): the S x S score matrix never leaves the chip, so the only DRAM traffic is q, k, v in and the output out
 (0.5 GiB), against 1.1 TFLOP (non-causal): compute-bound, TFLOP/s is the figure to watch.
+
+`attention_materialised` is the same operator written out by hand: it stores the S x S scores and
+their softmax, so its memory grows with S² where the fused kernel's grows with S. Measured at four
+lengths, its scaling fit (in the report) shows that "activation explosion" and how long a sequence
+fits on the card, the figure to read before a long run runs out of memory.
 """
 
 from __future__ import annotations
@@ -57,3 +62,21 @@ def _check(out, b, h, s, d, causal, dtype, device):
 def sdpa(b, h, s, d, causal, dtype, device):
     q, k, v = _qkv(b, h, s, d, dtype, device)
     return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _materialised_params(device):
+    if device == "cuda":
+        return {"b": [4], "h": [16], "s": [1024, 2048, 4096, 8192], "d": [64], "dtype": [torch.bfloat16]}
+    return {"b": [1], "h": [2], "s": [64, 128, 256], "d": [32], "dtype": [torch.float32]}
+
+
+@perf_case(
+    params=_materialised_params,
+    flops=lambda b, h, s, d: 4 * b * h * s * s * d,
+    bytes=lambda b, h, s, d, dtype: 4 * b * h * s * d * dtype.itemsize,  # the fewest: q, k, v in, the output out
+    check=lambda out, b, h, s, d, dtype, device: _check(out, b, h, s, d, False, dtype, device),
+)
+def attention_materialised(b, h, s, d, dtype, device):
+    q, k, v = _qkv(b, h, s, d, dtype, device)
+    scale = 1 / math.sqrt(d)
+    return lambda: torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v

@@ -33,3 +33,20 @@ def test_an_environment_change_is_shown_even_when_nothing_moved():
     verdicts = (verdict("a", "same", env), verdict("b", "same", env), verdict("c", "same"))
     lines = [line for line, _ in summary([result(c, 1.0) for c in "abc"], (), RunRecord("now", "0", verdicts=verdicts))]
     assert "environment differs from the baseline for 2 more case(s): torch 2.11.0 → 2.13.0" in lines
+
+
+def test_launch_bound_cases_are_named_with_their_overhead_and_the_remedy():
+    import dataclasses
+
+    from perfguard.model import Metrics
+    from perfguard.report.markdown import render_markdown
+
+    tiny = dataclasses.replace(result("tiny_add", 0.005), metrics=Metrics(bound="latency", launch_overhead_share=0.72))
+    big = dataclasses.replace(result("big_copy", 0.5), metrics=Metrics(bound="memory", launch_overhead_share=0.01))
+    lines = [line for line, _ in summary([tiny, big], (), None)]
+    advice = [line for line in lines if line.startswith("launch-bound")]
+    assert advice == ['launch-bound: tiny_add (72% overhead): capture the calls in a CUDA graph (mode="graph") or fuse the kernels']
+    assert "latency" in next(line for line in lines if line.startswith("tiny_add"))
+    markdown = render_markdown([RunRecord("2026-11-29T00:00:00+00:00", "0", results=(tiny, big))])
+    assert "launch-bound: tiny\\_add (72% overhead)" in markdown and "big\\_copy (" not in markdown
+    assert not [line for line, _ in summary([big], (), None) if line.startswith("launch-bound")]

@@ -81,7 +81,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
 
     start = time.perf_counter()
     deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
-    with _nvtx("warmup", cuda):
+    with _nvtx(f"{where}: warm-up", cuda):
         _first_call(instance, fn, device)
         estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
@@ -102,14 +102,14 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         watch.tick()
         return out
 
-    with _nvtx("samples", cuda):
+    with _nvtx(f"{where}: samples", cuda):
         samples, stop = sample(take, estimate.total_s, rule, deadline, calls_per_sample=calls)
     check_finite(samples, where)
     del timer  # a captured graph holds its own memory pool
 
     eager_ms = mem = None
     if cuda:
-        with _nvtx("eager+memory", cuda):
+        with _nvtx(f"{where}: eager+memory", cuda):
             eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
             mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     wall_s = time.perf_counter() - start

@@ -70,6 +70,9 @@ class State:
 
         device = detect(self.kind)
         if self.options.enabled:
+            baseline = self._baseline(device)
+            if isinstance(baseline, BaselineFile) and baseline.calibration:
+                device = baseline.calibration.apply_to(device)
             rule = SamplingRule(budget_s=instance.spec.budget_s or self.options.budget_s)
             result = runner.measure(instance, device, rule, item.nodeid)
         else:

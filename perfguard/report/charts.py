@@ -131,7 +131,8 @@ def compute_roofs(info: DeviceInfo) -> list[tuple[str, float]]:
 
     Dtypes with the same peak share one roof ("bf16, fp16"): two labels at one height would overprint.
     """
-    peak = getattr(info, "peak_tflops", None)
+    # Calibrated roofs (`perfguard calibrate`) are what the cases were placed against: draw those.
+    peak = getattr(info, "calibrated_tflops", None) or getattr(info, "peak_tflops", None)
     if isinstance(peak, (int, float)) and peak > 0:
         return [("compute peak", float(peak))]
     if isinstance(peak, Mapping):
@@ -150,9 +151,10 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
     The efficiency, when given, is the case's own (`Metrics.efficiency`, against the roof of its
     dtype); without it the hover note measures the point against the highest roof.
     """
-    bw = info.peak_bandwidth_gbps  # GB/s = 1e9 B/s; times FLOP/B, over 1e3, is TFLOP/s
+    # GB/s = 1e9 B/s; times FLOP/B, over 1e3, is TFLOP/s
+    bw = getattr(info, "calibrated_bandwidth_gbps", None) or info.peak_bandwidth_gbps
     peaks = compute_roofs(info)
-    notes = []
+    notes = ["roofs measured on this card by perfguard calibrate"] if getattr(info, "calibrated_bandwidth_gbps", None) else []
     if not bw:
         notes.append("no memory roof: the record has no peak bandwidth for this device")
     if not peaks:

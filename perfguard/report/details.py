@@ -12,11 +12,11 @@ from typing import Any
 
 from perfguard.model import Verdict
 from perfguard.report import units, view
+from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
 
 NA = "n/a"
 PROFILE_ROWS = 10  # top operators shown per case
-LAUNCH_ADVICE = 'capture the calls in a CUDA graph (mode="graph") or fuse the kernels'
 
 
 def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -48,12 +48,14 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         ("flops", f"{r.flops:.4g}" if r.flops else NA),
         ("bandwidth", _unit(units.number(metric("gbps")), "GB/s")),
         ("of peak BW", units.percent(metric("bandwidth_util"))),
+        ("of calibrated copy", units.percent(metric("copy_util"))),
         ("compute", _unit(units.number(metric("tflops"), 3), "TFLOP/s")),
         ("of peak FLOP/s", units.percent(metric("flop_util"))),
         ("intensity", _unit(_g(metric("arithmetic_intensity")), "FLOP/B")),
         ("attainable", _unit(units.number(metric("attainable_tflops"), 3), "TFLOP/s")),
         ("bound", _bound(metric("bound"))),
         ("efficiency", units.percent(metric("efficiency"))),
+        ("roofs from", str(metric("roofs") or NA)),
     ]
     launch = [
         ("eager latency", d(metric("eager_latency_ms"))),

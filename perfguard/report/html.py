@@ -17,6 +17,7 @@ from typing import Any
 from perfguard.errors import ReportError
 from perfguard.model import RunRecord
 from perfguard.report import charts, units, view
+from perfguard.report.advice import launch_line, scaling_lines
 from perfguard.report.details import breakdown, environment, message, profile_table, sections
 from perfguard.report.view import Device, Entry
 
@@ -107,10 +108,19 @@ def _render(records: Sequence[RunRecord]) -> str:
         "notes": notes,
         "rooflines": [_roofline(d, rows) for d in devices],
         "attention": _attention(rows, len(devices) > 1),
+        "advice": _advice(merged, devices),
         "css": _static("report.css"),
         "js": _static("report.js"),
     }
     return _environment().get_template("report.html.j2").render(context)
+
+
+def _advice(merged: view.Merged, devices: list[Device]) -> list[tuple[str, str]]:
+    """(heading, line) for the launch-bound cases and for each scaling fit."""
+    results = [e.result for by_device in merged.cases.values() for e in by_device.values() if e.result is not None]
+    launch = launch_line(results)
+    lines = [("launch overhead", launch)] if launch else []
+    return lines + [("scaling", line) for line in scaling_lines(results, [d.info for d in devices])]
 
 
 def _row(index: int, case_id: str, by_device: Mapping[str, Entry], devices: list[Device], columns: list[Column]) -> Row:

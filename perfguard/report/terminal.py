@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import units
+from perfguard.report.advice import launch_line, scaling_lines
 
-COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "peak mem")
+COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
@@ -32,6 +33,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
+                (m.bound if m else None) or "-",
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
             )
         )
@@ -57,7 +59,12 @@ def summary(
 ) -> list[tuple[str, dict[str, bool]]]:
     """The table, then one line counting each verdict, then the line of every verdict that is not `same`."""
     verdicts = record.verdicts if record else ()
+    results, devices = list(results), list(devices)
     lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
+    advice = launch_line(results)
+    if advice:
+        lines.append((advice, {"cyan": True}))
+    lines += [(f"scaling: {line}", {}) for line in scaling_lines(results, devices)]
     if verdicts:
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))

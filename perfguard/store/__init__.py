@@ -3,11 +3,11 @@
     from perfguard.store import load, update, path_for
 
 Nothing else in perfguard writes a baseline: the pytest plugin (`--perfguard-update`) and the CLI
-(`perfguard baseline accept`) both call `update`.
+(`perfguard baseline accept`) both call `update`; `perfguard calibrate` stores its roofs with `calibrate`.
 """
 
 from __future__ import annotations
 
-from perfguard.store.baselines import LOCK_TIMEOUT_S, list_files, load, load_file, path_for, update
+from perfguard.store.baselines import LOCK_TIMEOUT_S, calibrate, list_files, load, load_file, path_for, update
 
-__all__ = ["LOCK_TIMEOUT_S", "list_files", "load", "load_file", "path_for", "update"]
+__all__ = ["LOCK_TIMEOUT_S", "calibrate", "list_files", "load", "load_file", "path_for", "update"]

@@ -10,7 +10,7 @@ names it, so nothing recorded by hand or by another version is lost silently.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import filelock
@@ -20,6 +20,7 @@ from perfguard.model import (
     MAX_BASELINE_SAMPLES,
     BaselineEntry,
     BaselineFile,
+    Calibration,
     CaseResult,
     DeviceInfo,
     dumps,
@@ -90,21 +91,37 @@ def update(
     Returns the file's path. Raises BaselineError naming the file when the existing file is not a
     valid baseline (it is left as it was), or when the folder cannot be written.
     """
-    path = path_for(directory, device.slug)
     entries = {
         r.id: BaselineEntry(recorded_at=recorded_at, commit=commit, fingerprint=device.fingerprint(), result=_stored(r))
         for r in results
         if r.status == "ok"
     }
+
+    def merge(existing: BaselineFile | None) -> BaselineFile:
+        cases = {**(existing.cases if existing else {}), **entries}
+        calibration = existing.calibration if existing else None
+        return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
+
+    return _rewrite(path_for(directory, device.slug), merge, "update the baseline")
+
+
+def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibration) -> Path:
+    """Store `calibration` in the device's baseline file (created if need be); its cases are kept."""
+
+    def merge(existing: BaselineFile | None) -> BaselineFile:
+        cases = existing.cases if existing else {}
+        return BaselineFile(device=_model_of(device), cases=cases, calibration=calibration)
+
+    return _rewrite(path_for(directory, device.slug), merge, "store the calibration")
+
+
+def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with filelock.FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
-            cases = dict(existing.cases) if existing else {}
-            cases.update(entries)
             _remove_stale_temps(path)
-            baseline = BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())))
-            write_atomic(path, dumps(baseline), error=BaselineError)
+            write_atomic(path, dumps(merge(existing)), error=BaselineError)
     except filelock.Timeout:
         raise BaselineError(
             f"{path}: another process has held {path.name}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
@@ -112,7 +129,7 @@ def update(
         ) from None
     except OSError as exc:
         raise BaselineError(
-            f"{path}: cannot update the baseline ({exc.strerror or exc}); choose a writable --perfguard-baselines folder"
+            f"{path}: cannot {what} ({exc.strerror or exc}); choose a writable --perfguard-baselines folder"
         ) from None
     return path
 
@@ -126,8 +143,9 @@ def _stored(result: CaseResult) -> CaseResult:
 
 def _model_of(device: DeviceInfo) -> DeviceInfo:
     # The file belongs to the GPU model, not to one card: without uuid and index, updates from
-    # different cards of the same model (one xdist worker per GPU) do not churn the diff.
-    return dataclasses.replace(device, uuid=None, index=None)
+    # different cards of the same model (one xdist worker per GPU) do not churn the diff. The
+    # calibrated roofs live once, in the file's `calibration`.
+    return dataclasses.replace(device, uuid=None, index=None, calibrated_bandwidth_gbps=None, calibrated_tflops=None)
 
 
 def _remove_stale_temps(path: Path) -> None:

@@ -1,0 +1,136 @@
+"""How a case grows along a numeric parameter of its grid: latency and memory against batch, length, n.
+
+The advice of the trade — profile at small sizes and watch how activation memory grows before a
+long run runs out of it — as a figure per case. Each series (one case, one numeric parameter varying,
+the other parameters fixed, at least MIN_POINTS values) is fitted with
+
+    y = c + b · x^k
+
+where c is what does not grow (launch floor, weights), b · x^k what does; k is the growth exponent
+(1 linear, 2 quadratic: the "activation explosion" of materialised attention scores shows as k ≈ 2).
+A plain log-log line would read a large constant as slow growth and promise sizes that do not fit.
+k is found on a grid, c and b by least squares for each k, c ≥ 0 and b > 0. The memory fitted is what
+the case holds at its peak: its setup's tensors plus the call's peak on top.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from perfguard.model import CaseResult, DeviceInfo
+
+MIN_POINTS = 3
+EXPONENTS = np.round(np.arange(0.25, 3.001, 0.05), 2)
+# A series whose growing part is under this share of its largest value is flat (noise, not growth).
+FLAT_SHARE = 0.05
+GROWTH = {0: "constant", 1: "linear", 2: "quadratic", 3: "cubic"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Growth:
+    """y = c + b · x^k over the measured range."""
+
+    constant: float  # c
+    coefficient: float  # b
+    exponent: float  # k
+    r2: float  # of the fit, in y
+
+    def at(self, x: float) -> float:
+        return self.constant + self.coefficient * x**self.exponent
+
+    @property
+    def label(self) -> str:
+        k = self.exponent
+        return GROWTH.get(round(k), f"x^{k:.2f}") if abs(k - round(k)) <= 0.15 else f"x^{k:.2f}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scaling:
+    """One case's series along one parameter."""
+
+    device: str  # slug
+    name: str  # the case's name
+    parameter: str
+    fixed: tuple[tuple[str, object], ...]  # the other parameters
+    values: tuple[float, ...]
+    latency: Growth | None
+    memory: Growth | None
+    bytes_per_unit: float | None  # memory growth per unit of the parameter, from its largest two values
+    fits_up_to: float | None  # the largest value whose fitted memory fits in the device's memory
+
+    @property
+    def title(self) -> str:
+        fixed = ", ".join(f"{k}={v}" for k, v in self.fixed)
+        return f"{self.name} over {self.parameter}" + (f" ({fixed})" if fixed else "")
+
+
+def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) -> list[Scaling]:
+    """Every series of at least MIN_POINTS measured values of one numeric parameter, others fixed."""
+    memory_of = {d.slug: d.memory_bytes for d in devices}
+    groups: dict[tuple, list[tuple[float, CaseResult]]] = {}
+    for r in results:
+        if r.status != "ok" or r.latency is None:
+            continue
+        for p, x in r.params.items():
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
+                continue
+            fixed = tuple(sorted((k, v) for k, v in r.params.items() if k != p))
+            groups.setdefault((r.device, r.name, p, fixed), []).append((float(x), r))
+    out = []
+    for (device, name, p, fixed), points in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+        points.sort(key=lambda xr: xr[0])
+        xs = [x for x, _ in points]
+        if len(set(xs)) < MIN_POINTS:
+            continue
+        latency = fit(xs, [r.latency.median_ms for _, r in points])
+        held = [_held(r) for _, r in points]
+        memory = fit(xs, held) if all(h is not None for h in held) else None
+        per_unit = (held[-1] - held[-2]) / (xs[-1] - xs[-2]) if memory and xs[-1] != xs[-2] else None
+        out.append(Scaling(device, name, p, fixed, tuple(xs), latency, memory, per_unit,
+                           largest_fitting(memory, memory_of.get(device))))
+    return out
+
+
+def fit(xs: Sequence[float], ys: Sequence[float]) -> Growth | None:
+    """The best y = c + b·x^k with c ≥ 0, b > 0 over the exponent grid; None when nothing grows."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if len(x) < MIN_POINTS or not np.all(np.isfinite(y)):
+        return None
+    scale_x, scale_y = x.max(), max(float(np.abs(y).max()), 1e-300)  # keep the least squares well conditioned
+    xn, yn = x / scale_x, y / scale_y
+    total = float(((yn - yn.mean()) ** 2).sum())
+    best = None
+    for k in EXPONENTS:
+        basis = xn**k
+        b, c = (float(v) for v in np.polyfit(basis, yn, 1))
+        if c < 0:  # no negative floor: fit through zero instead
+            c, b = 0.0, float(basis @ yn / (basis @ basis))
+        if b <= 0:
+            continue
+        sse = float(((c + b * basis - yn) ** 2).sum())
+        if best is None or sse < best[0] - 1e-12:
+            best = (sse, float(k), float(c), float(b))
+    if best is None:
+        return None
+    sse, k, c, b = best
+    r2 = 1 - sse / total if total > 0 else 1.0
+    if b < FLAT_SHARE * (c + b):  # the growing part is under 5% at the largest x: nothing grows
+        return Growth(constant=float(y.mean()), coefficient=0.0, exponent=0.0, r2=r2)
+    return Growth(constant=c * scale_y, coefficient=float(b * scale_y / scale_x**k), exponent=k, r2=r2)
+
+
+def largest_fitting(memory: Growth | None, capacity: int | None) -> float | None:
+    """Solve c + b·x^k = capacity for x; None without a fit, a capacity, or room even for c."""
+    if memory is None or not capacity or memory.constant >= capacity or memory.coefficient <= 0:
+        return None
+    return ((capacity - memory.constant) / memory.coefficient) ** (1 / memory.exponent)
+
+
+def _held(r: CaseResult) -> float | None:
+    m = r.memory
+    if m is None or m.peak_allocated_bytes is None:
+        return None
+    return float((m.setup_allocated_bytes or 0) + m.peak_allocated_bytes)

@@ -1,0 +1,65 @@
+"""What the figures say to do: launch-bound cases and their remedy; how far a case scales."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from typing import TYPE_CHECKING
+
+from perfguard.model import CaseResult, DeviceInfo
+from perfguard.report import units
+
+if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
+    from perfguard.analysis.scaling import Scaling
+
+LAUNCH_ADVICE = 'capture the calls in a CUDA graph (mode="graph") or fuse the kernels'
+NAMED = 5  # cases named in the line; the rest are counted
+
+
+def launch_bound(results: Iterable[CaseResult]) -> list[CaseResult]:
+    return sorted((r for r in results if r.metrics and r.metrics.bound == "latency"), key=lambda r: r.id)
+
+
+def launch_line(results: Iterable[CaseResult]) -> str | None:
+    """One line naming the launch-bound cases with their overhead share, and the remedy; None without any.
+
+    No faster kernel helps such a case: the GPU finishes before the host has launched the next call.
+    """
+    cases = launch_bound(results)
+    if not cases:
+        return None
+    named = []
+    for r in cases[:NAMED]:
+        share = r.metrics.launch_overhead_share
+        named.append(f"{r.id} ({100 * share:.0f}% overhead)" if share is not None else r.id)
+    more = f" and {len(cases) - NAMED} more" if len(cases) > NAMED else ""
+    return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
+
+
+def scaling_lines(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[str]:
+    from perfguard.analysis.scaling import scalings
+
+    return [scaling_line(s) for s in scalings(results, devices)]
+
+
+def scaling_line(s: Scaling) -> str:
+    """One line: how latency and memory grow, and how far the parameter can go on this device."""
+    parts = []
+    if s.latency:
+        parts.append(f"latency {s.latency.label} in {s.parameter} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})")
+    if s.memory:
+        parts.append(f"memory {s.memory.label} (k={s.memory.exponent:.2f})")
+    if s.bytes_per_unit is not None:
+        parts.append(f"{units.size(s.bytes_per_unit)} per unit of {s.parameter} at the top")
+    if s.fits_up_to is not None:
+        parts.append(f"fits in device memory up to {s.parameter} ≈ {_round(s.fits_up_to):,} (extrapolated)")
+    return f"{s.title}: " + "; ".join(parts)
+
+
+def _round(x: float) -> int:
+    """Two significant figures: a fit's extrapolation is not more precise than that."""
+    if x < 100:
+        return int(x)
+    digits = int(math.floor(math.log10(x))) - 1
+    return int(round(x, -digits))

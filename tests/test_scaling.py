@@ -1,0 +1,98 @@
+"""Scaling fits: latency and memory against a numeric parameter, and how far it fits on the card."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import pytest
+
+from perfguard.analysis.scaling import fit, largest_fitting, scalings
+from perfguard.analysis.stats import summarize
+from perfguard.model import CaseResult, DeviceInfo, Memory, RunRecord
+from perfguard.report.advice import scaling_line
+from perfguard.report.html import render_html
+from perfguard.report.markdown import render_markdown
+
+GIB = 2**30
+GPU = DeviceInfo(kind="cuda", name="GPU", slug="gpu", memory_bytes=140 * GIB)
+
+
+def result(name: str, ms: float, held: float | None = None, **params) -> CaseResult:
+    memory = Memory(peak_allocated_bytes=int(held) - 10**6, setup_allocated_bytes=10**6) if held is not None else None
+    case_id = f"{name}[{'-'.join(f'{k}={v}' for k, v in params.items())}]"
+    return CaseResult(id=case_id, name=name, status="ok", device="gpu", params=params,
+                      latency=summarize([ms] * 10, "converged"), memory=memory)
+
+
+@pytest.mark.parametrize(
+    ("ys", "exponent", "constant"),
+    [
+        ([0.01 + 1e-7 * x**2 for x in (512, 1024, 2048, 4096)], 2.0, 0.01),  # a launch floor, then quadratic
+        ([5e6 + 3000 * x for x in (512, 1024, 2048, 4096)], 1.0, 5e6),  # weights, then linear activations
+        ([0.005] * 4, 0.0, 0.005),  # flat: nothing grows
+    ],
+)
+def test_the_fit_separates_what_grows_from_what_does_not(ys, exponent, constant):
+    growth = fit([512, 1024, 2048, 4096], ys)
+    assert growth.exponent == pytest.approx(exponent, abs=0.06)
+    assert growth.constant == pytest.approx(constant, rel=0.05)
+    assert growth.r2 > 0.99
+
+
+def test_noisy_quadratic_growth_reads_as_quadratic():
+    noise = (1.02, 0.98, 1.01, 0.99, 1.0)
+    xs = (1024, 2048, 4096, 8192, 16384)
+    growth = fit(xs, [(2e8 + 64 * x * x) * e for x, e in zip(xs, noise)])
+    assert growth.label == "quadratic"
+
+
+def test_the_largest_fitting_value_solves_the_fitted_memory_for_the_device():
+    growth = fit([1024, 2048, 4096, 8192], [GIB + 1000 * s * s for s in (1024, 2048, 4096, 8192)])
+    top = largest_fitting(growth, 140 * GIB)
+    assert top == pytest.approx(((140 - 1) * GIB / 1000) ** 0.5, rel=0.02)  # about 12,200
+    assert largest_fitting(growth, GIB // 2) is None  # not even the constant fits
+    assert largest_fitting(None, 140 * GIB) is None
+
+
+def test_series_hold_the_other_parameters_fixed_and_need_three_values():
+    results = [result("attn", 0.1 * s * s / 1e6, GIB + 1000 * s * s, s=s, dtype=dt)
+               for s in (1024, 2048, 4096) for dt in ("bf16", "fp16")]
+    results.append(result("attn", 1.0, GIB, s=1024, dtype="fp32"))  # one point: no series
+    results.append(dataclasses.replace(result("attn", 9.0, s=8192, dtype="bf16"), status="error"))  # not measured
+    results.append(result("flag", 1.0, flag=True))  # booleans are not sizes
+    found = scalings(results, [GPU])
+    assert [(s.parameter, s.fixed) for s in found] == [("s", (("dtype", "bf16"),)), ("s", (("dtype", "fp16"),))]
+    series = found[0]
+    assert series.values == (1024, 2048, 4096)
+    assert series.memory.label == "quadratic" and series.latency.label == "quadratic"
+    assert series.bytes_per_unit == pytest.approx(1000 * (4096**2 - 2048**2) / 2048)
+    line = scaling_line(series)
+    assert line.startswith("attn over s (dtype=bf16): latency quadratic in s")
+    assert "memory quadratic" in line and "fits in device memory up to s ≈ 12,000" in line
+
+
+def test_the_reports_show_the_fits():
+    results = tuple(result("attn", 0.1 * s * s / 1e6, GIB + 1000 * s * s, s=s) for s in (1024, 2048, 4096))
+    record = RunRecord("2026-11-29T00:00:00+00:00", "0", devices=(GPU,), results=results)
+    assert "attn over s: latency quadratic in s" in render_html([record])
+    assert "### Scaling (1)" in render_markdown([record])
+
+
+SUITE = """
+    import time
+    from perfguard import perf_case
+
+    # A sleep costs the same on any CPU: its time grows linearly in n, whatever the machine.
+    @perf_case(params={"n": [1, 2, 4]})
+    def nap(n, device):
+        return lambda: time.sleep(0.0005 * n)
+"""
+
+
+def test_a_measured_run_prints_the_fit_of_a_grid_over_a_size(pytester, inner_args):
+    pytester.makepyfile(test_naps=textwrap.dedent(SUITE))
+    run = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.2")
+    assert run.ret == 0
+    line = next(line for line in run.outlines if line.startswith("scaling: nap over n"))
+    assert "latency linear in n" in line
