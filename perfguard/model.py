@@ -135,6 +135,33 @@ class Metrics:
 
 
 @dataclasses.dataclass(frozen=True)
+class ProfileOp:
+    """One row of the profiler's operator table (grouped by operator and input shapes), per profiled call.
+
+    Times are on the clock the table is sorted by (`Profile.sort_by`): CUDA time on a GPU, CPU time on a CPU.
+    """
+
+    operator: str  # "aten::mm", or a kernel's name on a GPU
+    calls: float  # times it ran per call of the case
+    total_ms: float  # including the operators it called
+    self_ms: float
+    input_shapes: str  # e.g. "[[4096, 4096], [4096, 4096]]"; "[]" when shapes were not recorded
+    self_memory_bytes: int  # allocated minus freed by the operator itself (GPU memory on a GPU)
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """The case re-run under torch.profiler (--perfguard-profile): its top operators and its Chrome trace."""
+
+    ops: tuple[ProfileOp, ...] = ()  # first: the report's table reads the first sequence field
+    sort_by: str = "cpu"  # "cuda": by self CUDA time; "cpu": by self CPU time (a CPU machine)
+    calls: int = 0  # calls profiled; every figure is per call
+    kernels_per_call: float | None = None  # GPU kernels launched per call; None on a CPU
+    trace: str | None = None  # the Chrome trace, relative to the report folder
+    problem: str | None = None  # why the profile is missing or partial (profiling never fails a case)
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseResult:
     """Everything measured for one case instance (one grid point) in one run."""
 
@@ -160,6 +187,7 @@ class CaseResult:
     setup_s: float | None = None
     wall_s: float | None = None  # warm-up + sampling + memory pass, without setup
     error: str | None = None
+    profile: Profile | None = None  # only when --perfguard-profile chose the case
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.

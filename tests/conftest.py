@@ -19,12 +19,14 @@ INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:b
 
 @pytest.fixture(scope="session")
 def run_pytest():
-    """`run_pytest(path, *args)`: pytest in a subprocess in `path`, isolated as `pytester.runpytest_subprocess`
+    """`run_pytest(path, *args, env={...})`: pytest in a subprocess in `path`, isolated as `pytester.runpytest_subprocess`
     isolates it, for a module-scoped fixture whose one run several tests look at. The run sees no GPU,
     so that it takes the CPU path on any machine."""
 
-    def run(path: Path, *args: str) -> pytest.RunResult:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    def run(path: Path, *args: str, env: dict[str, str | None] | None = None) -> pytest.RunResult:
+        changes = env or {}  # variables to set, or to remove (None), for this run only
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in changes}
+        env.update({k: v for k, v in changes.items() if v is not None})
         env["PY_COLORS"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = ""
         cmd = [sys.executable, "-m", "pytest", *INNER_ARGS, f"--basetemp={path / 'basetemp'}", *args]

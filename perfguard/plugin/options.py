@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,13 @@ _OPTIONS: dict[str, tuple[str, Any, str]] = {
     "perfguard-report": ("string", "reports", "folder for perfguard.json and the reports (default: reports)"),
     "perfguard-threshold": ("string", 5.0, "latency change that fails a case, in percent (default: 5)"),
     "perfguard-budget": ("string", 0.5, "wall-time budget per case in seconds (default: 0.5)"),
+    "perfguard-profile": ("string", None, "re-run cases under torch.profiler: none, regressed or all "
+                          "(default: regressed where the CI environment variable is set, else none)"),
 }
+PROFILE_CHOICES = ("none", "regressed", "all")
 _FLAGS = ("perfguard", "perfguard-update")
 _METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS"}
+_METAVARS["perfguard-profile"] = "{" + ",".join(PROFILE_CHOICES) + "}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +35,7 @@ class Options:
     report_dir: Path
     threshold_pct: float
     budget_s: float
+    profile: str = "none"  # which cases to re-run under the profiler: "none", "regressed" or "all"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -43,6 +49,7 @@ class Options:
             report_dir=Path(root, _value(config, "perfguard-report")),
             threshold_pct=_positive(config, "perfguard-threshold", "a percentage such as 5"),
             budget_s=_positive(config, "perfguard-budget", "a number of seconds such as 0.5"),
+            profile=_profile(config),
         )
 
 
@@ -76,6 +83,20 @@ def _positive(config: pytest.Config, name: str, example: str) -> float:
         value = float("nan")
     if not value > 0 or value == float("inf"):
         raise pytest.UsageError(f"--{name} (or ini {name}) must be {example}, got {raw!r}")
+    return value
+
+
+def _profile(config: pytest.Config) -> str:
+    raw = _value(config, "perfguard-profile")
+    if raw is None:
+        # CI runs (GitHub Actions sets CI=true) profile what regressed, so the failing job carries
+        # the operator table and trace a person needs; a laptop run does not pay for it unasked.
+        return "regressed" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "none"
+    value = str(raw).strip().lower()
+    if value not in PROFILE_CHOICES:
+        raise pytest.UsageError(
+            f"--perfguard-profile (or ini perfguard-profile) must be one of {', '.join(PROFILE_CHOICES)}, got {raw!r}"
+        )
     return value
 
 

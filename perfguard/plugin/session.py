@@ -7,6 +7,7 @@ worker to controller.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import subprocess
 from pathlib import Path
@@ -77,20 +78,31 @@ class State:
             result = runner.measure(instance, device, rule, item.nodeid)
         else:
             result = runner.smoke(instance, device, item.nodeid)
+        failure = result.error if result.status == "error" else None
+        if self.options.enabled and failure is None:
+            failure, regressed = self._judge(item, result, device)
+            if self.options.profile == "all" or (self.options.profile == "regressed" and regressed):
+                result = self._profiled(instance, result, device)
+        # Attached once judged (and profiled), so that the result on the report is the final one.
         item.user_properties.append((RESULT_KEY, to_jsonable(result)))
         item.user_properties.append((DEVICE_KEY, to_jsonable(device)))
-        if result.status == "error":
-            raise CaseFailure(result.error)
-        if self.options.enabled:
-            self._judge(item, result, device)
+        if failure:
+            raise CaseFailure(failure)
         return result
 
-    def _judge(self, item: pytest.Item, result: CaseResult, device: DeviceInfo) -> None:
+    def _profiled(self, instance: CaseInstance, result: CaseResult, device: DeviceInfo) -> CaseResult:
+        """The result with the case's profile (its problem, if any, rides on the profile, not on the verdict)."""
+        from perfguard.measure.profile import profile_case
+
+        return dataclasses.replace(result, profile=profile_case(instance, device, self.options.report_dir))
+
+    def _judge(self, item: pytest.Item, result: CaseResult, device: DeviceInfo) -> tuple[str | None, bool]:
+        """Compare with the baseline: (why the case fails, or None; whether a metric regressed)."""
         from perfguard.analysis.verdict import compare_case
 
         baseline = self._baseline(device)
         if isinstance(baseline, BaselineError):
-            raise CaseFailure(f"{result.id}: measured, but not compared: {baseline}")
+            return f"{result.id}: measured, but not compared: {baseline}", False
         verdicts = compare_case(
             result,
             baseline.cases.get(result.id) if baseline else None,
@@ -101,7 +113,8 @@ class State:
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
         regressed = [v.message for v in verdicts if v.status == "regressed"]
         if regressed and not self.options.update:
-            raise CaseFailure(f"{result.id}: " + f"\n{result.id}: ".join(regressed))
+            return f"{result.id}: " + f"\n{result.id}: ".join(regressed), True
+        return None, bool(regressed)
 
     def _baseline(self, device: DeviceInfo) -> BaselineFile | None | BaselineError:
         if device.slug not in self._baselines:
@@ -153,9 +166,11 @@ class State:
             results=tuple(sorted(self.results.values(), key=lambda r: r.id)),
             verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))),
             commit=commit,
-            options={"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct},
+            options={"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
+                     "profile": self.options.profile},
         )
         self.record = record
+        self.problems += [r.profile.problem for r in record.results if r.profile and r.profile.problem]
         from perfguard.store.atomic import write_atomic
 
         folder = self.options.report_dir

@@ -1,7 +1,7 @@
 """A case's detail view as labelled text: every metric, the environment, the profile, the memory breakdown.
 
-Figures the record does not carry (a CPU has no allocator peak nor roofline; issue 4's profiler
-table and memory breakdown until they exist) come out as "n/a" or None, never as an error.
+Figures the record does not carry (a CPU has no allocator peak nor roofline; a case that was not
+profiled has no operator table) come out as "n/a" or None, never as an error.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfguard.model import Verdict
+from perfguard.model import Profile, Verdict
 from perfguard.report import units, view
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
@@ -127,7 +127,22 @@ def profile_table(entry: Entry) -> tuple[list[str], list[list[str]]] | None:
     if not items:
         return None
     columns = list(items[0])
-    return columns, [[_g(item.get(c)) for c in columns] for item in items]
+    return [_heading(c) for c in columns], [[_cell(c, item.get(c)) for c in columns] for item in items]
+
+
+def profile_note(entry: Entry) -> dict[str, str | None] | None:
+    """What goes with the profiler's table: how it was taken, kernels per call, the trace (relative to
+    the report's folder) and any problem; None when the case was not profiled."""
+    p = getattr(entry.result, "profile", None)
+    if not isinstance(p, Profile):
+        return None
+    clock = "CUDA" if p.sort_by == "cuda" else "CPU"
+    facts = [f"per call, over {p.calls} profiled calls, by self {clock} time"] if p.calls else []
+    if p.calls and not p.ops:
+        facts = [f"no operator ran in the {p.calls} profiled calls"]
+    if p.kernels_per_call is not None:
+        facts.append(f"{_g(p.kernels_per_call)} GPU kernels per call")
+    return {"facts": ", ".join(facts), "trace": p.trace, "problem": p.problem}
 
 
 def breakdown(entry: Entry) -> list[tuple[str, str, float]] | None:
@@ -151,6 +166,22 @@ def _as_dict(x: Any) -> dict[str, Any]:
     if isinstance(x, Mapping):
         return {str(k): v for k, v in x.items()}
     return {"value": x}
+
+
+def _heading(column: str) -> str:
+    """A field name as a column heading; the unit goes with each value (see _cell)."""
+    for suffix in ("_ms", "_bytes"):
+        column = column.removesuffix(suffix)
+    return column.replace("_", " ")
+
+
+def _cell(column: str, value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if column.endswith("_ms"):
+            return units.duration(value)
+        if column.endswith("_bytes"):
+            return units.size(value)
+    return _g(value)
 
 
 def _bound(bound: Any) -> str:

@@ -94,7 +94,19 @@ def _item(e: Entry, device: Device, multi: bool) -> str:
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
                 + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
     lines = [v.message for v in e.verdicts if v.status == e.status] or [v.message for v in e.verdicts]
-    return f"{head}: " + "; ".join(_text(m) for m in lines)
+    return f"{head}: " + "; ".join(_text(m) for m in lines) + (_top_operator(e) if e.status == "regressed" else "")
+
+
+def _top_operator(e: Entry) -> str:
+    """Where a profiled regression spends its time: the profiler's top operator, and its trace."""
+    p = e.result.profile if e.result else None
+    if p is None or not p.ops:
+        return ""
+    op, clock = p.ops[0], "CUDA" if p.sort_by == "cuda" else "CPU"
+    text = f" · top operator {_code(op.operator)} {units.duration(op.self_ms)} self {clock} time per call"
+    if p.kernels_per_call is not None:
+        text += f", {p.kernels_per_call:g} kernels per call"
+    return text + (f" (trace {_code(p.trace)})" if p.trace else "")
 
 
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:

@@ -135,9 +135,11 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
 
 
 def _stored(result: CaseResult) -> CaseResult:
-    """What a baseline keeps of a result: samples capped, and nothing that names one particular card."""
+    """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
+    (a profile points at one run's trace file)."""
     return dataclasses.replace(
-        result, samples_ms=thin_samples(result.samples_ms, MAX_BASELINE_SAMPLES), device_uuid=None, error=None
+        result, samples_ms=thin_samples(result.samples_ms, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
+        profile=None,
     )
 
 

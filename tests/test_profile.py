@@ -1,0 +1,350 @@
+"""--perfguard-profile: cases re-run under torch.profiler, for real, on CPU operators (and on a GPU where
+there is one): the top operators in the record, the Chrome trace beside the report, and which cases
+each choice profiles.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfguard import perf_case, store
+from perfguard.model import CaseResult, Profile, ProfileOp, RunRecord, dumps, loads_record
+from perfguard.report.html import render_html
+
+BUDGET = ("--perfguard-budget", "0.2")
+
+OPERATORS = """
+    import torch
+    from perfguard import perf_case
+
+    @perf_case(params={"n": [128]})
+    def matmul(n, device):
+        a = torch.randn(n, n, device=device)
+        return lambda: a @ a
+
+    @perf_case
+    def softmax(device):
+        x = torch.randn(64, 512, device=device)
+        return lambda: torch.softmax(x, -1)
+
+    def test_fixture(perf):
+        x = torch.ones(1000, device=perf.device)
+        perf(lambda: x + x)
+"""
+
+# Cases that sleep (a cost no CPU speed changes) and then call one operator, so that a profile of
+# them has a top operator; sleeps.json beside the suite slows one of them down, as in test_gate.py.
+NAPS = """
+    import json
+    import pathlib
+    import time
+
+    import torch
+    from perfguard import perf_case
+
+    SLEEPS = pathlib.Path(__file__).with_name("sleeps.json")
+    SECONDS = json.loads(SLEEPS.read_text()) if SLEEPS.exists() else {}
+    X = torch.ones(256)
+
+    def nap(case_id):
+        seconds = SECONDS.get(case_id, 0.002)
+
+        def call():
+            time.sleep(seconds)
+            return X * 2
+
+        return call
+
+    @perf_case(threshold=50)  # loose: a loaded machine's noise must not make it regress
+    def steady(device):
+        return nap("steady")
+
+    @perf_case
+    def slowed(device):
+        return nap("slowed")
+"""
+SLOWDOWN = json.dumps({"slowed": 0.004})  # 2 ms -> 4 ms: far over the 5% threshold
+
+
+def read(path: Path) -> RunRecord:
+    return loads_record(path.read_text(), str(path))
+
+
+def profiles(record: RunRecord) -> dict[str, Profile | None]:
+    return {r.id: r.profile for r in record.results}
+
+
+# --- the profiler itself, on this machine's CPU ---------------------------------------------------
+
+
+def cpu_instance(spec):
+    (instance,) = spec.instances("cpu")
+    return instance
+
+
+def cpu():
+    from perfguard.measure.device import detect
+
+    return detect("cpu")
+
+
+@perf_case(params={"n": [256]})
+def matmul_softmax(n, device):
+    import torch
+
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    return lambda: torch.softmax(a @ b, -1)
+
+
+def test_a_cpu_case_is_profiled_into_its_top_aten_operators_and_a_chrome_trace(tmp_path):
+    from perfguard.measure.profile import PROFILED_CALLS, profile_case
+
+    p = profile_case(cpu_instance(matmul_softmax), cpu(), tmp_path)
+    assert p.problem is None and p.sort_by == "cpu" and p.calls == PROFILED_CALLS
+    assert p.kernels_per_call is None  # no GPU, no kernels
+    ops = {op.operator: op for op in p.ops}
+    assert {"aten::mm", "aten::_softmax", "aten::matmul", "aten::softmax"} <= set(ops)
+    mm = ops["aten::mm"]
+    assert mm.calls == 1 and mm.input_shapes == "[[256, 256], [256, 256]]"
+    assert mm.self_memory_bytes == 256 * 256 * 4  # its float32 output, per call
+    assert ops["aten::_softmax"].input_shapes.startswith("[[256, 256]")
+    assert 0 < mm.self_ms <= mm.total_ms <= ops["aten::matmul"].total_ms
+    selfs = [op.self_ms for op in p.ops]
+    assert selfs == sorted(selfs, reverse=True)  # by self CPU time, the top first
+    assert p.trace == f"traces/{Path(p.trace).name}" and Path(p.trace).suffix == ".json"
+    events = json.loads((tmp_path / p.trace).read_text())["traceEvents"]
+    assert sum(e.get("name") == "aten::mm" for e in events) == PROFILED_CALLS
+
+
+def test_a_case_that_fails_when_profiled_gets_a_problem_line_not_an_exception(tmp_path):
+    from perfguard.measure.profile import profile_case
+
+    @perf_case
+    def flaky(device):
+        calls = []
+
+        def call():
+            calls.append(1)
+            if len(calls) > 1:
+                raise ValueError("fails from the second call on")
+
+        return call
+
+    p = profile_case(cpu_instance(flaky), cpu(), tmp_path)
+    assert p.ops == () and p.trace is None
+    assert p.problem == "flaky: not profiled: warm-up raised ValueError: fails from the second call on"
+    assert not (tmp_path / "traces").exists()
+
+
+def test_a_trace_folder_that_cannot_be_written_keeps_the_table_and_says_what_to_do(tmp_path):
+    from perfguard.measure.profile import profile_case
+
+    (tmp_path / "traces").write_text("a file where the traces folder should go\n")
+    p = profile_case(cpu_instance(matmul_softmax), cpu(), tmp_path)
+    assert "aten::mm" in [op.operator for op in p.ops] and p.trace is None
+    assert p.problem.startswith(f"matmul_softmax[n=256]: cannot write the trace {tmp_path / 'traces'}/")
+    assert p.problem.endswith(f"make {tmp_path / 'traces'} a writable folder or choose another --perfguard-report")
+
+
+def test_trace_names_are_safe_file_names_and_distinct_for_distinct_ids():
+    from perfguard.measure.profile import trace_name
+
+    assert trace_name("softmax") == "softmax.json"
+    ids = ["attn[n=1-dtype=float16]", "attn(n=1-dtype=float16)", "a/b", "a\\b", "../x", "<img src=x>", "é"]
+    names = [trace_name(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert name.endswith(".json") and "/" not in name and "\\" not in name and not name.startswith(".")
+        assert all(c.isascii() and (c.isalnum() or c in "._=-") for c in name), name
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+PROFILED = CaseResult(
+    id="mm", name="mm", status="ok", device="cpu-x",
+    profile=Profile(ops=(ProfileOp("aten::mm", 1.0, 0.25, 0.24, "[[256, 256], [256, 256]]", 262144),),
+                    sort_by="cpu", calls=5, trace="traces/mm.json"),
+)
+
+
+def test_a_profile_round_trips_and_a_record_written_before_profiles_still_loads():
+    record = RunRecord(created_at="2026-11-29T00:00:00+00:00", perfguard_version="0", results=(PROFILED,))
+    assert loads_record(dumps(record), "run.json") == record
+    old = json.loads(dumps(record))
+    del old["results"][0]["profile"]  # as perfguard wrote records before --perfguard-profile
+    assert loads_record(json.dumps(old), "old.json").results[0].profile is None
+
+
+def test_a_baseline_keeps_no_profile(tmp_path):
+    path = store.update(tmp_path, cpu(), [dataclasses.replace(PROFILED, device=cpu().slug)],
+                        commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+    assert store.load_file(path).cases["mm"].result.profile is None
+    assert '"profile": null' in path.read_text()
+
+
+# --- the plugin -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def profiled_all(tmp_path_factory, run_pytest):
+    path = tmp_path_factory.mktemp("all")
+    (path / "test_ops.py").write_text(textwrap.dedent(OPERATORS))
+    return path, run_pytest(path, "--perfguard", *BUDGET, "--perfguard-profile=all")
+
+
+def test_all_profiles_every_case_with_real_aten_operators(profiled_all):
+    path, result = profiled_all
+    result.assert_outcomes(passed=3)
+    record = read(path / "reports" / "perfguard.json")
+    assert record.options["profile"] == "all"
+    tops = {case_id: {op.operator: op for op in p.ops} for case_id, p in profiles(record).items()}
+    assert "aten::mm" in tops["matmul[n=128]"] and "aten::_softmax" in tops["softmax"] and "aten::add" in tops["test_fixture"]
+    assert tops["matmul[n=128]"]["aten::mm"].input_shapes == "[[128, 128], [128, 128]]"
+    assert all(op.calls > 0 for ops in tops.values() for op in ops.values())
+    for case_id, p in profiles(record).items():
+        assert p.problem is None and p.kernels_per_call is None
+        trace = json.loads((path / "reports" / p.trace).read_text())
+        assert any(e.get("name", "").startswith("aten::") for e in trace["traceEvents"]), case_id
+
+
+def test_the_html_report_shows_the_operator_table_and_links_the_trace(profiled_all):
+    path, _ = profiled_all
+    page = (path / "reports" / "perfguard.html").read_text()
+    assert "<th>operator</th><th>calls</th><th>total</th><th>self</th><th>input shapes</th><th>self memory</th>" in page
+    assert "<td>aten::mm</td><td>1</td>" in page and "<td>[[128, 128], [128, 128]]</td><td>64.0 KiB</td>" in page
+    assert 'per call, over 5 profiled calls, by self CPU time · Chrome trace <a href="traces/softmax.json">' in page
+    assert "not captured (profile with --perfguard-profile)" not in page
+
+
+def test_a_traces_folder_that_cannot_be_written_is_one_line_not_a_failure(pytester, inner_args):
+    pytester.makepyfile(test_ops=textwrap.dedent(OPERATORS))
+    (pytester.path / "reports").mkdir()
+    (pytester.path / "reports" / "traces").write_text("a file where the traces folder should go\n")
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", *BUDGET, "--perfguard-profile=all", "-k", "softmax")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["perfguard: softmax: cannot write the trace */reports/traces/softmax.json (*); "
+                                 "make */reports/traces a writable folder or choose another --perfguard-report"])
+    (p,) = profiles(read(pytester.path / "reports" / "perfguard.json")).values()
+    assert p.trace is None and "aten::_softmax" in [op.operator for op in p.ops]
+
+
+def test_a_profile_without_operators_or_with_a_problem_says_so_in_the_report():
+    empty = dataclasses.replace(PROFILED, id="nap", profile=Profile(sort_by="cuda", calls=5, kernels_per_call=0.0))
+    broken = dataclasses.replace(PROFILED, id="broken", profile=Profile(problem="broken: not profiled: <oops>"))
+    page = render_html([RunRecord(created_at="2026-11-29T00:00:00+00:00", perfguard_version="0", results=(empty, broken))])
+    assert "<b>profiler:</b> no operator ran in the 5 profiled calls, 0 GPU kernels per call</p>" in page
+    assert '<b>profiler:</b> <span class="warn">broken: not profiled: &lt;oops&gt;</span>' in page
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory, run_pytest):
+    """A baseline of two napping cases, then runs where one of them is slower, under each choice."""
+    root = tmp_path_factory.mktemp("gate")
+
+    def folder(name: str, slow: bool) -> Path:
+        path = root / name
+        path.mkdir()
+        (path / "test_naps.py").write_text(textwrap.dedent(NAPS))
+        if slow:
+            (path / "sleeps.json").write_text(SLOWDOWN)
+        return path
+
+    recorded = folder("recorded", slow=False)
+    first = run_pytest(recorded, "--perfguard", *BUDGET, "--perfguard-update", env={"CI": None})
+    assert first.ret == 0, "\n".join(first.outlines + first.errlines)
+    scenarios = {  # name: (CI variable, arguments)
+        "regressed": (None, ("--perfguard-profile=regressed",)),
+        "ci_default": ("true", ()),
+        "local_default": (None, ()),
+        "none_on_ci": ("true", ("--perfguard-profile=none",)),
+    }
+    runs = {}
+
+    def run(name: str) -> None:
+        path = folder(name, slow=True)
+        (path / "baselines").mkdir()
+        for f in (recorded / "baselines").iterdir():
+            (path / "baselines" / f.name).write_bytes(f.read_bytes())
+        ci, args = scenarios[name]
+        runs[name] = (path, run_pytest(path, "--perfguard", *BUDGET, *args, env={"CI": ci}))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for job in [pool.submit(run, name) for name in scenarios]:
+            job.result()
+    return runs
+
+
+@pytest.mark.parametrize("scenario", ["regressed", "ci_default"])
+def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
+    path, result = gate[scenario]
+    result.assert_outcomes(passed=1, failed=1)
+    record = read(path / "reports" / "perfguard.json")
+    assert record.options["profile"] == "regressed"
+    assert {v.case_id: v.status for v in record.verdicts} == {"slowed": "regressed", "steady": "same"}
+    got = profiles(record)
+    assert got["steady"] is None
+    assert "aten::mul" in [op.operator for op in got["slowed"].ops]
+    assert (path / "reports" / got["slowed"].trace).is_file()
+    assert [p.name for p in (path / "reports" / "traces").iterdir()] == ["slowed.json"]
+    summary = (path / "reports" / "perfguard.md").read_text()
+    (line,) = [line for line in summary.splitlines() if line.startswith("- `slowed`: latency regressed")]
+    assert "· top operator `aten::" in line and "self CPU time per call (trace `traces/slowed.json`)" in line
+
+
+@pytest.mark.parametrize("scenario", ["local_default", "none_on_ci"])
+def test_none_profiles_nothing(gate, scenario):
+    path, result = gate[scenario]
+    result.assert_outcomes(passed=1, failed=1)  # the slowdown still fails the case
+    record = read(path / "reports" / "perfguard.json")
+    assert record.options["profile"] == "none"
+    assert profiles(record) == {"slowed": None, "steady": None}
+    assert not (path / "reports" / "traces").exists()
+
+
+@pytest.mark.parametrize("where", ["command line", "ini"])
+def test_a_bad_profile_choice_is_a_usage_error(pytester, inner_args, where):
+    pytester.makepyfile(test_ops=textwrap.dedent(OPERATORS))
+    if where == "ini":
+        pytester.makeini("[pytest]\nperfguard-profile = sometimes\n")
+        result = pytester.runpytest_subprocess(*inner_args, "--perfguard")
+    else:
+        result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-profile=sometimes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --perfguard-profile (or ini perfguard-profile) must be one of none, regressed, all, got 'sometimes'"
+    ])
+
+
+# --- on a GPU -------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_a_cuda_matmul_is_profiled_by_cuda_time_with_its_kernels(tmp_path):
+    import torch
+
+    from perfguard.measure.device import detect
+    from perfguard.measure.profile import PROFILED_CALLS, profile_case
+
+    @perf_case
+    def cuda_matmul(device):
+        a = torch.randn(2048, 2048, device=device)
+        return lambda: a @ a
+
+    (instance,) = cuda_matmul.instances("cuda")
+    allocated = torch.cuda.memory_allocated()
+    p = profile_case(instance, detect("cuda"), tmp_path)
+    assert p.problem is None and p.sort_by == "cuda" and p.calls == PROFILED_CALLS
+    assert p.kernels_per_call is not None and p.kernels_per_call >= 1
+    selfs = [op.self_ms for op in p.ops]
+    assert selfs[0] > 0 and selfs == sorted(selfs, reverse=True)  # by self CUDA time, the top first
+    mm = next(op for op in p.ops if op.operator == "aten::mm")
+    assert mm.total_ms > 0 and mm.input_shapes == "[[2048, 2048], [2048, 2048]]"
+    events = json.loads((tmp_path / p.trace).read_text())["traceEvents"]
+    assert sum(e.get("cat") == "kernel" for e in events) >= PROFILED_CALLS
+    assert torch.cuda.memory_allocated() == allocated  # the case's tensors are freed
