@@ -115,6 +115,29 @@ class Memory:
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes live on the case's device at the peak of one call, by the PyTorch memory profiler's category.
+
+    Taken for cases declared with `memory_breakdown=True` (perfguard/measure/breakdown.py); the
+    categories sum to the profiler's peak. `error` says why none could be taken (the figures are 0).
+    """
+
+    parameters: int = 0
+    gradients: int = 0
+    optimizer_state: int = 0
+    activations: int = 0
+    temporaries: int = 0  # allocated and freed within one operator
+    inputs: int = 0  # data fed to the model
+    autograd_detail: int = 0  # tensors the backward pass makes for its own bookkeeping
+    unknown: int = 0  # allocations the profiler could not tie to a tensor
+    error: str | None = None
+
+    @property
+    def peak_bytes(self) -> int:
+        return sum(getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "error")
+
+
+@dataclasses.dataclass(frozen=True)
 class Metrics:
     """Figures derived from the median and the declared bytes and flops."""
 
@@ -188,6 +211,7 @@ class CaseResult:
     wall_s: float | None = None  # warm-up + sampling + memory pass, without setup
     error: str | None = None
     profile: Profile | None = None  # only when --perfguard-profile chose the case
+    memory_breakdown: MemoryBreakdown | None = None  # only for cases declared with memory_breakdown=True
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.

@@ -21,7 +21,7 @@ from perfguard.analysis import metrics as derived
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError
-from perfguard.measure import memory, nvml, telemetry
+from perfguard.measure import breakdown, memory, nvml, telemetry
 from perfguard.measure.timers import (
     CallEstimate,
     CudaEventTimer,
@@ -113,6 +113,12 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
             eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
             mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     wall_s = time.perf_counter() - start
+    # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
+    # seconds, not the case's budget. A failure is a note on the breakdown, not a case error.
+    parts = None
+    if instance.spec.memory_breakdown:
+        with _nvtx(f"{where}: memory breakdown", cuda):
+            parts = breakdown.measure(fn, device)
     del fn, flush
 
     latency = summarize(samples, stop)
@@ -128,6 +134,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         telemetry=watch.result(),
         setup_s=setup_s,
         wall_s=wall_s,
+        memory_breakdown=parts,
     )
 
 

@@ -157,7 +157,13 @@ def breakdown(entry: Entry) -> list[tuple[str, str, float]] | None:
     total = sum(parts.values())
     if not total:
         return None
-    return [(str(k), units.size(v), v / total) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])]
+    return [(str(k).replace("_", " "), units.size(v), v / total) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])]
+
+
+def breakdown_missing(entry: Entry) -> str:
+    """Why a case has no breakdown: the profiler's reason when it was asked for and failed, else how to ask."""
+    error = getattr(getattr(entry.result, "memory_breakdown", None), "error", None)
+    return str(error) if error else "not captured (declare memory_breakdown=True on training-step cases)"
 
 
 def _as_dict(x: Any) -> dict[str, Any]:

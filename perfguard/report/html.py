@@ -18,7 +18,15 @@ from perfguard.errors import ReportError
 from perfguard.model import RunRecord
 from perfguard.report import charts, units, view
 from perfguard.report.advice import launch_line, scaling_lines
-from perfguard.report.details import breakdown, environment, message, profile_note, profile_table, sections
+from perfguard.report.details import (
+    breakdown,
+    breakdown_missing,
+    environment,
+    message,
+    profile_note,
+    profile_table,
+    sections,
+)
 from perfguard.report.view import Device, Entry
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -231,7 +239,7 @@ def _environment() -> Any:
     env.globals.update(
         label=view.label, when=view.when, versions=view.versions, duration=units.duration,
         sections=sections, environment=environment, message=message, profile_table=profile_table, profile_note=profile_note,
-        breakdown=breakdown,
+        breakdown=breakdown, breakdown_missing=breakdown_missing,
         histogram=_histogram, by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
     )
     return env

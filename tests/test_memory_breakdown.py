@@ -1,0 +1,241 @@
+"""`memory_breakdown=True`: bytes at a training step's peak by category, from torch's memory profiler.
+
+On the CPU (torch's profiler categorises CPU tensors too) an MLP with Adam is measured for real:
+parameters are exactly numel x element size, Adam's state twice that (plus its step counters, which
+live on the parameters' device on a CPU), gradients as many bytes as the parameters when the peak
+falls in the optimizer step, activations on top when the peak falls in the backward pass. The same
+on CUDA, with the suite's transformer block, is `gpu`-marked at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perfguard import perf_case
+from perfguard.model import CaseResult, MemoryBreakdown, RunRecord, dumps, loads_record
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "suites" / "test_training_step.py"
+
+
+def mlp_step(batch: int, width: int, breakdown: bool = True):
+    """A case stepping Linear-ReLU-Linear with Adam; `built` gets its model and optimizer once set up."""
+    built: dict = {}
+
+    @perf_case(name=f"mlp_step_b{batch}_w{width}", memory_breakdown=breakdown, budget_s=0.2)
+    def case(device):
+        import torch
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.ReLU(), torch.nn.Linear(4 * width, width))
+        opt = torch.optim.Adam(model.parameters())
+        x = torch.randn(batch, width)
+        built.update(model=model, opt=opt)
+
+        def step():
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        return step
+
+    return case, built
+
+
+def measure_cpu(spec) -> CaseResult:
+    from perfguard.measure import runner
+    from perfguard.measure.device import detect
+    from perfguard.measure.timers import SamplingRule
+
+    (instance,) = spec.instances("cpu")
+    return runner.measure(instance, detect("cpu"), SamplingRule(budget_s=0.2))
+
+
+def nbytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def adam_state(opt) -> list:
+    return [t for state in opt.state.values() for t in state.values()]
+
+
+@pytest.fixture(scope="module")
+def optimizer_bound():
+    """A wide MLP on 8 rows: its activations are small, so the peak is in Adam's step."""
+    spec, built = mlp_step(batch=8, width=256)
+    return measure_cpu(spec), built
+
+
+@pytest.fixture(scope="module")
+def activation_bound():
+    """A narrow MLP on 4096 rows: its activations outweigh it, so the peak is in forward or backward."""
+    spec, built = mlp_step(batch=4096, width=32)
+    return measure_cpu(spec), built
+
+
+def test_parameters_are_numel_times_element_size_and_adam_state_twice_that(optimizer_bound):
+    result, built = optimizer_bound
+    parts = result.memory_breakdown
+    assert result.status == "ok" and parts is not None and parts.error is None, result
+    params = nbytes(built["model"].parameters())
+    state = adam_state(built["opt"])
+    steps = [t for t in state if t.dim() == 0]  # Adam's step counter, a 0-d tensor per parameter
+    assert len(steps) == 4 and len(state) == 12
+    assert parts.parameters == params
+    assert parts.optimizer_state == nbytes(state) == 2 * params + nbytes(steps)
+
+
+def test_at_a_peak_in_the_optimizer_step_every_gradient_is_live(optimizer_bound):
+    result, built = optimizer_bound
+    parts = result.memory_breakdown
+    assert parts.gradients == parts.parameters
+    assert parts.peak_bytes >= parts.parameters + parts.gradients + parts.optimizer_state
+
+
+def test_at_a_peak_in_the_backward_pass_activations_outweigh_the_model(activation_bound):
+    result, built = activation_bound
+    parts = result.memory_breakdown
+    assert parts is not None and parts.error is None, result
+    params = nbytes(built["model"].parameters())
+    assert parts.parameters == params
+    assert parts.optimizer_state == nbytes(adam_state(built["opt"]))
+    assert parts.activations > parts.parameters + parts.optimizer_state
+    assert parts.inputs == 4096 * 32 * 4  # x, the data fed to the model
+    assert parts.gradients <= params
+
+
+def test_a_case_without_memory_breakdown_has_none():
+    spec, _ = mlp_step(batch=8, width=16, breakdown=False)
+    result = measure_cpu(spec)
+    assert result.status == "ok" and result.memory_breakdown is None
+
+
+def test_a_call_the_profiler_cannot_take_is_a_note_on_the_breakdown_not_a_case_error():
+    @perf_case(memory_breakdown=True, budget_s=0.1)
+    def refuses_profiling(device):
+        import torch
+
+        def call():
+            if torch.autograd.profiler._is_profiler_enabled:
+                raise RuntimeError("not under the profiler")
+            return torch.ones(4) * 2
+
+        return call
+
+    result = measure_cpu(refuses_profiling)
+    assert result.status == "ok" and result.error is None and result.latency is not None
+    assert result.memory_breakdown == MemoryBreakdown(
+        error="memory breakdown failed: RuntimeError: not under the profiler"
+    )
+    assert result.memory_breakdown.peak_bytes == 0
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+
+def record_of(*results: CaseResult) -> RunRecord:
+    return RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", results=results)
+
+
+def test_a_breakdown_survives_the_record_round_trip(optimizer_bound):
+    result, _ = optimizer_bound
+    run = record_of(result)
+    back = loads_record(dumps(run), "run.json")
+    assert back.results[0].memory_breakdown == result.memory_breakdown
+    assert json.loads(dumps(run))["results"][0]["memory_breakdown"]["parameters"] == result.memory_breakdown.parameters
+
+
+def test_a_record_written_before_the_breakdown_existed_still_loads():
+    old = json.loads(dumps(record_of(CaseResult(id="add", name="add", status="smoke"))))
+    del old["results"][0]["memory_breakdown"]
+    (loaded,) = loads_record(json.dumps(old), "old.json").results
+    assert loaded.memory_breakdown is None
+
+
+def test_an_unknown_category_in_a_record_is_refused():
+    data = json.loads(dumps(record_of(CaseResult(id="s", name="s", status="ok", memory_breakdown=MemoryBreakdown(parameters=8)))))
+    data["results"][0]["memory_breakdown"]["weights"] = 8
+    from perfguard.errors import BaselineError
+
+    with pytest.raises(BaselineError, match="unknown field.*weights"):
+        loads_record(json.dumps(data), "edited.json")
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def test_the_html_report_draws_a_bar_per_category_and_shows_why_one_is_missing(optimizer_bound):
+    from perfguard.measure.device import detect
+    from perfguard.report.html import render_html
+
+    result, _ = optimizer_bound
+    failed = dataclasses.replace(result, id="failed", memory_breakdown=MemoryBreakdown(error="memory breakdown failed: <b>x</b>"))
+    run = dataclasses.replace(record_of(result, failed), devices=(detect("cpu"),))
+    page = render_html([run])
+    assert "<h4>memory at peak, by category</h4>" in page
+    for name in ("parameters", "gradients", "optimizer state"):
+        assert f'title="{name}: ' in page, name
+    assert "memory breakdown failed: &lt;b&gt;x&lt;/b&gt;" in page
+
+
+# --- through the plugin ---------------------------------------------------------------------------
+
+
+def load_suite():
+    spec = importlib.util.spec_from_file_location("suite_training_step", SUITE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_training_step_suite_records_its_breakdown_under_perfguard(tmp_path, run_pytest):
+    shutil.copy(SUITE, tmp_path / SUITE.name)
+    out = run_pytest(tmp_path, SUITE.name, "--perfguard", "--perfguard-budget", "0.2", "--perfguard-report=reports")
+    assert out.ret == 0, "\n".join(out.outlines[-30:] + out.errlines[-30:])
+    (result,) = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "run").results
+    parts = result.memory_breakdown
+    assert result.status == "ok" and parts is not None and parts.error is None, result
+    suite = load_suite()
+    (instance,) = suite.training_step.instances("cpu")
+    kw = instance.kwargs
+    model = suite.block(kw["d_model"], kw["heads"])
+    params = list(model.parameters())
+    assert parts.parameters == nbytes(params)
+    # Adam's state: exp_avg and exp_avg_sq, and on a CPU a 4-byte step counter per parameter.
+    assert parts.optimizer_state == 2 * nbytes(params) + 4 * len(params)
+    assert parts.activations > 0
+    assert "<h4>memory at peak, by category</h4>" in (tmp_path / "reports" / "perfguard.html").read_text()
+
+
+# --- on CUDA --------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_the_training_step_on_cuda_has_exact_parameter_bytes_and_adam_state_twice_them():
+    from perfguard.measure import runner
+    from perfguard.measure.device import detect
+    from perfguard.measure.timers import SamplingRule
+
+    suite = load_suite()
+    instances = suite.training_step.instances("cuda")
+    assert instances
+    device = detect("cuda")
+    for instance in instances:
+        result = runner.measure(instance, device, SamplingRule(budget_s=0.3))
+        assert result.status == "ok", result.error
+        parts = result.memory_breakdown
+        assert parts is not None and parts.error is None, (instance.id, parts)
+        kw = instance.kwargs
+        params = nbytes(suite.block(kw["d_model"], kw["heads"], device="meta").parameters())
+        # On CUDA Adam keeps its step counters on the host: the device holds exp_avg and exp_avg_sq.
+        assert parts.parameters == params, (instance.id, parts)
+        assert parts.optimizer_state == 2 * params, (instance.id, parts)
+        assert parts.activations > 0, (instance.id, parts)
+        assert parts.gradients <= params, (instance.id, parts)
+        print(instance.id, {k: v for k, v in dataclasses.asdict(parts).items()})
