@@ -286,7 +286,9 @@ def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
     result.assert_outcomes(passed=1, failed=1)
     record = read(path / "reports" / "perfguard.json")
     assert record.options["profile"] == "regressed"
-    assert {v.case_id: v.status for v in record.verdicts} == {"slowed": "regressed", "steady": "same"}
+    status = {v.case_id: v.status for v in record.verdicts}
+    # steady is the same code as its baseline; a loaded CPU may call it unstable, never regressed.
+    assert status["slowed"] == "regressed" and status["steady"] in ("same", "unstable")
     got = profiles(record)
     assert got["steady"] is None
     assert "aten::mul" in [op.operator for op in got["slowed"].ops]
