@@ -17,8 +17,9 @@ _OPTIONS: dict[str, tuple[str, Any, str]] = {
     "perfguard-report": ("string", "reports", "folder for perfguard.json and the reports (default: reports)"),
     "perfguard-threshold": ("string", 5.0, "latency change that fails a case, in percent (default: 5)"),
     "perfguard-budget": ("string", 0.5, "wall-time budget per case in seconds (default: 0.5)"),
+    "perfguard-allow-shared-gpu": ("bool", False, "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 }
-_FLAGS = ("perfguard", "perfguard-update")
+_FLAGS = ("perfguard", "perfguard-update", "perfguard-allow-shared-gpu")
 _METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS"}
 
 
@@ -30,6 +31,7 @@ class Options:
     report_dir: Path
     threshold_pct: float
     budget_s: float
+    allow_shared_gpu: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -43,6 +45,7 @@ class Options:
             report_dir=Path(root, _value(config, "perfguard-report")),
             threshold_pct=_positive(config, "perfguard-threshold", "a percentage such as 5"),
             budget_s=_positive(config, "perfguard-budget", "a number of seconds such as 0.5"),
+            allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
         )
 
 
