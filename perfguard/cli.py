@@ -5,8 +5,11 @@
     perfguard baseline accept RUN.json [--case ID ...] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
+    perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]
 
-Exit status: 0 done, 1 `compare` found a regression, 2 a usage or file error (one line on stderr,
+`ab` is the one command that runs cases: pytest, in a worktree of REF and in the working tree by turns.
+
+Exit status: 0 done, 1 `compare` or `ab` found a regression, 2 a usage or file error (one line on stderr,
 no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere.
 """
 
@@ -17,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from perfguard.ab import DEFAULT_ROUNDS
 from perfguard.errors import BaselineError, ConfigError, PerfguardError
 from perfguard.model import CaseResult, RunRecord, loads_record
 from perfguard.report import units
@@ -25,7 +29,12 @@ DEFAULT_BASELINES = "baselines"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pytest_args: list[str] = []
+    if argv[:1] == ["ab"] and "--" in argv:  # everything after `--` is pytest's, untouched by argparse
+        argv, pytest_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = _parser().parse_args(argv)
+    args.pytest_args = pytest_args
     try:
         return args.command(args)
     except PerfguardError as exc:
@@ -162,6 +171,16 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ab(args: argparse.Namespace) -> int:
+    from perfguard.ab import run_ab
+
+    try:
+        return run_ab(args.base, args.pytest_args, rounds=args.rounds, threshold_pct=args.threshold, report_dir=args.report)
+    except KeyboardInterrupt:
+        print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
+        return 130
+
+
 # --- plumbing ---------------------------------------------------------------------------------
 
 
@@ -181,6 +200,16 @@ def _percent(text: str) -> float:
         value = -1.0
     if not 0 <= value < 1000:
         raise argparse.ArgumentTypeError(f"expected a percentage such as 5, got {text!r}")
+    return value
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number of rounds from 1 to 100, got {text!r}")
     return value
 
 
@@ -220,6 +249,20 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", metavar="FILE.html", required=True, help="where to write the HTML report")
     report.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown summary here")
     report.set_defaults(command=_report)
+
+    ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
+                             usage="perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]",
+                             description="Measure REF (in a temporary git worktree) and the working tree in "
+                             "alternating rounds of `pytest --perfguard`, and give the verdicts between them. "
+                             "Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`.")
+    ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
+    ab.add_argument("--rounds", metavar="N", type=_rounds, default=DEFAULT_ROUNDS,
+                    help="rounds per side, base and head alternating (default: 2, i.e. base head head base)")
+    ab.add_argument("--threshold", metavar="PCT", type=_percent, default=None,
+                    help="latency change that counts, in percent (default: 5, or the case's own)")
+    ab.add_argument("--report", metavar="DIR", default="reports",
+                    help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the reports (default: reports)")
+    ab.set_defaults(command=_ab)
     return parser
 
 

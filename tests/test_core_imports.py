@@ -50,8 +50,8 @@ def test_the_public_names_are_a_sorted_all():
         assert hasattr(perfguard, name), name
 
 
-@pytest.mark.parametrize("module", ["perfguard.measure.gpus"])
-def test_the_xdist_controller_imports_without_torch_or_pytest(module, tmp_path):
+@pytest.mark.parametrize("module", ["perfguard.measure.gpus", "perfguard.ab", "perfguard.analysis.pooling"])
+def test_the_xdist_controller_and_perfguard_ab_import_without_torch_or_pytest(module, tmp_path):
     # The controller lists GPUs before any worker starts, and must not pay for torch (nor touch CUDA).
     loaded = modules_loaded_after(f"import {module}", tmp_path)
     assert not loaded & {"torch", "pytest"}
