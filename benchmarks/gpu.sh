@@ -6,6 +6,7 @@
 #              A/A check against that fresh baseline (no case may regress)
 #   accuracy   benchmarks/accuracy.py (perfguard against triton's do_bench)
 #   detection  benchmarks/detection.py (false alarms and detection rates of the gate)
+#   xdist      benchmarks/xdist_scaling.py (-n 1 against -n 2: speed-up, GPUs, figures); not in the default
 # perfguard is installed without dependencies: the GPU image has torch, triton, scipy and NVML.
 set -uo pipefail
 out=${1:?output folder}; shift
@@ -32,6 +33,8 @@ for stage in $stages; do
     sed -n '/^case /,$p' "$out/accuracy.log" ;;
   detection)
     python3 benchmarks/detection.py --json "$out/detection.json" 2>&1 | tee "$out/detection.log" ;;
+  xdist)
+    python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
   esac
 done
 rm -f "$out"/baselines/*.lock

@@ -6,10 +6,13 @@
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]
+    perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]
 
-Exit status: 0 done, 1 `compare` found a regression, 2 a usage or file error (one line on stderr,
-no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere;
-`calibrate` alone measures (and imports torch when it runs).
+`calibrate` and `ab` are the commands that measure: `calibrate` imports torch when it runs, `ab` runs
+pytest in a worktree of REF and in the working tree by turns. The others work on stored files.
+
+Exit status: 0 done, 1 `compare` or `ab` found a regression, 2 a usage or file error (one line on stderr,
+no traceback). It imports neither pytest nor torch, so it is quick to start and runs anywhere.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from perfguard.ab import DEFAULT_ROUNDS
 from perfguard.errors import BaselineError, ConfigError, PerfguardError
 from perfguard.model import CaseResult, RunRecord, loads_record
 from perfguard.report import units
@@ -27,7 +31,12 @@ DEFAULT_BASELINES = "baselines"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pytest_args: list[str] = []
+    if argv[:1] == ["ab"] and "--" in argv:  # everything after `--` is pytest's, untouched by argparse
+        argv, pytest_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = _parser().parse_args(argv)
+    args.pytest_args = pytest_args
     try:
         return args.command(args)
     except PerfguardError as exc:
@@ -194,6 +203,16 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ab(args: argparse.Namespace) -> int:
+    from perfguard.ab import run_ab
+
+    try:
+        return run_ab(args.base, args.pytest_args, rounds=args.rounds, threshold_pct=args.threshold, report_dir=args.report)
+    except KeyboardInterrupt:
+        print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
+        return 130
+
+
 # --- plumbing ---------------------------------------------------------------------------------
 
 
@@ -213,6 +232,16 @@ def _percent(text: str) -> float:
         value = -1.0
     if not 0 <= value < 1000:
         raise argparse.ArgumentTypeError(f"expected a percentage such as 5, got {text!r}")
+    return value
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number of rounds from 1 to 100, got {text!r}")
     return value
 
 
@@ -259,6 +288,20 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--budget", metavar="SECONDS", type=float, default=2.0,
                            help="wall-time budget per measurement (default: 2)")
     calibrate.set_defaults(command=_calibrate)
+
+    ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
+                             usage="perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]",
+                             description="Measure REF (in a temporary git worktree) and the working tree in "
+                             "alternating rounds of `pytest --perfguard`, and give the verdicts between them. "
+                             "Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`.")
+    ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
+    ab.add_argument("--rounds", metavar="N", type=_rounds, default=DEFAULT_ROUNDS,
+                    help="rounds per side, base and head alternating (default: 2, i.e. base head head base)")
+    ab.add_argument("--threshold", metavar="PCT", type=_percent, default=None,
+                    help="latency change that counts, in percent (default: 5, or the case's own)")
+    ab.add_argument("--report", metavar="DIR", default="reports",
+                    help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the reports (default: reports)")
+    ab.set_defaults(command=_ab)
     return parser
 
 

@@ -48,3 +48,10 @@ def test_the_public_names_are_a_sorted_all():
     assert perfguard.__all__ == sorted(perfguard.__all__)
     for name in perfguard.__all__:
         assert hasattr(perfguard, name), name
+
+
+@pytest.mark.parametrize("module", ["perfguard.measure.gpus", "perfguard.ab", "perfguard.analysis.pooling"])
+def test_the_xdist_controller_and_perfguard_ab_import_without_torch_or_pytest(module, tmp_path):
+    # The controller lists GPUs before any worker starts, and must not pay for torch (nor touch CUDA).
+    loaded = modules_loaded_after(f"import {module}", tmp_path)
+    assert not loaded & {"torch", "pytest"}

@@ -37,10 +37,12 @@ def detect(kind: str) -> DeviceInfo:
     if kind == "cpu":
         name = cpu_model()
         return DeviceInfo(kind="cpu", name=name, slug="cpu-" + slugify(_short_cpu_name(name)), **common)
-    index = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(index)
+    ordinal = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(ordinal)
     uuid = f"GPU-{props.uuid}"
-    info = nvml.static_info(nvml.handle(uuid))
+    handle = nvml.handle(uuid)
+    info = nvml.static_info(handle)
+    physical = nvml.index(handle)
     # The compute roofs come from the table of published peaks; the memory roof stays NVML's figure.
     table = peaks.lookup(props.name)
     return DeviceInfo(
@@ -48,7 +50,9 @@ def detect(kind: str) -> DeviceInfo:
         name=props.name,
         slug=slugify(props.name),
         uuid=uuid,
-        index=index,
+        # torch's ordinal counts within CUDA_VISIBLE_DEVICES (0 on every pinned xdist worker); the
+        # record keeps the physical index nvidia-smi shows, falling back to torch's without NVML.
+        index=physical if physical is not None else ordinal,
         cuda=torch.version.cuda,
         compute_capability=f"{props.major}.{props.minor}",
         memory_bytes=props.total_memory,
@@ -57,6 +61,19 @@ def detect(kind: str) -> DeviceInfo:
         peak_tflops=table.tflops() if table else None,
         **info,
         **common,
+    )
+
+
+def pinning_problem(entry: str) -> str | None:
+    """On an xdist worker given one GPU (CUDA_VISIBLE_DEVICES=`entry` from its start): None when CUDA
+    sees exactly one GPU, else why not. Call it once CUDA is initialised (after `detect("cuda")`)."""
+    count = torch.cuda.device_count()  # once initialised, the CUDA runtime's own count
+    if count == 1:
+        return None
+    return (
+        f"this xdist worker was given GPU {entry} alone, but CUDA sees {count} GPUs "
+        f"(CUDA_VISIBLE_DEVICES is now {os.environ.get('CUDA_VISIBLE_DEVICES')!r}): something in the "
+        "session changed the variable before CUDA started; leave it to perfguard under -n"
     )
 
 

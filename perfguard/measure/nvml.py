@@ -52,6 +52,29 @@ def handle(uuid: str | None) -> Any | None:
         return None
 
 
+def uuids() -> list[str]:
+    """The UUIDs of every GPU of the machine, by NVML index (PCI order); empty without NVML.
+
+    NVML neither creates a CUDA context nor reads CUDA_VISIBLE_DEVICES: the xdist controller counts
+    GPUs with it before any worker starts, without touching CUDA itself.
+    """
+    nvml = _nvml()
+    if nvml is None:
+        return []
+    found = []
+    for i in range(_ask("nvmlDeviceGetCount") or 0):
+        uuid = _ask("nvmlDeviceGetUUID", _ask("nvmlDeviceGetHandleByIndex", i))
+        if uuid is None:
+            return []  # a GPU NVML cannot name: better no list than one that skips it
+        found.append(uuid.decode() if isinstance(uuid, bytes) else uuid)
+    return found
+
+
+def index(h: Any) -> int | None:
+    """The GPU's index as nvidia-smi numbers it (NVML, PCI order), whatever CUDA_VISIBLE_DEVICES says."""
+    return _ask("nvmlDeviceGetIndex", h) if h is not None else None
+
+
 def _ask(fn_name: str, *args: Any) -> Any | None:
     nvml = _nvml()
     if nvml is None:

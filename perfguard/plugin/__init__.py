@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from perfguard.case import CaseSpec
+from perfguard.plugin import workers
 from perfguard.plugin.items import STATE, Perf, collect
 from perfguard.plugin.options import add_options
 from perfguard.plugin.session import State
@@ -27,6 +28,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state, "perfguard-state")
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
+    if not hasattr(config, "workerinput"):
+        workers.refuse_shared_gpus(config, state.options)
+
+
+# pytest-xdist's hooks (perfguard/plugin/workers.py); optional, so that perfguard runs without xdist.
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    return workers.auto_count(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
+    workers.pin(config, specs)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    workers.tell(node)
 
 
 @pytest.hookimpl(tryfirst=True)

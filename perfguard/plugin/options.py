@@ -20,11 +20,12 @@ _OPTIONS: dict[str, tuple[str, Any, str]] = {
     "perfguard-budget": ("string", 0.5, "wall-time budget per case in seconds (default: 0.5)"),
     "perfguard-profile": ("string", None, "re-run cases under torch.profiler: none, regressed or all "
                           "(default: regressed where the CI environment variable is set, else none)"),
+    "perfguard-allow-shared-gpu": ("bool", False, "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 }
 PROFILE_CHOICES = ("none", "regressed", "all")
-_FLAGS = ("perfguard", "perfguard-update")
-_METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS"}
-_METAVARS["perfguard-profile"] = "{" + ",".join(PROFILE_CHOICES) + "}"
+_FLAGS = ("perfguard", "perfguard-update", "perfguard-allow-shared-gpu")
+_METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS",
+             "perfguard-profile": "{" + ",".join(PROFILE_CHOICES) + "}"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Options:
     threshold_pct: float
     budget_s: float
     profile: str = "none"  # which cases to re-run under the profiler: "none", "regressed" or "all"
+    allow_shared_gpu: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -50,6 +52,7 @@ class Options:
             threshold_pct=_positive(config, "perfguard-threshold", "a percentage such as 5"),
             budget_s=_positive(config, "perfguard-budget", "a number of seconds such as 0.5"),
             profile=_profile(config),
+            allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
         )
 
 

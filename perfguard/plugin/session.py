@@ -20,6 +20,7 @@ from perfguard.case import CaseInstance
 from perfguard.errors import BaselineError, PerfguardError
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, dumps, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
+from perfguard.plugin.workers import PIN_KEY
 
 RESULT_KEY = "perfguard"
 DEVICE_KEY = "perfguard_device"
@@ -48,6 +49,8 @@ class State:
         self.record: RunRecord | None = None
         self._kind: str | None = None
         self._baselines: dict[str, BaselineFile | None | BaselineError] = {}
+        # On an xdist worker perfguard gave one GPU: that GPU's entry, checked at the first case.
+        self._pinned: str | None = getattr(config, "workerinput", {}).get(PIN_KEY)
 
     # --- on the process that runs the case --------------------------------------------------
 
@@ -70,6 +73,12 @@ class State:
         from perfguard.measure.timers import SamplingRule
 
         device = detect(self.kind)
+        if self._pinned is not None and self.kind == "cuda":
+            from perfguard.measure.device import pinning_problem
+
+            problem = pinning_problem(self._pinned)
+            if problem:
+                raise CaseFailure(f"{instance.id}: {problem}")
         if self.options.enabled:
             baseline = self._baseline(device)
             if isinstance(baseline, BaselineFile) and baseline.calibration:

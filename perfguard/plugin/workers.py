@@ -1,0 +1,90 @@
+"""pytest-xdist glue: `-n auto` is one worker per visible GPU, and each worker owns its GPU.
+
+A worker is pinned through its execnet spec's environment (`popen//env:CUDA_VISIBLE_DEVICES=…`): execnet
+sets the variable in the new process before it imports anything, so neither a conftest nor another
+plugin can initialise CUDA before the pin (setting it later, in the worker's pytest_configure, would
+lose to a conftest that calls `torch.cuda.is_available()` at import). A replacement for a crashed
+worker reuses its spec, so it gets the same GPU. The worker is told its GPU through `workerinput`
+and checks, once CUDA is up, that it sees exactly one (perfguard.measure.device.pinning_problem).
+
+Only measuring runs (--perfguard) are pinned or guarded: a smoke run is a functional test run, whose
+tests may want every GPU. Only local (popen) workers are pinned; a `--tx ssh=…` worker has another
+machine's GPUs, and a spec that sets CUDA_VISIBLE_DEVICES itself is left as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from perfguard.measure import gpus
+from perfguard.plugin.options import Options
+
+PIN_KEY = "perfguard_gpu"  # in a worker's workerinput: the CUDA_VISIBLE_DEVICES entry it was given
+_PINS = pytest.StashKey[dict[int, str]]()  # id(spec) -> entry, on the controller
+
+
+def auto_count(config: pytest.Config) -> int | None:
+    """`-n auto` under --perfguard: the number of visible GPUs; None (xdist's CPU count) otherwise."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):  # the user's explicit count wins, as in xdist
+        return None
+    if not Options.from_config(config).enabled:
+        return None
+    return len(gpus.visible()) or None
+
+
+def refusal(workers: int, visible: tuple[str, ...]) -> str:
+    """The one-line usage error for more workers than GPUs."""
+    return (
+        f"perfguard: {workers} xdist workers but {len(visible)} visible GPU(s) "
+        f"({gpus.VARIABLE} entries {', '.join(visible)}), and workers sharing a GPU time each other's "
+        f"kernels: use -n auto (one worker per GPU) or -n {len(visible)}, or pass --perfguard-allow-shared-gpu "
+        "(ini perfguard-allow-shared-gpu = true) to share them anyway"
+    )
+
+
+def refuse_shared_gpus(config: pytest.Config, options: Options) -> None:
+    """On the controller, before any worker starts: more local workers than GPUs is a usage error."""
+    if not options.enabled or options.allow_shared_gpu:
+        return
+    workers = local_worker_count(config)
+    if workers < 2:
+        return
+    visible = gpus.visible()
+    if visible and workers > len(visible):
+        raise pytest.UsageError(refusal(workers, visible))
+
+
+def local_worker_count(config: pytest.Config) -> int:
+    """How many workers xdist will start on this machine (0 without xdist or distribution)."""
+    if config.getoption("dist", "no") == "no" or not config.getoption("tx", None):
+        return 0
+    from xdist.workermanage import parse_tx_spec_config  # present: `tx` is xdist's option
+
+    return sum(1 for spec in parse_tx_spec_config(config) if spec.split("//")[0] == "popen")
+
+
+def pin(config: pytest.Config, specs: Any) -> None:
+    """Give each local worker's spec its GPU (pytest_xdist_setupnodes, before any worker starts)."""
+    if hasattr(config, "workerinput") or not Options.from_config(config).enabled:
+        return
+    config.stash[_PINS] = assign(specs, gpus.visible())
+
+
+def assign(specs: Any, visible: tuple[str, ...]) -> dict[int, str]:
+    """Set CUDA_VISIBLE_DEVICES in each local spec's environment to its GPU; id(spec) -> entry."""
+    local = [s for s in specs if s.popen and gpus.VARIABLE not in s.env]
+    pins = {}
+    for spec, entry in zip(local, gpus.spread(len(local), visible)):
+        spec.env[gpus.VARIABLE] = entry
+        pins[id(spec)] = entry
+    return pins
+
+
+def tell(node: Any) -> None:
+    """Tell a worker which GPU it was given (pytest_configure_node), so it can check it sees only that one."""
+    entry = node.config.stash.get(_PINS, {}).get(id(node.gateway.spec))
+    if entry is not None:
+        node.workerinput[PIN_KEY] = entry
