@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Everything perfguard checks on a GPU, in one command; full logs in OUTDIR, a short summary printed.
-#   bash benchmarks/gpu.sh OUTDIR [tests] [suites] [accuracy] [detection]   (default: all four)
+#   bash benchmarks/gpu.sh OUTDIR [tests] [calibrate] [suites] [explain] [profile] [accuracy] [detection] [xdist]
+#   (default: tests calibrate suites explain profile accuracy detection)
 #   tests      the gpu-marked tests
+#   calibrate  `perfguard calibrate` into OUTDIR/baselines (the suites below are placed against it)
 #   suites     `pytest --perfguard --perfguard-update suites/` into OUTDIR/baselines, then again as an
-#              A/A check against that fresh baseline (no case may regress)
+#              A/A check against that fresh baseline (no case may regress); records in OUTDIR/record1, record2
+#   explain    benchmarks/explain.py on record2: issue 4's bounds, Triton vs torch, the training-step breakdown
+#   profile    a few suites again with --perfguard-profile=all: top operator and kernels per call per case
 #   accuracy   benchmarks/accuracy.py (perfguard against triton's do_bench)
 #   detection  benchmarks/detection.py (false alarms and detection rates of the gate)
 #   xdist      benchmarks/xdist_scaling.py (-n 1 against -n 2: speed-up, GPUs, figures); not in the default
 # perfguard is installed without dependencies: the GPU image has torch, triton, scipy and NVML.
 set -uo pipefail
 out=${1:?output folder}; shift
-stages=${*:-tests suites accuracy detection}
+stages=${*:-tests calibrate suites explain profile accuracy detection}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$out/install.log" 2>&1 || export PYTHONPATH=$PWD
@@ -21,6 +25,25 @@ for stage in $stages; do
   tests)
     python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/ >"$out/gpu-tests.log" 2>&1
     tail -n 6 "$out/gpu-tests.log" ;;
+  calibrate)
+    perfguard calibrate --baselines "$out/baselines" 2>&1 | tee "$out/calibrate.log" ;;
+  explain)
+    python3 benchmarks/explain.py "$out/record2/perfguard.json" 2>&1 | tee "$out/explain.log" ;;
+  profile)
+    python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-profile=all --perfguard-baselines="$out/baselines" \
+      --perfguard-report="$out/profile" suites/test_matmul.py suites/test_elementwise.py suites/test_training_step.py \
+      suites/test_triton_softmax.py >"$out/profile.log" 2>&1
+    tail -n 1 "$out/profile.log"
+    python3 - "$out/profile/perfguard.json" <<'PY'
+import sys
+from perfguard.model import loads_record
+record = loads_record(open(sys.argv[1]).read(), sys.argv[1])
+for r in record.results:
+    p = r.profile
+    top = p.ops[0] if p and p.ops else None
+    print(f"{r.id[:60]:60} kernels/call {p.kernels_per_call if p else None!s:>5}  top {top.operator[:50] if top else p.problem if p else None}")
+PY
+    ;;
   suites)
     pg="python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-baselines=$out/baselines suites/"
     $pg --perfguard-update --perfguard-report="$out/record1" >"$out/suites.log" 2>&1

@@ -96,3 +96,8 @@ def test_a_measured_run_prints_the_fit_of_a_grid_over_a_size(pytester, inner_arg
     assert run.ret == 0
     line = next(line for line in run.outlines if line.startswith("scaling: nap over n"))
     assert "latency linear in n" in line
+
+
+def test_a_series_that_only_shrinks_gets_no_line():
+    results = [result("noisy", ms, s=s) for s, ms in ((64, 36.0), (128, 20.0), (256, 15.0))]
+    assert scalings(results, [GPU]) == []

@@ -88,6 +88,8 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
         latency = fit(xs, [r.latency.median_ms for _, r in points])
         held = [_held(r) for _, r in points]
         memory = fit(xs, held) if all(h is not None for h in held) else None
+        if latency is None and memory is None:  # nothing grows the way the model can say (noise)
+            continue
         per_unit = (held[-1] - held[-2]) / (xs[-1] - xs[-2]) if memory and xs[-1] != xs[-2] else None
         out.append(Scaling(device, name, p, fixed, tuple(xs), latency, memory, per_unit,
                            largest_fitting(memory, memory_of.get(device))))
