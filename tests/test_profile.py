@@ -152,6 +152,25 @@ def test_a_trace_folder_that_cannot_be_written_keeps_the_table_and_says_what_to_
     assert p.problem.endswith(f"make {tmp_path / 'traces'} a writable folder or choose another --perfguard-report")
 
 
+def test_the_profilers_progress_lines_stay_off_stderr_and_the_cases_own_output_does_not(tmp_path, capfd):
+    import os
+
+    from perfguard.measure.profile import profile_case
+
+    @perf_case
+    def chatty(device):
+        import torch
+
+        x = torch.ones(8)
+        return lambda: (os.write(2, b"from the case\n"), x * 2)
+
+    p = profile_case(cpu_instance(chatty), cpu(), tmp_path)
+    assert "aten::mul" in [op.operator for op in p.ops]
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "USDT" not in err
+    assert err.count("from the case\n") == 1 + 2 + 5  # the first call, the warm-up and the profiled calls
+
+
 def test_trace_names_are_safe_file_names_and_distinct_for_distinct_ids():
     from perfguard.measure.profile import trace_name
 
@@ -294,6 +313,8 @@ def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
     assert "aten::mul" in [op.operator for op in got["slowed"].ops]
     assert (path / "reports" / got["slowed"].trace).is_file()
     assert [p.name for p in (path / "reports" / "traces").iterdir()] == ["slowed.json"]
+    # The profiler's own chatter on stderr ("USDT: ... profiler_start") stays out of the failure report.
+    assert "Captured stderr" not in "\n".join(result.outlines), "\n".join(result.outlines)
     summary = (path / "reports" / "perfguard.md").read_text()
     (line,) = [line for line in summary.splitlines() if line.startswith("- `slowed`: latency regressed")]
     assert "· top operator `aten::" in line and "self CPU time per call (trace `traces/slowed.json`)" in line

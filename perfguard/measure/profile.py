@@ -8,11 +8,14 @@ comes back as its one-line `problem`, and the case's verdict stands.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
 import shutil
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,9 @@ WARMUP_CALLS = 2
 PROFILED_CALLS = 5
 TOP_OPS = 10
 TRACES = "traces"  # the traces' folder inside the report folder
+# Kineto's progress lines, e.g. "USDT:2026-11-29 22:05:29 26206:26206 SyncActivityProfilerHandler.cpp:52]
+# profiler_start"; its errors and warnings are not among them.
+KINETO_PROGRESS = re.compile(r"^(?!ERROR|WARNING)[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] ")
 # Kineto's rows that are not operators: allocator events, summed under one name.
 NOT_OPERATORS = ("[memory]",)
 
@@ -70,12 +76,13 @@ def _profile(instance: CaseInstance, device: DeviceInfo, report_dir: Path | None
 
     _guard(instance.id, "warm-up", lambda: calls(WARMUP_CALLS))
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
-        _guard(instance.id, "the profiled calls", lambda: calls(PROFILED_CALLS))
-    del fn, calls
-    ops = _top_ops(prof, cuda, PROFILED_CALLS)
-    kernels = _kernel_count(prof.events()) / PROFILED_CALLS if cuda else None
-    trace, problem = _save_trace(prof.export_chrome_trace, instance.id, report_dir)
+    with _quiet_kineto():
+        with torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
+            _guard(instance.id, "the profiled calls", lambda: calls(PROFILED_CALLS))
+        del fn, calls
+        ops = _top_ops(prof, cuda, PROFILED_CALLS)
+        kernels = _kernel_count(prof.events()) / PROFILED_CALLS if cuda else None
+        trace, problem = _save_trace(prof.export_chrome_trace, instance.id, report_dir)
     return Profile(ops=ops, sort_by=_clock(device), calls=PROFILED_CALLS, kernels_per_call=kernels, trace=trace,
                    problem=problem)
 
@@ -141,6 +148,37 @@ def _save_trace(export: Callable[[str], Any], case_id: str, report_dir: Path | N
             return None, (f"{case_id}: cannot write the trace {target} ({exc.strerror or exc}); "
                           f"make {target.parent} a writable folder or choose another --perfguard-report")
     return f"{TRACES}/{name}", None
+
+
+@contextlib.contextmanager
+def _quiet_kineto() -> Iterator[None]:
+    """Keep kineto's progress lines out of stderr, passing on anything else written there.
+
+    Kineto writes "USDT: ... profiler_start" (and "STAGE: ...") lines straight to file descriptor 2
+    whenever a profile starts and stops, whatever KINETO_LOG_LEVEL says; under pytest they would land
+    in every profiled case's failure report. So fd 2 points at a file while the profiler runs.
+    """
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to redirect
+        saved = None
+    if saved is None:
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode(errors="replace")
+            kept = [line for line in text.splitlines(keepends=True) if not KINETO_PROGRESS.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
 
 
 def _clock(device: DeviceInfo) -> str:
