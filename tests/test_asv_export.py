@@ -4,6 +4,8 @@ The repository is built in tmp_path with six commits a day apart; each commit ge
 H200 card. One grid point of `add` is made 20% slower from the third commit on; everything else is
 steady (1% noise). `asv publish` must render the export, and both asv's own regressions page and
 `perfguard history` must point at the third commit for that grid point, and at nothing else.
+At the end, records written by `pytest --perfguard` itself (on the CPU, and on a GPU: `gpu` marker)
+are exported from their checkout with the command's defaults.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from asv import results as asv_results  # real asv, from the test extra: these tests check against its reader
 
 from perfguard.analysis.stats import summarize
 from perfguard.cli import main
@@ -103,8 +105,12 @@ def exported(tmp_path, repo, runs) -> Path:
     return to
 
 
-def load(path: Path):
-    return asv_results.Results.load(str(path), machine_name=MACHINE)
+def load(path: Path, machine: str = MACHINE):
+    """A result file read by asv's own reader (asv is in the test extra; imported here, not at the top,
+    so that `pytest -m gpu` collects this file on a GPU machine without asv)."""
+    from asv.results import Results
+
+    return Results.load(str(path), machine_name=machine)
 
 
 def test_export_writes_asv_files_one_result_file_per_commit_with_full_hashes(exported, repo, runs, capsys):
@@ -266,7 +272,7 @@ def test_each_gpu_card_is_one_asv_machine_and_a_cpu_is_its_model(tmp_path, repo)
     assert sorted(p.parent.name for p in results.glob("*/machine.json")) == [
         "cpu-amd-epyc-9654", MACHINE, "nvidia-h200-77aa0011"]
     assert json.loads((results / "cpu-amd-epyc-9654" / "machine.json").read_text())["cpu_count"] == "16"
-    on_second = asv_results.Results.load(str(next((results / "nvidia-h200-77aa0011").glob("*-perfguard.json"))))
+    on_second = load(next((results / "nvidia-h200-77aa0011").glob("*-perfguard.json")), "nvidia-h200-77aa0011")
     assert sorted(on_second.get_all_result_keys()) == ["add.latency", "add.peak_memory", "add.time_per_gb"]
 
 
@@ -386,4 +392,78 @@ def test_without_asv_history_says_what_to_install_and_perfguard_never_imports_as
             f"sys.exit(perfguard.cli.main(['history', {str(tmp_path)!r}]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr
-    assert out.stderr == "perfguard: perfguard history needs asv: pip install asv (or pip install 'perfguard[asv]')\n"
+    assert out.stderr == "perfguard: asv is not installed; pip install asv (or pip install 'perfguard[asv]') to find drifts\n"
+
+
+# --- records written by `pytest --perfguard` itself --------------------------------------------------
+
+SUITE = """
+    import torch
+    from perfguard import perf_case
+
+    @perf_case(params={"n": [2**16, 2**20]}, bytes=lambda n: 3 * 4 * n)
+    def add(n, device):
+        a = torch.randn(n, device=device)
+        b = torch.randn_like(a)
+        return lambda: a + b
+"""
+
+
+def measured_in_a_checkout(tmp_path: Path, hide_gpu: bool) -> tuple[Path, RunRecord]:
+    """`pytest --perfguard` over SUITE, committed in a fresh repository; the record it wrote."""
+    path, _ = make_repo(tmp_path / "measured", 1)
+    (path / "test_suite.py").write_text(textwrap.dedent(SUITE))
+    git(path, "add", "test_suite.py")
+    git(path, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-m", "suite")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    if hide_gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perfguard", "--perfguard-budget",
+                          "0.2", "test_suite.py"], cwd=path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    record = path / "reports" / "perfguard.json"
+    return record, loads_record(record.read_text(), str(record))
+
+
+def export_in(checkout: Path, record: Path, to: Path) -> None:
+    """`perfguard asv-export` as a person runs it: from the checkout, with the defaults."""
+    out = subprocess.run([sys.executable, "-m", "perfguard.cli", "asv-export", str(record), "--to", str(to)],
+                         cwd=checkout, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_record_of_pytest_perfguard_exports_from_its_checkout_with_the_defaults(tmp_path):
+    record_path, record = measured_in_a_checkout(tmp_path, hide_gpu=True)
+    checkout = record_path.parents[1]
+    export_in(checkout, record_path, tmp_path / "asv")
+    (device,) = record.devices
+    assert record.commit == git(checkout, "rev-parse", "HEAD")
+    (stored,) = (tmp_path / "asv" / "results" / device.slug).glob("*-perfguard.json")
+    result = load(stored, device.slug)
+    assert result.commit_hash == record.commit
+    params = [[str(2**16), str(2**20)]]
+    medians = [next(r for r in record.results if r.params["n"] == n).latency.median_ms / 1e3 for n in (2**16, 2**20)]
+    assert result.get_result_value("add.latency", params) == pytest.approx(medians, rel=1e-5)
+    assert json.loads((tmp_path / "asv" / "asv.conf.json").read_text())["branches"] == ["main"]
+
+
+@pytest.mark.gpu
+def test_a_gpu_record_exports_one_machine_per_card_with_its_peak_memory(tmp_path):
+    record_path, record = measured_in_a_checkout(tmp_path, hide_gpu=False)
+    export_in(record_path.parents[1], record_path, tmp_path / "asv")
+    (device,) = record.devices
+    assert device.kind == "cuda" and device.uuid.startswith("GPU-")
+    machine = f"{device.slug}-{device.uuid[4:12].lower()}"  # the first 8 hex digits of the card's UUID
+    results = tmp_path / "asv" / "results"
+    assert [p.parent.name for p in results.glob("*/machine.json")] == [machine]
+    assert json.loads((results / machine / "machine.json").read_text())["uuid"] == device.uuid
+    (stored,) = (results / machine).glob("*-perfguard.json")
+    data = json.loads(stored.read_text())
+    assert data["commit_hash"] == record.commit and data["requirements"]["cuda"] == device.cuda
+    rows = {name: dict(zip(data["result_columns"], row)) for name, row in data["results"].items()}
+    assert sorted(rows) == ["add.latency", "add.peak_memory", "add.time_per_gb"]
+    by_n = {r.params["n"]: r for r in record.results}
+    assert rows["add.peak_memory"]["result"] == [by_n[n].memory.peak_allocated_bytes for n in (2**16, 2**20)]
+    assert rows["add.peak_memory"]["result"][1] >= 4 * 2**20  # the output of a 2**20 float add
+    for value, n in zip(rows["add.time_per_gb"]["result"], (2**16, 2**20)):
+        assert value * by_n[n].metrics.gbps == pytest.approx(1, rel=1e-4)  # 1 / GB/s

@@ -109,10 +109,10 @@ def find_drifts(asv_dir: Path | str, *, threshold_pct: float = 5.0, repo: Path |
             series += 1
             latest, best, jumps = asv.detect_regressions(point_steps, threshold_pct / 100)
             if jumps:
-                steps = tuple(
+                found = tuple(
                     Step(to_hash[ra], to_hash[rb], len(checkout.get_hashes_from_range(f"{to_hash[ra]}..{to_hash[rb]}")), va, vb)
                     for ra, rb, va, vb in jumps)
-                drifts.append(_drift(bench, dict(zip(bench["param_names"], point)), graph.params, best, latest, steps))
+                drifts.append(_drift(bench, dict(zip(bench["param_names"], point)), graph.params, best, latest, found))
     drifts.sort(key=lambda d: (-abs(d.change_pct), d.benchmark, sorted(d.params.items()), d.machine, d.branch))
     return History(tuple(drifts), series, len(drawn), off_branch)
 
@@ -181,4 +181,4 @@ def _import_asv() -> _Asv:
     try:
         return _Asv()
     except ImportError:
-        raise ConfigError("perfguard history needs asv: pip install asv (or pip install 'perfguard[asv]')") from None
+        raise ConfigError("asv is not installed; pip install asv (or pip install 'perfguard[asv]') to find drifts") from None
