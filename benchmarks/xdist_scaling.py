@@ -32,7 +32,7 @@ from perfguard.model import RunRecord, loads_record  # noqa: E402
 def run(workers: int, out: Path, extra: list[str]) -> tuple[float, int, RunRecord]:
     folder = out / f"n{workers}"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--perfguard",
-           "suites/", "-n", str(workers), f"--perfguard-report={folder}", f"--perfguard-baselines={out / 'no-baselines'}",
+           "suites/", "-n", str(workers), "--durations=6", f"--perfguard-report={folder}", f"--perfguard-baselines={out / 'no-baselines'}",
            *extra]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()
@@ -64,6 +64,18 @@ def main() -> int:
         gpus = ", ".join(f"{u}: {c}" for u, c in sorted(per_gpu.items()))
         print(f"{n:>7}  {wall:>7.1f}  {rc:>4}  {len(record.results):>5}  {gpus}")
     print(f"speed-up of -n {args.workers} over -n 1: {runs[1][0] / runs[args.workers][0]:.2f}x")
+    # Where the time goes: per GPU, the cases' own time (setup + measuring) against the run's wall
+    # time; the rest is start-up (interpreters, torch, CUDA contexts, collection) and scheduling.
+    for n, (wall, _rc, record) in runs.items():
+        work = collections.defaultdict(float)
+        for r in record.results:
+            work[short(r.device_uuid)] += (r.setup_s or 0) + (r.wall_s or 0)
+        print(f"-n {n}: case time per GPU " + ", ".join(f"{u} {t:.1f} s" for u, t in sorted(work.items()))
+              + f"; the rest of {wall:.1f} s is start-up and scheduling")
+        log = (out / f"n{n}.log").read_text().splitlines()
+        start = next((i for i, line in enumerate(log) if "slowest" in line), None)
+        for line in log[start:start + 8] if start is not None else []:
+            print(f"   {line}")
 
     a = {r.id: r for r in one.results if r.latency}
     b = {r.id: r for r in many.results if r.latency}
