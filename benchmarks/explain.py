@@ -41,11 +41,11 @@ def main() -> int:
         rows.append((label, text, m.bound == want))
 
     bound("1 GiB copy is memory-bound", find("device_copy"), "memory")
-    bound("softmax is memory-bound", find("softmax", "bfloat16"), "memory")
+    bound("softmax is memory-bound", find("softmax", "float16"), "memory")
     bound("8192³ bf16 matmul is compute-bound", find("matmul", "m=8192", "bfloat16"), "compute")
     bound("1M-element add is latency-bound", find("add", "n=1048576", "float32"), "latency")
 
-    for dtype in ("bfloat16", "float32"):
+    for dtype in ("float16", "float32"):
         torch_sm, triton_sm = find("softmax", dtype), find("triton_softmax", dtype)
         if torch_sm is None or triton_sm is None:
             rows.append((f"Triton vs torch softmax ({dtype})", "a case is missing", False))
