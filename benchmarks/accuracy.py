@@ -21,7 +21,6 @@ import importlib.util
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch

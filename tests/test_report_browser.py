@@ -147,7 +147,7 @@ def test_the_h200_report_has_every_case_sorts_filters_and_opens_details(browser,
 
     # The roofline: a point per case with flops; clicking one opens its case.
     points = browser.find_elements(By.CSS_SELECTOR, "svg.roof circle.pt")
-    assert len(points) == sum(1 for r in record.results if r.metrics and r.metrics.tflops)
+    assert len(points) == sum(1 for r in record.results if r.metrics and r.metrics.tflops and r.metrics.arithmetic_intensity)
     target = points[-1].get_attribute("data-case")
     points[-1].click()
     assert browser.find_element(By.CSS_SELECTOR, f"#{target} > tr.detail").is_displayed()

@@ -128,7 +128,7 @@ def test_html_of_1000_cases_has_every_case_once():
     run = many(1000)
     page = render_html([run])
     assert sorted(rows(page)) == sorted(r.id for r in run.results)
-    assert "250 cases without declared flops not on the chart" in page
+    assert "250 cases without both declared bytes and flops not on the chart" in page
     assert len(page.encode("utf-8")) < 5 * 10**6
 
 
@@ -177,7 +177,7 @@ def test_merge_takes_the_later_record_per_device_and_case_and_keeps_measured_ove
 
 def test_cases_without_flops_are_listed_beside_the_roofline_and_a_cpu_has_no_roof():
     page = render_html([record(result("copy", CPU, flops=None), result("add", CPU), devices=(CPU,))])
-    assert "1 case without declared flops not on the chart" in page and 'href="#case-' in page
+    assert "1 case without both declared bytes and flops not on the chart" in page and 'href="#case-' in page
     assert "no memory roof" in page and "memory roof 4" not in page
     assert page.count('<circle class="pt') == 1
 

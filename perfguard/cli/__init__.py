@@ -1,0 +1,53 @@
+"""The `perfguard` console command: stored records and baselines, calibration, A/B runs, asv history.
+
+    perfguard show RUN.json
+    perfguard baseline show [--device SLUG] [--baselines DIR]
+    perfguard baseline accept RUN.json [--case ID ...] [--baselines DIR]
+    perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
+    perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
+    perfguard calibrate [--baselines DIR] [--budget SECONDS]
+    perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]
+    perfguard asv-export RUN.json [RUN.json ...] --to DIR [--repo DIR] [--branch NAME] [--commit REV]
+    perfguard history DIR [--threshold PCT] [--repo DIR]
+
+`calibrate` and `ab` are the commands that measure: `calibrate` imports torch when it runs, `ab` runs
+pytest in a worktree of REF and in the working tree by turns. The others work on stored files.
+
+Exit status: 0 done, 1 `compare` or `ab` found a regression or `history` a drift, 2 a usage or file
+error (one line on stderr, no traceback). It imports neither pytest nor torch, so it is quick to start
+and runs anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from perfguard.cli import history, measuring, records
+from perfguard.cli.common import read_record
+from perfguard.errors import PerfguardError
+
+__all__ = ["main", "read_record"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pytest_args: list[str] = []
+    if argv[:1] == ["ab"] and "--" in argv:  # everything after `--` is pytest's, untouched by argparse
+        argv, pytest_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    args = _parser().parse_args(argv)
+    args.pytest_args = pytest_args
+    try:
+        return args.command(args)
+    except PerfguardError as exc:
+        print(f"perfguard: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfguard", description="Work on perfguard run records and baselines.")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for module in (records, measuring, history):
+        module.add_commands(commands)
+    return parser

@@ -1,0 +1,5 @@
+import sys
+
+from perfguard.cli import main
+
+sys.exit(main())

@@ -1,0 +1,79 @@
+"""The commands that measure: calibrate (this card's roofs) and ab (a base revision against the working tree)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perfguard.ab import DEFAULT_ROUNDS
+from perfguard.cli.common import DEFAULT_BASELINES, columns, percent
+from perfguard.report import units
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import datetime
+
+    from perfguard.measure.calibrate import calibrate
+    from perfguard.measure.device import default_kind, detect
+    from perfguard.store import calibrate as store_calibration
+
+    device = detect(default_kind())
+    print(f"calibrating {device.name} ({device.slug}): a large copy and an n×n×n matmul per dtype")
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    calibration, results = calibrate(device, now, budget_s=args.budget)
+    theoretical = device.peak_bandwidth_gbps
+    rows = [("copy", f"{units.number(calibration.copy_gbps)} GB/s",
+             units.percent(calibration.copy_gbps / theoretical if theoretical else None),
+             f"theoretical {units.number(theoretical)} GB/s" if theoretical else "-")]
+    for dtype, rate in calibration.tflops.items():
+        peak = (device.peak_tflops or {}).get(dtype)
+        rows.append((f"matmul {dtype}", f"{units.number(rate, 2)} TFLOP/s", units.percent(rate / peak if peak else None),
+                     f"datasheet {units.number(peak, 2)} TFLOP/s" if peak else "-"))
+    for line in columns(("roof", "measured", "of spec", "spec"), rows):
+        print(f"  {line}")
+    path = store_calibration(args.baselines, device, calibration)
+    print(f"stored in {path}: `pytest --perfguard` now places cases against these roofs on {device.slug}")
+    return 0
+
+
+def _ab(args: argparse.Namespace) -> int:
+    from perfguard.ab import run_ab
+
+    try:
+        return run_ab(args.base, args.pytest_args, rounds=args.rounds, threshold_pct=args.threshold, report_dir=args.report)
+    except KeyboardInterrupt:
+        print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
+        return 130
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number of rounds from 1 to 100, got {text!r}")
+    return value
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    calibrate = commands.add_parser("calibrate", help="measure this device's copy bandwidth and matmul rates; store them with its baseline")
+    calibrate.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
+                           help=f"baseline folder (default: {DEFAULT_BASELINES})")
+    calibrate.add_argument("--budget", metavar="SECONDS", type=float, default=2.0,
+                           help="wall-time budget per measurement (default: 2)")
+    calibrate.set_defaults(command=_calibrate)
+
+    ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
+                             usage="perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]",
+                             description="Measure REF (in a temporary git worktree) and the working tree in "
+                             "alternating rounds of `pytest --perfguard`, and give the verdicts between them. "
+                             "Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`.")
+    ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
+    ab.add_argument("--rounds", metavar="N", type=_rounds, default=DEFAULT_ROUNDS,
+                    help="rounds per side, base and head alternating (default: 2, i.e. base head head base)")
+    ab.add_argument("--threshold", metavar="PCT", type=percent, default=None,
+                    help="latency change that counts, in percent (default: 5, or the case's own)")
+    ab.add_argument("--report", metavar="DIR", default="reports",
+                    help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the reports (default: reports)")
+    ab.set_defaults(command=_ab)
