@@ -226,6 +226,32 @@ def test_a_case_that_runs_out_of_gpu_memory_errors_frees_its_memory_and_the_next
     assert measure(perf_case(name="next_case")(lambda device: (lambda: x + 1))).status == "ok"
 
 
+def test_a_case_whose_tensors_sit_in_a_reference_cycle_still_hands_them_back():
+    import gc
+
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_allocated()
+
+    def cyclic(device):
+        class Holder:
+            pass
+
+        holder = Holder()
+        holder.me = holder  # only the garbage collector frees this, not reference counting
+        holder.x = torch.empty(2**28, dtype=torch.uint8, device=device)
+        return lambda: holder.x.add_(1)
+
+    gc.disable()  # no automatic collection may do the runner's work for it
+    try:
+        assert measure(perf_case(name="cyclic")(cyclic)).status == "ok"
+        assert torch.cuda.memory_allocated() == before
+    finally:
+        gc.enable()
+
+
 def test_a_case_that_runs_out_of_gpu_memory_hands_its_memory_back_to_the_device():
     import torch
 
