@@ -1,0 +1,152 @@
+"""The only JSON (de)serialisation of records and baselines, strict on the way in.
+
+Every file perfguard writes or reads (run records and baselines) goes through `dumps` and
+`loads_record` / `loads_baseline` here, so the format has one owner and one schema version. Figures
+are rounded to a fixed number of significant digits so that a stored file reads as a clean diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from typing import Any, TypeVar
+
+from perfguard.errors import BaselineError
+from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, BaselineFile, RunRecord
+
+T = TypeVar("T")
+
+
+def round_sig(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses to dicts, tuples to lists, floats rounded; the inverse of `from_jsonable`."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, str):
+        return str(obj)  # plain str: subclasses (torch's TorchVersion) do not cross xdist's channel
+    if isinstance(obj, float):
+        # Whole numbers (byte and flop counts) stay exact; measured figures keep 6 digits.
+        if obj.is_integer() and abs(obj) < 2**53:
+            return int(obj)
+        return round_sig(obj)
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """The text of a record: sorted keys, one key a line, so that stored files diff cleanly."""
+    return json.dumps(to_jsonable(obj), sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def loads_record(text: str, source: str) -> RunRecord:
+    """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
+    data = _parse(text, source)
+    _check_schema(data, source)
+    return from_jsonable(RunRecord, data, source)
+
+
+def loads_baseline(text: str, source: str) -> BaselineFile:
+    """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
+    data = _parse(text, source)
+    _check_schema(data, source)
+    baseline = from_jsonable(BaselineFile, data, source)
+    for key, entry in baseline.cases.items():
+        if key != entry.result.id:
+            raise BaselineError(
+                f"{source}: entry {key!r} holds the result of case {entry.result.id!r}; was the file edited by hand?"
+            )
+    return baseline
+
+
+def _parse(text: str, source: str) -> Any:
+    def refuse(constant: str) -> Any:
+        # NaN and Infinity are not JSON; Python's parser takes them, so refuse them wherever they are.
+        raise BaselineError(f"{source}: holds {constant}, which is not a number a record can hold; was the file edited by hand?")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "
+            "restore it from version control"
+        ) from None
+
+
+def _check_schema(data: Any, source: str) -> None:
+    if not isinstance(data, dict):
+        raise BaselineError(f"{source}: expected a JSON object at the top, found {type(data).__name__}")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise BaselineError(
+            f"{source}: schema_version {version!r}, but this perfguard reads version {SCHEMA_VERSION}; "
+            "use the perfguard version that wrote it, or re-record the file"
+        )
+
+
+def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:
+    """Build dataclass `cls` from parsed JSON, strictly: unknown or missing fields are errors."""
+    where = path or cls.__name__
+    if not isinstance(data, dict):
+        raise BaselineError(f"{source}: {where} should be an object, found {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise BaselineError(f"{source}: unknown field(s) {', '.join(unknown)} in {where}; was the file edited by hand?")
+    kwargs = {}
+    for name, field in fields.items():
+        if name not in data:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                raise BaselineError(f"{source}: {where} lacks required field {name!r}; was the file edited by hand?")
+            continue
+        kwargs[name] = _convert(hints[name], data[name], source, f"{where}.{name}")
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise BaselineError(f"{source}: {where} must not be null")
+        (inner,) = [a for a in args if a is not type(None)] or (Any,)
+        return _convert(inner, value, source, where)
+    if dataclasses.is_dataclass(hint):
+        return from_jsonable(hint, value, source, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise BaselineError(f"{source}: {where} should be a list, found {type(value).__name__}")
+        item = typing.get_args(hint)[0]
+        return tuple(_convert(item, v, source, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise BaselineError(f"{source}: {where} should be an object, found {type(value).__name__}")
+        item = (typing.get_args(hint) or (str, Any))[1]
+        if dataclasses.is_dataclass(item):
+            return {k: from_jsonable(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
+        if item is Any:
+            return value
+        return {k: _convert(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
+    if hint is Any:
+        return value
+    expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)
+    if expected and (not isinstance(value, expected) or (hint is not bool and isinstance(value, bool))):
+        raise BaselineError(f"{source}: {where} should be {hint.__name__}, found {value!r}")
+    if hint is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise BaselineError(f"{source}: {where} is not a finite number")
+    return value
