@@ -267,3 +267,21 @@ def test_a_writer_killed_mid_write_leaves_the_old_or_the_new_file_never_half(tmp
     store.update(tmp_path, H200, [result("after")], commit="x", recorded_at=WHEN)
     assert not list(tmp_path.glob(".nvidia-h200.json.*.tmp"))
     assert len(store.load(tmp_path, H200).cases) == cases + 1
+
+
+def test_a_written_baseline_is_readable_like_any_file_and_keeps_its_mode_when_replaced(tmp_path):
+    import os
+    import stat
+
+    from perfguard.store.atomic import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.json"
+        write_atomic(fresh, "{}\n")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # not mkstemp's owner-only 0600
+        fresh.chmod(0o640)
+        write_atomic(fresh, "{ }\n")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o640 and fresh.read_text() == "{ }\n"
+    finally:
+        os.umask(old)

@@ -32,6 +32,9 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp makes the file owner-only; a baseline or report must read like any file the user
+        # writes: the old file's mode when replacing one, else what the umask allows.
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -39,3 +42,23 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    # Linux shows it without changing it; elsewhere set and restore, the only portable way to read it.
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
