@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def suite_instances(kind: str, only: str | None) -> list[CaseInstance]:
     found = []
+    sys.path.insert(0, str(ROOT / "suites"))  # as pytest does: a suite may import from another
     for path in sorted((ROOT / "suites").glob("test_*.py")):
         spec = importlib.util.spec_from_file_location(f"suites_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)

@@ -46,18 +46,21 @@ def _softmax_check(out, rows, cols, dtype, device):
 
 
 # 65536 rows of 4096 on the H200 (a 16-head, 4096-token attention score block): 0.5 or 1 GiB in,
-# as much out. The same shapes as suites/test_triton_softmax.py, so the two read side by side.
-@perf_case(
-    params=lambda device: {
+# as much out. suites/test_triton_softmax.py declares its case with these same shapes and models,
+# so the two read side by side.
+SOFTMAX_MODEL = {
+    "params": lambda device: {
         "rows": [65536] if device == "cuda" else [1024],
         "cols": [4096] if device == "cuda" else [1024],
         "dtype": [torch.float16, torch.float32],
     },
-    bytes=lambda rows, cols, dtype: 2 * rows * cols * dtype.itemsize,  # read x once, write softmax(x) once
+    "bytes": lambda rows, cols, dtype: 2 * rows * cols * dtype.itemsize,  # read x once, write softmax(x) once
     # Per element: compare for the max, subtract it, exp (counted as 1), add to the row sum, divide.
-    flops=lambda rows, cols: 5 * rows * cols,
-    check=_softmax_check,
-)
+    "flops": lambda rows, cols: 5 * rows * cols,
+}
+
+
+@perf_case(**SOFTMAX_MODEL, check=_softmax_check)
 def softmax(rows, cols, dtype, device):
     x = _randn((rows, cols), dtype, device, seed=0)
     return lambda: torch.softmax(x, dim=-1)

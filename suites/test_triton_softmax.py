@@ -1,8 +1,9 @@
 """A fused row softmax written in Triton (after the Triton tutorial), next to torch.softmax.
 
 One program per row: the row is loaded once into registers, its max, exp-sum and normalised values
-are computed on chip, and it is written once, so the kernel should reach the copy ceiling. Same
-shapes as `softmax` in suites/test_reductions.py, so the two compare directly.
+are computed on chip, and it is written once, so the kernel should reach the copy ceiling. It takes
+its shapes, byte and flop models and inputs from `softmax` in suites/test_reductions.py, so the two
+compare directly (pytest puts suites/ on sys.path; so do the benchmarks that load the suites).
 
 Triton is imported only when the case is set up (on a GPU), so this file imports, and its cases are
 skipped, on machines without Triton or CUDA.
@@ -15,11 +16,7 @@ import functools
 import torch
 
 from perfguard import perf_case
-
-
-def _randn(shape, dtype, device, seed):
-    gen = torch.Generator(device=device).manual_seed(seed)
-    return torch.randn(shape, generator=gen, device=device, dtype=dtype)
+from test_reductions import SOFTMAX_MODEL, _randn  # the torch softmax case's shapes, models and inputs
 
 
 @functools.cache
@@ -60,18 +57,7 @@ def _check(out, rows, cols, dtype, device):
     torch.testing.assert_close(out, ref.to(dtype), **tol)
 
 
-@perf_case(
-    params=lambda device: {
-        "rows": [65536] if device == "cuda" else [1024],
-        "cols": [4096] if device == "cuda" else [1024],
-        "dtype": [torch.float16, torch.float32],
-    },
-    bytes=lambda rows, cols, dtype: 2 * rows * cols * dtype.itemsize,  # read x once, write softmax(x) once
-    # Per element: compare for the max, subtract it, exp (counted as 1), add to the row sum, divide.
-    flops=lambda rows, cols: 5 * rows * cols,
-    device_kinds=("cuda",),
-    check=_check,
-)
+@perf_case(**SOFTMAX_MODEL, device_kinds=("cuda",), check=_check)
 def triton_softmax(rows, cols, dtype, device):
     x = _randn((rows, cols), dtype, device, seed=0)
     triton_softmax_fn(x)  # compile outside the timed calls (perfguard's warm-up would absorb it too)
