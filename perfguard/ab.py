@@ -31,12 +31,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import perfguard
+from perfguard import git
 from perfguard.errors import ConfigError, MeasurementError, PerfguardError
 from perfguard.model import RunRecord, dumps, loads_record
+from perfguard.report import HTML_NAME, MARKDOWN_NAME, RECORD_NAME
 
 SIDES = ("base", "head")
 DEFAULT_ROUNDS = 2
-RECORD_NAME, BASE_RECORD_NAME = "perfguard.json", "perfguard-base.json"
+BASE_RECORD_NAME = "perfguard-base.json"
+WORKTREE_TIMEOUT_S = 300  # checking out a large repository takes a while
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,39 +105,32 @@ def run_ab(
 
 
 def repository_root(path: Path) -> Path:
-    proc = _git(["rev-parse", "--show-toplevel"], path)
-    if proc.returncode != 0:
+    top = git.toplevel(path)
+    if top is None:
         raise ConfigError(f"{path}: not inside a git repository; perfguard ab compares a revision of one with its working tree")
-    return Path(proc.stdout.strip()).resolve()
+    return top.resolve()
 
 
 def resolve(root: Path, ref: str) -> str:
     """The commit a revision names, or one line saying there is none."""
-    proc = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root) if not ref.startswith("-") else None
-    if proc is None or proc.returncode != 0:
+    sha = git.full_hash(root, ref)
+    if sha is None:
         raise ConfigError(f"--base {ref}: no such commit in {root}; give a branch, tag or commit (e.g. origin/main, HEAD~1)")
-    return proc.stdout.strip()
+    return sha
 
 
 @contextlib.contextmanager
 def worktree(root: Path, sha: str, path: Path) -> Iterator[Path]:
     """A detached checkout of `sha` at `path`, removed (and unregistered) however the block ends."""
-    proc = _git(["worktree", "add", "--detach", str(path), sha], root)
+    proc = git.run(root, "worktree", "add", "--detach", str(path), sha, timeout=WORKTREE_TIMEOUT_S)
     if proc.returncode != 0:
         raise ConfigError(f"cannot check out {sha[:12]} into a worktree: {_last_line(proc.stderr)}")
     try:
         yield path.resolve()
     finally:
-        _git(["worktree", "remove", "--force", str(path)], root)
+        git.run(root, "worktree", "remove", "--force", str(path), timeout=WORKTREE_TIMEOUT_S)
         shutil.rmtree(path, ignore_errors=True)
-        _git(["worktree", "prune"], root)
-
-
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
-    except FileNotFoundError:
-        raise ConfigError("git is not installed or not on PATH; perfguard ab needs it") from None
+        git.run(root, "worktree", "prune")
 
 
 # --- rounds ------------------------------------------------------------------------------------
@@ -205,8 +201,8 @@ def _write(folder: Path, base: RunRecord, head: RunRecord, out: Callable[[str], 
     files: list[tuple[str, Callable[[], str]]] = [
         (RECORD_NAME, lambda: dumps(head)),
         (BASE_RECORD_NAME, lambda: dumps(base)),
-        ("perfguard.html", lambda: render_html([head])),
-        ("perfguard.md", lambda: render_markdown([head])),
+        (HTML_NAME, lambda: render_html([head])),
+        (MARKDOWN_NAME, lambda: render_markdown([head])),
     ]
     for name, render in files:
         try:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.export import asv_files, git
+from perfguard import git
+from perfguard.export import asv_files
 from perfguard.model import CaseResult, DeviceInfo, RunRecord
 from perfguard.store.atomic import write_atomic
 
@@ -69,15 +70,19 @@ def export(records: Sequence[tuple[str, RunRecord]], to: Path | str, *, repo: Pa
     rows: dict[tuple[str, str], dict[str, asv_files.Row]] = {}
     machines: dict[str, dict[str, str]] = {}
     names: dict[str, str] = {}  # asv-safe name → case name, to catch two cases that would share one
+    newest: dict[tuple[str, str], int] = {}  # (machine, commit) → start of the newest record in its file
+    resolved: dict[str, tuple[str, int]] = {}  # rev → (full hash, commit date): records often share a commit
     measured = 0
-    for path, record in sorted(records, key=lambda pr: _js_time(pr[1].created_at, pr[0])):
+    for started, path, record in sorted(((_js_time(r.created_at, p), p, r) for p, r in records), key=lambda t: t[0]):
         rev = record.commit or commit
         if not rev:
             raise ConfigError(f"{path}: record has no commit; run pytest --perfguard inside a git checkout, or pass --commit REV")
-        full = git.full_hash(top, rev)
-        if full is None:
-            raise ConfigError(f"{path}: commit {rev} is not in the git repository {top}; pass --repo the checkout it was measured in")
-        started, date = _js_time(record.created_at, path), git.commit_date_ms(top, full)
+        if rev not in resolved:
+            full = git.full_hash(top, rev)
+            if full is None:
+                raise ConfigError(f"{path}: commit {rev} is not in the git repository {top}; pass --repo the checkout it was measured in")
+            resolved[rev] = (full, git.commit_date_ms(top, full))
+        full, date = resolved[rev]
         for result in record.results:
             if result.status != "ok" or result.latency is None:
                 continue
@@ -88,7 +93,7 @@ def export(records: Sequence[tuple[str, RunRecord]], to: Path | str, *, repo: Pa
             if key not in files:
                 files[key] = asv_files.read_results(results_dir, machine, full)
                 rows[key] = asv_files.read_rows(files[key], asv_files.result_path(results_dir, machine, full))
-                files[key]["_newest"] = max((row.started_at for row in rows[key].values()), default=0)
+                newest[key] = max((row.started_at for row in rows[key].values()), default=0)
             for suffix, value, stats in _figures(result):
                 name = f"{_safe(result.name, names, path)}.{suffix}"
                 param_names = sorted(result.params)
@@ -98,8 +103,9 @@ def export(records: Sequence[tuple[str, RunRecord]], to: Path | str, *, repo: Pa
                 if grid not in row.points or started >= row.started_at:
                     row.points[grid] = {"result": value, **stats}
                 row.started_at = max(row.started_at, started)
-            if started >= files[key].get("_newest", 0):
-                files[key].update(_header(record, device, machine, full, date, started))
+            if started >= newest[key]:
+                newest[key] = started
+                files[key].update(_header(record, device, machine, full, date))
             measured += 1
     if not measured:
         raise ConfigError(f"{', '.join(p for p, _ in records)}: no measured case to export; run pytest --perfguard first")
@@ -110,7 +116,6 @@ def export(records: Sequence[tuple[str, RunRecord]], to: Path | str, *, repo: Pa
     for machine, info in machines.items():
         texts[results_dir / machine / "machine.json"] = asv_files.dumps({**info, "version": asv_files.MACHINE_API})
     for key, content in files.items():
-        content.pop("_newest", None)
         content.update(result_columns=list(asv_files.RESULT_COLUMNS), results=asv_files.current_rows(rows[key], benchmarks))
         texts[asv_files.result_path(results_dir, *key)] = asv_files.dumps({**content, "version": asv_files.RESULTS_API})
     texts[config] = asv_files.dumps(conf)
@@ -190,13 +195,13 @@ def _safe(case: str, names: dict[str, str], source: str) -> str:
 # --- files --------------------------------------------------------------------------------------
 
 
-def _header(record: RunRecord, device: DeviceInfo | None, machine: str, commit: str, date: int, started: int) -> dict[str, Any]:
+def _header(record: RunRecord, device: DeviceInfo | None, machine: str, commit: str, date: int) -> dict[str, Any]:
     """A result file's fields besides its rows; the software versions go in `requirements`, which asv only
     shows, because asv draws one line per distinct `params` and an upgrade of torch must stay on the line."""
     versions = {k: str(v) for k, v in (device.fingerprint() if device else {}).items() if v}
     return {"commit_hash": commit, "env_name": asv_files.ENV_NAME, "date": date, "params": {"machine": machine},
             "python": (device.python if device else None) or "", "requirements": versions, "env_vars": {},
-            "durations": {}, "_newest": started}
+            "durations": {}}
 
 
 def _device(record: RunRecord, r: CaseResult) -> DeviceInfo | None:

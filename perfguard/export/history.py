@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perfguard.errors import ConfigError
-from perfguard.export import git
+from perfguard import git
 from perfguard.report import units
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +16,15 @@ import pytest
 
 import perfguard
 from perfguard.case import CaseInstance
-from perfguard.errors import BaselineError, PerfguardError
+from perfguard.errors import BaselineError, ConfigError, PerfguardError
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, dumps, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
+from perfguard.report import HTML_NAME, MARKDOWN_NAME, RECORD_NAME
 
 RESULT_KEY = "perfguard"
 DEVICE_KEY = "perfguard_device"
 VERDICTS_KEY = "perfguard_verdicts"
-RECORD_NAME = "perfguard.json"
-HTML_NAME = "perfguard.html"
-MARKDOWN_NAME = "perfguard.md"
 
 
 class CaseFailure(Exception):
@@ -236,9 +233,10 @@ class State:
 
 
 def _git_commit(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    """The commit the run measured; None outside a git checkout or without git (a record needs none)."""
+    from perfguard import git
 
+    try:
+        return git.full_hash(root, "HEAD")
+    except ConfigError:
+        return None
