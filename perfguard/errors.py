@@ -30,3 +30,9 @@ class MeasurementError(PerfguardError):
 
 class ReportError(PerfguardError):
     """A report could not be rendered; the run record it was rendered from is unaffected."""
+
+
+def first_line(text: str, default: str = "") -> str:
+    """The first line of a message (every perfguard message is one line), or `default` when it is empty."""
+    text = text.strip()
+    return text.splitlines()[0] if text else default

@@ -49,7 +49,6 @@ class Placement:
     bound: str | None = None  # "memory", "compute" or "latency"
     attainable_tflops: float | None = None  # the roofline at the case's intensity
     efficiency: float | None = None  # achieved / attainable (0..1, see the module's note on > 1)
-    flop_util: float | None = None  # achieved TFLOP/s / the dtype's peak
 
 
 def peak_name(dtype: Any) -> str | None:
@@ -87,7 +86,7 @@ def place(
     overhead_share: float | None,
     gpu: bool,
 ) -> Placement:
-    """The bound, attainable rate, efficiency and FLOP utilisation of one case on one device.
+    """The bound, attainable rate and efficiency of one case on one device (FLOP utilisation: metrics.derive).
 
     `peaks` are the device's compute peaks by name (`DeviceInfo.peak_tflops`), `bandwidth_gbps` its
     memory roof. Without a known dtype a case with flops is still placed when every compute roof agrees:
@@ -97,7 +96,6 @@ def place(
         return Placement()
     roofs = {k: float(v) for k, v in (peaks or {}).items() if isinstance(v, (int, float)) and v > 0}
     peak = roofs.get(peak_name(dtype) or "")
-    flop_util = tflops / peak if tflops is not None and peak else None
     wall = attainable = efficiency = None
     if gbps is not None and tflops is None:  # bytes only: the memory roof is the only one
         wall = "memory"
@@ -114,4 +112,4 @@ def place(
                 wall = "compute"  # against which peak is unknown, so no attainable rate
         efficiency = tflops / attainable if attainable else None
     bound = "latency" if launch_bound(device_ms, overhead_share) else wall
-    return Placement(bound, attainable, efficiency, flop_util)
+    return Placement(bound, attainable, efficiency)

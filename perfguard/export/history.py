@@ -17,8 +17,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from perfguard.errors import ConfigError
 from perfguard import git
+from perfguard.errors import ConfigError, first_line
 from perfguard.report import units
 
 
@@ -69,7 +69,7 @@ def find_drifts(asv_dir: Path | str, *, threshold_pct: float = 5.0, repo: Path |
     try:
         conf = asv.Config.load(str(config))
     except asv.UserError as exc:
-        raise ConfigError(f"{config}: {_first_line(exc)}") from None
+        raise ConfigError(f"{config}: {first_line(str(exc), type(exc).__name__)}") from None
     # asv resolves these from the config's folder (it chdirs there); resolve them without chdir.
     conf.results_dir = str(asv_dir / conf.results_dir)
     conf.repo = str(git.check_repo(Path(repo) if repo is not None else asv_dir / conf.repo))
@@ -77,7 +77,7 @@ def find_drifts(asv_dir: Path | str, *, threshold_pct: float = 5.0, repo: Path |
     try:
         benchmarks = asv.Benchmarks.load(conf)
     except asv.UserError as exc:
-        raise ConfigError(f"{asv_dir}: {_first_line(exc)}; export records into it first") from None
+        raise ConfigError(f"{asv_dir}: {first_line(str(exc), type(exc).__name__)}; export records into it first") from None
     checkout = asv.get_repo(conf)
     results = list(asv.iter_results(conf.results_dir))
     revisions = checkout.get_revisions({r.commit_hash for r in results})
@@ -153,10 +153,6 @@ def _change_pct(metric: str, before: float, after: float) -> float:
     if metric in ("time_per_gb", "time_per_tflop"):
         return 100.0 * (before / after - 1)
     return 100.0 * (after / before - 1) if before else float("inf")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class _Asv:

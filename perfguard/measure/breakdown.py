@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from perfguard.errors import first_line
 from perfguard.model import DeviceInfo, MemoryBreakdown
 
 # torch's category name (torch.profiler._memory_profiler.Category) -> our field; None is "unknown":
@@ -44,8 +45,8 @@ def measure(fn: Callable[[], Any], device: DeviceInfo) -> MemoryBreakdown:
     try:
         return _measure(fn, device)
     except Exception as exc:  # noqa: BLE001 - a private API, and the user's callable, may raise anything
-        lines = str(exc).strip().splitlines()
-        reason = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+        line = first_line(str(exc))
+        reason = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
         return MemoryBreakdown(error=f"memory breakdown failed: {reason}")
 
 

@@ -23,7 +23,7 @@ import torch
 from torch.profiler import DeviceType, ProfilerActivity
 
 from perfguard.case import CaseInstance
-from perfguard.errors import MeasurementError
+from perfguard.errors import MeasurementError, first_line
 # The runner's own set-up, first call and clean-up: a profiled case is set up, checked and freed as a
 # measured one is.
 from perfguard.measure.runner import _case_scope, _first_call, _guard, _setup
@@ -58,9 +58,9 @@ def profile_case(instance: CaseInstance, device: DeviceInfo, report_dir: Path | 
             # before the scope frees the memory.
             return _profile(instance, device, report_dir)
         except MeasurementError as exc:
-            problem = f"{where}: not profiled: {_first_line(str(exc)).removeprefix(where + ': ')}"
+            problem = f"{where}: not profiled: {first_line(str(exc), 'no message').removeprefix(where + ': ')}"
         except Exception as exc:  # noqa: BLE001 - the profiler itself failing must not fail the case
-            problem = f"{where}: not profiled: torch.profiler raised {type(exc).__name__}: {_first_line(str(exc))}"
+            problem = f"{where}: not profiled: torch.profiler raised {type(exc).__name__}: {first_line(str(exc), 'no message')}"
     return Profile(sort_by=_clock(device), problem=problem)
 
 
@@ -190,6 +190,3 @@ def _sync(cuda: bool) -> None:
         torch.cuda.synchronize()
 
 
-def _first_line(text: str) -> str:
-    text = text.strip()
-    return text.splitlines()[0] if text else "no message"

@@ -20,7 +20,7 @@ import torch
 from perfguard.analysis import metrics as derived
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance, call_kwargs
-from perfguard.errors import MeasurementError
+from perfguard.errors import MeasurementError, first_line
 from perfguard.measure import breakdown, memory, nvml, telemetry
 from perfguard.measure.timers import (
     CallEstimate,
@@ -105,6 +105,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     with _nvtx(f"{where}: samples", cuda):
         samples, stop = sample(take, estimate.total_s, rule, deadline, calls_per_sample=calls)
     check_finite(samples, where)
+    timer_name = timer.name
     del timer  # a captured graph holds its own memory pool
 
     eager_ms = mem = None
@@ -125,7 +126,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     return _replace(
         base,
         status="ok",
-        timer=HostTimer.name if not cuda else (CudaGraphTimer.name if instance.spec.mode == "graph" else CudaEventTimer.name),
+        timer=timer_name,
         latency=latency,
         samples_ms=thin_samples(samples),
         metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, eager_ms,
@@ -283,8 +284,7 @@ def _eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadl
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return first_line(str(exc), type(exc).__name__)
 
 
 def _user_traceback(exc: BaseException) -> str:

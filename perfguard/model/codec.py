@@ -8,6 +8,7 @@ are rounded to a fixed number of significant digits so that a stored file reads 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -99,8 +100,7 @@ def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:
     where = path or cls.__name__
     if not isinstance(data, dict):
         raise BaselineError(f"{source}: {where} should be an object, found {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints, fields = _schema(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise BaselineError(f"{source}: unknown field(s) {', '.join(unknown)} in {where}; was the file edited by hand?")
@@ -112,6 +112,12 @@ def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:
             continue
         kwargs[name] = _convert(hints[name], data[name], source, f"{where}.{name}")
     return cls(**kwargs)
+
+
+@functools.cache
+def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    # Resolving the string annotations is most of the cost of loading a record: once per class.
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
 
 def _convert(hint: Any, value: Any, source: str, where: str) -> Any:

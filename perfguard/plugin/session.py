@@ -16,7 +16,7 @@ import pytest
 
 import perfguard
 from perfguard.case import CaseInstance
-from perfguard.errors import BaselineError, ConfigError, PerfguardError
+from perfguard.errors import BaselineError, ConfigError, PerfguardError, first_line
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, dumps, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
@@ -76,6 +76,7 @@ class State:
             problem = pinning_problem(self._pinned)
             if problem:
                 raise CaseFailure(f"{instance.id}: {problem}")
+            self._pinned = None  # CUDA is up and sees its one GPU: that cannot change in this process
         if self.options.enabled:
             baseline = self._baseline(device)
             if isinstance(baseline, BaselineFile) and baseline.calibration:
@@ -203,7 +204,7 @@ class State:
             try:
                 rendered.append((name, render([record])))
             except Exception as exc:  # noqa: BLE001 - a report must never take the run (or its record) down
-                self.problems.append(f"cannot render {name} ({type(exc).__name__}: {exc}); {RECORD_NAME} is intact")
+                self.problems.append(f"cannot render {name} ({type(exc).__name__}: {first_line(str(exc))}); {RECORD_NAME} is intact")
         return rendered
 
     def _attempt(self, write: Any, path: Path) -> None:

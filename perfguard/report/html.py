@@ -14,7 +14,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from perfguard.errors import ReportError
+from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, units, view
 from perfguard.report.advice import launch_line, scaling_lines
@@ -89,8 +89,7 @@ def render_html(records: Sequence[RunRecord]) -> str:
         raise
     except Exception as exc:
         where = f" ({exc.filename}, line {exc.lineno})" if getattr(exc, "lineno", None) and getattr(exc, "filename", None) else ""
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise ReportError(f"cannot render the HTML report: {type(exc).__name__}: {first}{where}") from exc
+        raise ReportError(f"cannot render the HTML report: {type(exc).__name__}: {first_line(str(exc))}{where}") from exc
 
 
 def _render(records: Sequence[RunRecord]) -> str:
