@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from perfguard.errors import first_line
+from perfguard.measure import kineto
 from perfguard.model import DeviceInfo, MemoryBreakdown
 
 # torch's category name (torch.profiler._memory_profiler.Category) -> our field; None is "unknown":
@@ -56,12 +57,11 @@ def _measure(fn: Callable[[], Any], device: DeviceInfo) -> MemoryBreakdown:
     except ImportError:
         return MemoryBreakdown(error=f"memory breakdown needs torch.profiler._memory_profiler, which torch {torch.__version__} lacks")
     cuda = device.kind == "cuda"
-    activities = [torch.profiler.ProfilerActivity.CPU]
     if cuda:
-        # The documented recipe for the memory timeline of a CUDA run profiles both activities.
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
         torch.cuda.synchronize()
-    with torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True) as prof:
+    with kineto.quiet(), torch.profiler.profile(
+        activities=kineto.activities(cuda), record_shapes=True, profile_memory=True, with_stack=True
+    ) as prof:
         out = fn()
         if cuda:
             torch.cuda.synchronize()

@@ -8,24 +8,22 @@ comes back as its one-line `problem`, and the case's verdict stands.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import re
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch.profiler import DeviceType, ProfilerActivity
+from torch.profiler import DeviceType
 
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError, first_line
 # The runner's own set-up, first call and clean-up: a profiled case is set up, checked and freed as a
 # measured one is.
+from perfguard.measure import kineto
 from perfguard.measure.runner import _case_scope, _first_call, _guard, _setup
 from perfguard.model import DeviceInfo, Profile, ProfileOp
 
@@ -33,9 +31,6 @@ WARMUP_CALLS = 2
 PROFILED_CALLS = 5
 TOP_OPS = 10
 TRACES = "traces"  # the traces' folder inside the report folder
-# Kineto's progress lines, e.g. "USDT:2026-11-29 22:05:29 26206:26206 SyncActivityProfilerHandler.cpp:52]
-# profiler_start"; its errors and warnings are not among them.
-KINETO_PROGRESS = re.compile(r"^(?!ERROR|WARNING)[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] ")
 # Kineto's rows that are not operators: allocator events, summed under one name.
 NOT_OPERATORS = ("[memory]",)
 
@@ -75,9 +70,8 @@ def _profile(instance: CaseInstance, device: DeviceInfo, report_dir: Path | None
         _sync(cuda)
 
     _guard(instance.id, "warm-up", lambda: calls(WARMUP_CALLS))
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with _quiet_kineto():
-        with torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
+    with kineto.quiet():
+        with torch.profiler.profile(activities=kineto.activities(cuda), record_shapes=True, profile_memory=True) as prof:
             _guard(instance.id, "the profiled calls", lambda: calls(PROFILED_CALLS))
         del fn, calls
         ops = _top_ops(prof, cuda, PROFILED_CALLS)
@@ -148,37 +142,6 @@ def _save_trace(export: Callable[[str], Any], case_id: str, report_dir: Path | N
             return None, (f"{case_id}: cannot write the trace {target} ({exc.strerror or exc}); "
                           f"make {target.parent} a writable folder or choose another --perfguard-report")
     return f"{TRACES}/{name}", None
-
-
-@contextlib.contextmanager
-def _quiet_kineto() -> Iterator[None]:
-    """Keep kineto's progress lines out of stderr, passing on anything else written there.
-
-    Kineto writes "USDT: ... profiler_start" (and "STAGE: ...") lines straight to file descriptor 2
-    whenever a profile starts and stops, whatever KINETO_LOG_LEVEL says; under pytest they would land
-    in every profiled case's failure report. So fd 2 points at a file while the profiler runs.
-    """
-    sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-    except OSError:  # no stderr to redirect
-        saved = None
-    if saved is None:
-        yield
-        return
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            text = sink.read().decode(errors="replace")
-            kept = [line for line in text.splitlines(keepends=True) if not KINETO_PROGRESS.match(line)]
-            if kept:
-                sys.stderr.write("".join(kept))
 
 
 def _clock(device: DeviceInfo) -> str:

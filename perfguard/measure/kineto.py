@@ -1,0 +1,52 @@
+"""What both profiler passes (--perfguard-profile, memory_breakdown) need of torch's profiler backend, kineto."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+
+from torch.profiler import ProfilerActivity
+
+# Kineto's progress lines, e.g. "USDT:2026-11-29 22:05:29 26206:26206 SyncActivityProfilerHandler.cpp:52]
+# profiler_start"; its errors and warnings are not among them.
+KINETO_PROGRESS = re.compile(r"^(?!ERROR|WARNING)[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] ")
+
+
+def activities(cuda: bool) -> list[ProfilerActivity]:
+    """CPU, and CUDA on a GPU (also torch's recipe for a CUDA memory timeline)."""
+    return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Keep kineto's progress lines out of stderr, passing on anything else written there.
+
+    Kineto writes "USDT: ... profiler_start" (and "STAGE: ...") lines straight to file descriptor 2
+    whenever a profile starts and stops, whatever KINETO_LOG_LEVEL says; under pytest they would land
+    in every profiled case's failure report. So fd 2 points at a file while the profiler runs.
+    """
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to redirect
+        saved = None
+    if saved is None:
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode(errors="replace")
+            kept = [line for line in text.splitlines(keepends=True) if not KINETO_PROGRESS.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
