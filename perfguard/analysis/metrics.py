@@ -28,17 +28,14 @@ def derive(
         # under the device median by noise, which is no overhead, not a negative one.
         overhead = max(eager_latency_ms - median_ms, 0.0)
         share = overhead / eager_latency_ms if eager_latency_ms > 0 else None
-    # A calibrated card's roofs are what it reaches at its real clocks and power limit, so they place
-    # a case more truly than the datasheet's; FLOP utilisation stays against the datasheet, the
-    # figure that compares across machines.
-    calibrated = device.calibrated_bandwidth_gbps is not None
-    roofs = {**(device.peak_tflops or {}), **(device.calibrated_tflops or {})}
+    # FLOP utilisation stays against the datasheet, the figure that compares across machines.
+    bandwidth, roofs, calibrated = roofline.roofs_of(device)
     roof = roofline.place(
         device_ms=median_ms,
         tflops=tflops,
         gbps=gbps,
         intensity=intensity,
-        bandwidth_gbps=device.calibrated_bandwidth_gbps if calibrated else device.peak_bandwidth_gbps,
+        bandwidth_gbps=bandwidth,
         peaks=roofs,
         dtype=dtype,
         overhead_share=share,
@@ -46,7 +43,7 @@ def derive(
     )
     datasheet = (device.peak_tflops or {}).get(roofline.peak_name(dtype) or "")
     flop_util = tflops / datasheet if tflops is not None and datasheet else None
-    copy_util = gbps / device.calibrated_bandwidth_gbps if gbps is not None and calibrated else None
+    copy_util = gbps / bandwidth if gbps is not None and calibrated else None
     return Metrics(
         gbps=gbps,
         bandwidth_util=util,

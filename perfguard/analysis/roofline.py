@@ -21,6 +21,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from perfguard.model import DeviceInfo
+
 # A device time under this is launch-bound whatever the case declares. DESIGN §8 (H200): a 1M-element
 # float add takes about 2.5 µs by graph replay and 5 µs per sample with events queued behind a device
 # wait: that is about what any launch costs when timed our way (launch, ramp-up over 132 SMs, tail).
@@ -49,6 +51,16 @@ class Placement:
     bound: str | None = None  # "memory", "compute" or "latency"
     attainable_tflops: float | None = None  # the roofline at the case's intensity
     efficiency: float | None = None  # achieved / attainable (0..1, see the module's note on > 1)
+
+
+def roofs_of(device: DeviceInfo) -> tuple[float | None, dict[str, float], bool]:
+    """The memory roof (GB/s) and compute roofs (TFLOP/s by dtype) a device's cases are placed against,
+    and whether they are this card's calibrated ones (`perfguard calibrate`) rather than the datasheet's.
+    Calibrated roofs are what the card reaches at its real clocks and power limit; a dtype the
+    calibration lacks keeps its datasheet roof."""
+    calibrated = device.calibrated_bandwidth_gbps is not None
+    bandwidth = device.calibrated_bandwidth_gbps if calibrated else device.peak_bandwidth_gbps
+    return bandwidth, {**(device.peak_tflops or {}), **(device.calibrated_tflops or {})}, calibrated
 
 
 def peak_name(dtype: Any) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from perfguard.analysis.roofline import roofs_of
 from perfguard.model import DeviceInfo
 from perfguard.report import units
 
@@ -131,8 +132,8 @@ def compute_roofs(info: DeviceInfo) -> list[tuple[str, float]]:
 
     Dtypes with the same peak share one roof ("bf16, fp16"): two labels at one height would overprint.
     """
-    # Calibrated roofs (`perfguard calibrate`) are what the cases were placed against: draw those.
-    peak = getattr(info, "calibrated_tflops", None) or getattr(info, "peak_tflops", None)
+    # The roofs the cases were placed against (calibrated ones where `perfguard calibrate` ran).
+    peak = roofs_of(info)[1]
     if isinstance(peak, (int, float)) and peak > 0:
         return [("compute peak", float(peak))]
     if isinstance(peak, Mapping):
@@ -151,10 +152,9 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
     The efficiency, when given, is the case's own (`Metrics.efficiency`, against the roof of its
     dtype); without it the hover note measures the point against the highest roof.
     """
-    # GB/s = 1e9 B/s; times FLOP/B, over 1e3, is TFLOP/s
-    bw = getattr(info, "calibrated_bandwidth_gbps", None) or info.peak_bandwidth_gbps
+    bw, _, calibrated = roofs_of(info)  # GB/s = 1e9 B/s; times FLOP/B, over 1e3, is TFLOP/s
     peaks = compute_roofs(info)
-    notes = ["roofs measured on this card by perfguard calibrate"] if getattr(info, "calibrated_bandwidth_gbps", None) else []
+    notes = ["roofs measured on this card by perfguard calibrate"] if calibrated else []
     if not bw:
         notes.append("no memory roof: the record has no peak bandwidth for this device")
     if not peaks:
