@@ -120,7 +120,7 @@ KNOWN: dict[str, GpuPeaks] = {
 
 
 def slug(name: str) -> str:
-    """The device slug of a model name; the same rule as `perfguard.measure.device.slugify`, without torch."""
+    """The device slug of a model name ('NVIDIA H200' -> 'nvidia-h200'); `measure.device.slugify` uses it."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 

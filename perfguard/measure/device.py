@@ -22,7 +22,7 @@ def default_kind() -> str:
 
 def slugify(name: str) -> str:
     """A file-safe, stable name for a device model: 'NVIDIA H200' -> 'nvidia-h200'."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
+    return peaks.slug(name) or "unknown"  # the peak table keys its GPUs by the same rule
 
 
 @functools.lru_cache(maxsize=None)
