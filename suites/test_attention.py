@@ -53,10 +53,15 @@ def _check(out, b, h, s, d, causal, dtype, device):
     torch.testing.assert_close(out[0, 0].double(), ref, atol=tol, rtol=tol)
 
 
+# threshold=10: on the H200 these kernels run under the power cap and their medians move between runs
+# of the same code: causal bf16 read 0.978-1.042 ms over seven runs on three cards (+6.5% A/A against
+# the committed baseline, at clocks too close for the gate's clock rule to explain), a 3.4% CV in
+# benchmarks/accuracy.py. At the default 5% that is a false alarm every few runs.
 @perf_case(
     params=_params,
     flops=_flops,
     bytes=lambda b, h, s, d, dtype: 4 * b * h * s * d * dtype.itemsize,  # read q, k, v once, write the output once
+    threshold=10,
     check=_check,
 )
 def sdpa(b, h, s, d, causal, dtype, device):
