@@ -17,9 +17,26 @@ SUITE = textwrap.dedent(
     """
 )
 
+# On the controller, when the first result arrives: which of the run end's heavy modules are loaded.
+CONTROLLER_PROBE = textwrap.dedent(
+    """
+    import json, sys
+
+    def pytest_configure(config):
+        global CONFIG
+        CONFIG = config
+
+    def pytest_runtest_logreport(report):
+        if report.when == "call" and not hasattr(CONFIG, "workerinput"):
+            with open("controller-modules.json", "a") as f:
+                f.write(json.dumps(sorted(m for m in ("scipy.stats", "jinja2") if m in sys.modules)) + "\\n")
+    """
+)
+
 
 def test_two_workers_send_every_case_to_the_controller_once(tmp_path, run_pytest):
     (tmp_path / "test_naps.py").write_text(SUITE)
+    (tmp_path / "conftest.py").write_text(CONTROLLER_PROBE)
     result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update")
     assert result.ret == 0, "\n".join(result.outlines[-30:])
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
@@ -29,6 +46,9 @@ def test_two_workers_send_every_case_to_the_controller_once(tmp_path, run_pytest
     assert sorted(v.case_id for v in record.verdicts) == sorted(r.id for r in record.results)
     (baseline,) = (tmp_path / "baselines").glob("cpu-*.json")
     assert baseline.read_text().count('"recorded_at"') == 4
+    # The controller loaded scipy and jinja2 while the workers measured, not after the last case.
+    first = (tmp_path / "controller-modules.json").read_text().splitlines()[0]
+    assert first == '["jinja2", "scipy.stats"]'
 
 
 def test_version_strings_leave_as_plain_str():

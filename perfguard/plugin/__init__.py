@@ -61,6 +61,15 @@ def perf(request: pytest.FixtureRequest) -> Perf:
     return Perf(request)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> object:
+    # On the xdist controller, which waits while its workers start (seconds): load what the run's end
+    # needs now, so that it is not paid after the last case.
+    if session.config.pluginmanager.has_plugin("dsession"):
+        session.config.stash[STATE].prepare_finish()
+    return (yield)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # xdist workers leave the files to the controller
         session.config.stash[STATE].finish()

@@ -119,7 +119,16 @@ def _render(records: Sequence[RunRecord]) -> str:
         "css": _static("report.css"),
         "js": _static("report.js"),
     }
-    return _environment().get_template("report.html.j2").render(context)
+    return _template().render(context)
+
+
+def prepare() -> None:
+    """Load jinja2 and compile the report's template now (a fraction of a second), not at the run's end."""
+    _template()
+
+
+def _template() -> Any:
+    return _environment().get_template("report.html.j2")
 
 
 def _advice(merged: view.Merged, devices: list[Device]) -> list[tuple[str, str]]:
