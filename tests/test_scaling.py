@@ -13,6 +13,7 @@ from perfguard.model import CaseResult, DeviceInfo, Memory, RunRecord
 from perfguard.report.advice import scaling_line
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
+from perfguard.report.terminal import summary
 
 GIB = 2**30
 GPU = DeviceInfo(kind="cuda", name="GPU", slug="gpu", memory_bytes=140 * GIB)
@@ -75,8 +76,31 @@ def test_series_hold_the_other_parameters_fixed_and_need_three_values():
 def test_the_reports_show_the_fits():
     results = tuple(result("attn", 0.1 * s * s / 1e6, GIB + 1000 * s * s, s=s) for s in (1024, 2048, 4096))
     record = RunRecord("2026-11-29T00:00:00+00:00", "0", devices=(GPU,), results=results)
-    assert "attn over s: latency quadratic in s" in render_html([record])
+    html = render_html([record])
+    assert "<td>attn over s</td><td>quadratic (k=2.00, R²=1.000)</td><td>quadratic (k=2.00)</td>" in html
+    assert '<details class="scaling" open>' in html  # a few fits are shown at once
     assert "### Scaling (1)" in render_markdown([record])
+
+
+def test_many_fits_are_listed_nearest_to_filling_the_memory_first_and_cut_short_outside_the_html():
+    # Eight series whose memory grows ever faster: op7 runs out first, op0 last.
+    results = tuple(result(f"op{i}", 0.1 * s / 1e3, GIB + (i + 1) * 1e3 * s * s, s=s)
+                    for i in range(8) for s in (1024, 2048, 4096))
+    record = RunRecord("2026-11-29T00:00:00+00:00", "0", devices=(GPU,), results=results)
+    order = [f"op{i} over s" for i in reversed(range(8))]
+
+    lines = [line for line, _ in summary(results, [GPU], record) if line.startswith("scaling: ")]
+    assert [line.split(":")[1].strip() for line in lines[:5]] == order[:5]
+    assert lines[5:] == ["scaling: … and 3 more series in the HTML report"]
+
+    markdown = render_markdown([record])
+    assert "### Scaling (8)" in markdown and "- … and 3 more: see the HTML report" in markdown
+    assert [name in markdown for name in order] == [True] * 5 + [False] * 3
+
+    html = render_html([record])
+    assert '<details class="scaling">' in html  # closed: eight rows would push the cases down the page
+    positions = [html.index(f"<td>{name}</td>") for name in order]
+    assert positions == sorted(positions)
 
 
 SUITE = """

@@ -37,10 +37,26 @@ def launch_line(results: Iterable[CaseResult]) -> str | None:
     return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
 
 
-def scaling_lines(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[str]:
+def ranked_scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[Scaling]:
+    """Every scaling fit, the nearest to running out of device memory first: a swept suite has dozens,
+    and a list cut short should keep the ones that matter before a larger run."""
     from perfguard.analysis.scaling import scalings
 
-    return [scaling_line(s) for s in scalings(results, devices)]
+    return sorted(scalings(results, devices), key=_headroom)
+
+
+def _headroom(s: Scaling) -> float:
+    """How many times its largest measured value the parameter can grow before the memory runs out."""
+    return s.fits_up_to / max(s.values) if s.fits_up_to else math.inf
+
+
+def scaling_lines(results: Iterable[CaseResult], devices: Iterable[DeviceInfo], limit: int | None = None) -> list[str]:
+    """One line per fit (at most `limit`, then one that counts the rest)."""
+    fits = ranked_scalings(results, devices)
+    lines = [scaling_line(s) for s in fits[:limit]]
+    if len(fits) > len(lines):
+        lines.append(f"… and {len(fits) - len(lines)} more series in the HTML report")
+    return lines
 
 
 def scaling_line(s: Scaling) -> str:
@@ -55,6 +71,17 @@ def scaling_line(s: Scaling) -> str:
     if s.fits_up_to is not None:
         parts.append(f"fits in device memory up to {s.parameter} ≈ {_round(s.fits_up_to):,} (extrapolated)")
     return f"{s.title}: " + "; ".join(parts)
+
+
+def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str]:
+    """The HTML report's row: series, latency growth, memory growth, bytes per unit at the top, how far it fits."""
+    return (
+        s.title,
+        f"{s.latency.label} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})" if s.latency else "",
+        f"{s.memory.label} (k={s.memory.exponent:.2f})" if s.memory else "",
+        units.size(s.bytes_per_unit) if s.bytes_per_unit is not None else "",
+        f"{s.parameter} ≈ {_round(s.fits_up_to):,}" if s.fits_up_to is not None else "",
+    )
 
 
 def _round(x: float) -> int:

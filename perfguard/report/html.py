@@ -17,7 +17,7 @@ from typing import Any
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, units, view
-from perfguard.report.advice import launch_line, scaling_lines
+from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_cells
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
@@ -104,6 +104,7 @@ def _render(records: Sequence[RunRecord]) -> str:
         notes.append(f"merged from {merged.records} run records; per device and case the latest record wins")
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
+    advice, scaling = _advice(merged, devices)
     context = {
         "headline": headline,
         "devices": devices,
@@ -115,7 +116,9 @@ def _render(records: Sequence[RunRecord]) -> str:
         "notes": notes,
         "rooflines": [_roofline(d, rows) for d in devices],
         "attention": _attention(rows, len(devices) > 1),
-        "advice": _advice(merged, devices),
+        "advice": advice,
+        "scaling": scaling,
+        "scaling_open": len(scaling) <= NAMED,
         "css": _static("report.css"),
         "js": _static("report.js"),
     }
@@ -131,12 +134,10 @@ def _template() -> Any:
     return _environment().get_template("report.html.j2")
 
 
-def _advice(merged: view.Merged, devices: list[Device]) -> list[tuple[str, str]]:
-    """(heading, line) for the launch-bound cases and for each scaling fit."""
+def _advice(merged: view.Merged, devices: list[Device]) -> tuple[str | None, list[tuple[str, ...]]]:
+    """The launch-bound line, and a row per scaling fit."""
     results = [e.result for by_device in merged.cases.values() for e in by_device.values() if e.result is not None]
-    launch = launch_line(results)
-    lines = [("launch overhead", launch)] if launch else []
-    return lines + [("scaling", line) for line in scaling_lines(results, [d.info for d in devices])]
+    return launch_line(results), [scaling_cells(s) for s in ranked_scalings(results, [d.info for d in devices])]
 
 
 def _row(index: int, case_id: str, by_device: Mapping[str, Entry], devices: list[Device], columns: list[Column]) -> Row:
