@@ -4,8 +4,8 @@
 #   (default: tests calibrate suites explain profile accuracy detection)
 #   tests      the gpu-marked tests
 #   calibrate  `perfguard calibrate` into OUTDIR/baselines (the suites below are placed against it)
-#   suites     `pytest --perfguard --perfguard-update suites/` into OUTDIR/baselines, then again as an
-#              A/A check against that fresh baseline (no case may regress); records in OUTDIR/record1, record2
+#   suites     `pytest --perfguard -n auto --perfguard-update suites/` into OUTDIR/baselines, then again as
+#              an A/A check against that fresh baseline (no case may regress); records in OUTDIR/record1, record2
 #   explain    benchmarks/explain.py on record2: issue 4's bounds, Triton vs torch, the training-step breakdown
 #   profile    a few suites again with --perfguard-profile=all: top operator and kernels per call per case
 #   accuracy   benchmarks/accuracy.py (perfguard against triton's do_bench)
@@ -17,6 +17,10 @@ out=${1:?output folder}; shift
 stages=${*:-tests calibrate suites explain profile accuracy detection}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+# The GPU image sets PYTHONDONTWRITEBYTECODE=1, so every Python process there compiles torch's sources
+# again (import torch: 5.8 s against 2.1 s with bytecode, measured); an installed package has its
+# bytecode. Keep it, as an install would, so that per-process start-up is what users see.
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/perfguard-pycache; fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$out/install.log" 2>&1 || export PYTHONPATH=$PWD
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw,power.limit --format=csv,noheader
 for stage in $stages; do
@@ -45,7 +49,7 @@ for r in record.results:
 PY
     ;;
   suites)
-    pg="python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-baselines=$out/baselines suites/"
+    pg="python3 -m pytest -q -p no:cacheprovider --perfguard -n auto --perfguard-baselines=$out/baselines suites/"
     $pg --perfguard-update --perfguard-report="$out/record1" >"$out/suites.log" 2>&1
     grep -E "verdicts:|passed|failed" "$out/suites.log"
     $pg --perfguard-report="$out/record2" >>"$out/suites.log" 2>&1

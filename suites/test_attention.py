@@ -1,8 +1,10 @@
 """Scaled dot-product attention (torch.nn.functional.scaled_dot_product_attention), non-causal and causal.
 
-On the H200, B=8, H=16, S=4096, D=128 in bf16/fp16 dispatches to a fused kernel (FlashAttention,
-memory-efficient or cuDNN, whichever torch picks): the S x S score matrix never leaves the chip, so the only DRAM traffic is q, k, v in and the output out
-(0.5 GiB), against 1.1 TFLOP (non-causal): compute-bound, TFLOP/s is the figure to watch.
+On the H200, B=8, H=16, D=128 and S from 1024 to 16384 in bf16/fp16 dispatch to a fused kernel
+(FlashAttention, memory-efficient or cuDNN, whichever torch picks): the S x S score matrix never leaves
+the chip, so the only DRAM traffic is q, k, v in and the output out (0.5 GiB at S=4096), against
+1.1 TFLOP (non-causal, S=4096): compute-bound, TFLOP/s is the figure to watch. Along S the work grows
+as S² and the memory as S, which the sweep's scaling fits show.
 
 `attention_materialised` is the same operator written out by hand: it stores the S x S scores and
 their softmax, so its memory grows with S² where the fused kernel's grows with S. Measured at four
@@ -27,7 +29,8 @@ def _randn(shape, dtype, device, seed):
 
 def _params(device):
     if device == "cuda":
-        return {"b": [8], "h": [16], "s": [4096], "d": [128], "causal": [False, True], "dtype": [torch.bfloat16, torch.float16]}
+        return {"b": [8], "h": [16], "s": [1024, 2048, 4096, 8192, 16384], "d": [128], "causal": [False, True],
+                "dtype": [torch.bfloat16, torch.float16]}
     return {"b": [1], "h": [4], "s": [256], "d": [64], "causal": [False, True], "dtype": [torch.float32]}
 
 

@@ -30,10 +30,11 @@ def _add_check(out, n, dtype, device):
     torch.testing.assert_close(out, (a.double() + b.double()).to(dtype))
 
 
-# On the H200, 2**28 elements is 0.5-1 GiB per tensor (1.5-3 GiB per call, ~25-50x the 60 MB L2);
-# 2**20 (4-8 MB moved, a few µs) is the launch-bound case where timing methods disagree most.
+# On the H200, from 2**20 elements (4-8 MB moved, a few µs: launch-bound, where timing methods disagree
+# most) to 2**28 (0.5-1 GiB per tensor, 1.5-3 GiB per call, ~25-50x the 60 MB L2): the sweep's scaling
+# fit separates the launch floor from the cost per element.
 @perf_case(
-    params=lambda device: {"n": [2**20, 2**28] if device == "cuda" else [2**20], "dtype": DTYPES},
+    params=lambda device: {"n": [2**20, 2**22, 2**24, 2**26, 2**28] if device == "cuda" else [2**20], "dtype": DTYPES},
     bytes=lambda n, dtype: 3 * n * dtype.itemsize,  # read a and b, write the sum
     flops=lambda n: n,  # one add per element
     check=_add_check,
@@ -57,7 +58,7 @@ def _gelu_check(out, n, dtype, device):
 
 # One fused ATen kernel: x is read once and y written once, whatever the arithmetic in between.
 @perf_case(
-    params=lambda device: {"n": [2**28] if device == "cuda" else [2**20], "dtype": [torch.bfloat16, torch.float32]},
+    params=lambda device: {"n": [2**20, 2**24, 2**28] if device == "cuda" else [2**20], "dtype": [torch.bfloat16, torch.float32]},
     bytes=lambda n, dtype: 2 * n * dtype.itemsize,  # read x, write gelu(x)
     # Per element: x^3 (2 mul), 0.044715*x^3 + x (2), * sqrt(2/pi) (1), tanh (counted as 1),
     # 1 + (1), * x (1), * 0.5 (1): 9 operations.
