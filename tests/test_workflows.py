@@ -151,6 +151,12 @@ def test_one_job_per_gpu_and_ref_at_a_time(job):
     assert job["concurrency"]["cancel-in-progress"] is False
 
 
+def test_the_runner_s_gpus_each_get_a_worker(steps):
+    run = steps[step_index(steps, lambda s: s.get("id") == "perf")]["run"]
+    install = steps[step_index(steps, lambda s: s.get("name") == "Install perfguard")]["run"]
+    assert "-n auto" in run and "pytest-xdist" in install
+
+
 def test_pytest_status_is_captured_not_fatal(steps):
     i = step_index(steps, lambda s: s.get("id") == "perf")
     run = steps[i]["run"]
