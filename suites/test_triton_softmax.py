@@ -3,7 +3,8 @@
 One program per row: the row is loaded once into registers, its max, exp-sum and normalised values
 are computed on chip, and it is written once, so the kernel should reach the copy ceiling. It takes
 its shapes, byte and flop models and inputs from `softmax` in suites/test_reductions.py, so the two
-compare directly (pytest puts suites/ on sys.path; so do the benchmarks that load the suites).
+compare directly (suites/conftest.py puts suites/ on sys.path, whatever the import mode; so do the
+benchmarks that load the suites).
 
 Triton is imported only when the case is set up (on a GPU), so this file imports, and its cases are
 skipped, on machines without Triton or CUDA.
