@@ -94,7 +94,7 @@ def test_many_fits_are_listed_nearest_to_filling_the_memory_first_and_cut_short_
     assert lines[5:] == ["scaling: … and 3 more series in the HTML report"]
 
     markdown = render_markdown([record])
-    assert "### Scaling (8)" in markdown and "- … and 3 more: see the HTML report" in markdown
+    assert "### Scaling (8)" in markdown and "- … and 3 more series in the HTML report" in markdown
     assert [name in markdown for name in order] == [True] * 5 + [False] * 3
 
     html = render_html([record])

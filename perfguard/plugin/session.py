@@ -160,8 +160,8 @@ class State:
                     self.verdicts[verdicts[0].case_id] = verdicts
 
     def prepare_finish(self) -> None:
-        """Import what `finish` needs: scipy's statistics, numpy, jinja2 and the report's template (about
-        1.5 s on an H200 host). A failure here is left for `finish` to report."""
+        """Import what `finish` needs: scipy's statistics, numpy, jinja2 and the report's template (over a
+        second). A failure here is left for `finish` to report."""
         if not self.options.enabled:
             return
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from typing import TYPE_CHECKING
 
@@ -50,9 +50,8 @@ def _headroom(s: Scaling) -> float:
     return s.fits_up_to / max(s.values) if s.fits_up_to else math.inf
 
 
-def scaling_lines(results: Iterable[CaseResult], devices: Iterable[DeviceInfo], limit: int | None = None) -> list[str]:
+def scaling_lines(fits: Sequence[Scaling], limit: int | None = None) -> list[str]:
     """One line per fit (at most `limit`, then one that counts the rest)."""
-    fits = ranked_scalings(results, devices)
     lines = [scaling_line(s) for s in fits[:limit]]
     if len(fits) > len(lines):
         lines.append(f"… and {len(fits) - len(lines)} more series in the HTML report")

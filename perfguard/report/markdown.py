@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from perfguard.model import RunRecord
 from perfguard.report import units, view
-from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_line
+from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
 from perfguard.report.view import Device, Entry
 
 LIMIT_BYTES = 60_000
@@ -65,11 +65,9 @@ def render_markdown(records: Sequence[RunRecord]) -> str:
     fits = ranked_scalings(results, [d.info for d in devices])
     if fits:
         out.force("", f"### Scaling ({len(fits)})", "")
-        for s in fits[:NAMED]:
-            if not out.add(_clip(f"- {_text(scaling_line(s))}")):
+        for line in scaling_lines(fits, limit=NAMED):
+            if not out.add(_clip(f"- {_text(line)}")):
                 break
-        if len(fits) > NAMED:
-            out.force(f"- … and {len(fits) - NAMED} more: see the HTML report")
     # The table keeps a case's devices together, in the order of its most pressing verdict.
     _table(out, [e for by_device in merged.cases.values() for e in by_device.values()], merged.devices, multi)
     return out.text()

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import units
-from perfguard.report.advice import NAMED, launch_line, scaling_lines
+from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
 
 COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem")
 # Display order of verdicts, then "" for a case without one.
@@ -64,7 +64,7 @@ def summary(
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
-    lines += [(f"scaling: {line}", {}) for line in scaling_lines(results, devices, limit=NAMED)]
+    lines += [(f"scaling: {line}", {}) for line in scaling_lines(ranked_scalings(results, devices), limit=NAMED)]
     if verdicts:
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
