@@ -93,7 +93,10 @@ def run_ab(
         head_file=head.label,
     )
     head_record = dataclasses.replace(head_record, verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))))
-    _show(head_record, out)
+    from perfguard.report.terminal import record_lines
+
+    for line in record_lines(head_record):
+        out(line)
     _write(Path(report_dir), pooling.thinned(base_record), pooling.thinned(head_record), out)
     tally = verdict.counts(verdicts)
     out(f"perfguard ab: {head.label} against {base.label}, {rounds} round(s) each: "
@@ -182,13 +185,6 @@ def _perfguard_shim(tmp: Path) -> Path:
 
 
 # --- output ------------------------------------------------------------------------------------
-
-
-def _show(record: RunRecord, out: Callable[[str], None]) -> None:
-    from perfguard.report.terminal import summary
-
-    for line, _style in summary(record.results, record.devices, record):
-        out(line)
 
 
 def _write(folder: Path, base: RunRecord, head: RunRecord, out: Callable[[str], None]) -> None:

@@ -13,11 +13,9 @@ from perfguard.report import units
 
 
 def _show(args: argparse.Namespace) -> int:
-    from perfguard.report.terminal import summary
+    from perfguard.report.terminal import record_lines
 
-    record = read_record(args.run)
-    for line, _style in summary(record.results, record.devices, record):
-        print(line)
+    print("\n".join(record_lines(read_record(args.run))))
     return 0
 
 

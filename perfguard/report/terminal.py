@@ -54,6 +54,11 @@ def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
     return worst
 
 
+def record_lines(record: RunRecord) -> list[str]:
+    """A stored record's summary as plain lines (`perfguard show`, `perfguard ab`)."""
+    return [line for line, _style in summary(record.results, record.devices, record)]
+
+
 def summary(
     results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None
 ) -> list[tuple[str, dict[str, bool]]]:
