@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from scipy import stats
 
+from perfguard import units
 from perfguard.errors import BaselineError
 from perfguard.model import VERDICT_STATUSES, BaselineEntry, BaselineFile, CaseResult, RunRecord, Telemetry, Verdict
-from perfguard.report import units
 
 STATUSES = VERDICT_STATUSES
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from perfguard import units
 from perfguard.ab import DEFAULT_ROUNDS
 from perfguard.cli.common import DEFAULT_BASELINES, columns, percent
-from perfguard.report import units
 
 
 def _calibrate(args: argparse.Namespace) -> int:

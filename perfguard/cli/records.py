@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from perfguard import units
 from perfguard.cli.common import DEFAULT_BASELINES, columns, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import CaseResult
-from perfguard.report import units
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -17,9 +17,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from perfguard import units
 from perfguard import git
 from perfguard.errors import ConfigError, first_line
-from perfguard.report import units
 
 
 @dataclasses.dataclass(frozen=True)

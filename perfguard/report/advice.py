@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 
 from typing import TYPE_CHECKING
 
+from perfguard import units
 from perfguard.model import CaseResult, DeviceInfo
-from perfguard.report import units
 
 if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
     from perfguard.analysis.scaling import Scaling

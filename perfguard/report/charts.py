@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from perfguard import units
 from perfguard.analysis.roofline import roofs_of
 from perfguard.model import DeviceInfo
-from perfguard.report import units
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,8 +10,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from perfguard import units
 from perfguard.model import Profile, Verdict
-from perfguard.report import units, view
+from perfguard.report import view
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
 

@@ -14,9 +14,10 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
-from perfguard.report import charts, units, view
+from perfguard.report import charts, view
 from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_cells
 from perfguard.report.details import (
     breakdown,

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from perfguard import units
 from perfguard.model import RunRecord
-from perfguard.report import units, view
+from perfguard.report import view
 from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
 from perfguard.report.view import Device, Entry
 

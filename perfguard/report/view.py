@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.report import units
 
 # A case's overall status, most pressing first; its verdicts' statuses, plus what a case without a
 # comparison is: errored, skipped, smoke-run only, or measured without a baseline to compare with.

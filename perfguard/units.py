@@ -1,4 +1,4 @@
-"""Human units for figures, shared by every renderer."""
+"""Human units for figures (durations, sizes), shared by the renderers, the verdicts' messages and the CLI."""
 
 from __future__ import annotations
 
