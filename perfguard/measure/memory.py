@@ -29,10 +29,10 @@ def l2_flusher(device: DeviceInfo) -> Callable[[], Any]:
     return buf.zero_
 
 
-def before_setup(uuid: str | None) -> Before:
+def before_setup(handle: Any | None) -> Before:
+    """What is allocated (torch) and used (NVML, through the GPU's `handle`) before the case's setup."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    handle = nvml.handle(uuid)
     snap = nvml.snapshot(handle)
     return Before(torch.cuda.memory_allocated(), snap.memory_used_bytes if snap else None, handle)
 
