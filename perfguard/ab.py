@@ -29,12 +29,16 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import perfguard
 from perfguard import git
 from perfguard.errors import ConfigError, MeasurementError, PerfguardError
 from perfguard.model import RunRecord, dumps, loads_record
 from perfguard.report import HTML_NAME, MARKDOWN_NAME, RECORD_NAME
+
+if TYPE_CHECKING:
+    from perfguard.analysis.scaling import Scaling
 
 SIDES = ("base", "head")
 DEFAULT_ROUNDS = 2
@@ -93,11 +97,13 @@ def run_ab(
         head_file=head.label,
     )
     head_record = dataclasses.replace(head_record, verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))))
+    from perfguard.report.advice import ranked_scalings
     from perfguard.report.terminal import record_lines
 
-    for line in record_lines(head_record):
+    fits = ranked_scalings(head_record.results, head_record.devices)  # once, for the summary and both reports
+    for line in record_lines(head_record, fits):
         out(line)
-    _write(Path(report_dir), pooling.thinned(base_record), pooling.thinned(head_record), out)
+    _write(Path(report_dir), pooling.thinned(base_record), pooling.thinned(head_record), fits, out)
     tally = verdict.counts(verdicts)
     out(f"perfguard ab: {head.label} against {base.label}, {rounds} round(s) each: "
         + ", ".join(f"{n} {status}" for status, n in tally.items()))
@@ -187,7 +193,7 @@ def _perfguard_shim(tmp: Path) -> Path:
 # --- output ------------------------------------------------------------------------------------
 
 
-def _write(folder: Path, base: RunRecord, head: RunRecord, out: Callable[[str], None]) -> None:
+def _write(folder: Path, base: RunRecord, head: RunRecord, fits: Sequence[Scaling], out: Callable[[str], None]) -> None:
     """The head's record (with its verdicts), the base's, and the HTML and Markdown reports of the head.
     A file that cannot be written or rendered is one line; the verdicts above stand."""
     from perfguard.report.html import render_html
@@ -197,8 +203,8 @@ def _write(folder: Path, base: RunRecord, head: RunRecord, out: Callable[[str], 
     files: list[tuple[str, Callable[[], str]]] = [
         (RECORD_NAME, lambda: dumps(head)),
         (BASE_RECORD_NAME, lambda: dumps(base)),
-        (HTML_NAME, lambda: render_html([head])),
-        (MARKDOWN_NAME, lambda: render_markdown([head])),
+        (HTML_NAME, lambda: render_html([head], fits)),
+        (MARKDOWN_NAME, lambda: render_markdown([head], fits)),
     ]
     for name, render in files:
         try:

@@ -84,7 +84,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from perfguard.report.terminal import summary
 
     terminalreporter.section("perfguard")
-    for line, style in summary(state.results.values(), state.devices.values(), state.record):
+    for line, style in summary(state.results.values(), state.devices.values(), state.record, state.fits):
         terminalreporter.write_line(line, **style)
     if state.options.update and state.record and state.record.verdicts:
         terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")

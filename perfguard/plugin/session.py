@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +21,9 @@ from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Ver
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
 from perfguard.report import HTML_NAME, MARKDOWN_NAME, RECORD_NAME
+
+if TYPE_CHECKING:
+    from perfguard.analysis.scaling import Scaling
 
 RESULT_KEY = "perfguard"
 DEVICE_KEY = "perfguard_device"
@@ -44,6 +47,7 @@ class State:
         self.written: list[Path] = []
         self.problems: list[str] = []  # files that could not be written, shown in red at the end
         self.record: RunRecord | None = None
+        self.fits: list[Scaling] | None = None  # the record's scaling fits, fitted once for the three renderers
         self._kind: str | None = None
         self._baselines: dict[str, BaselineFile | None | BaselineError] = {}
         # On an xdist worker perfguard gave one GPU: that GPU's entry, checked at the first case.
@@ -190,6 +194,7 @@ class State:
                      "profile": self.options.profile},
         )
         self.record = record
+        self.fits = _fits(record)
         self.problems += [r.profile.problem for r in record.results if r.profile and r.profile.problem]
         from perfguard.store.atomic import write_atomic
 
@@ -215,7 +220,7 @@ class State:
         rendered = []
         for name, render in ((HTML_NAME, render_html), (MARKDOWN_NAME, render_markdown)):
             try:
-                rendered.append((name, render([record])))
+                rendered.append((name, render([record], self.fits)))
             except Exception as exc:  # noqa: BLE001 - a report must never take the run (or its record) down
                 self.problems.append(f"cannot render {name} ({type(exc).__name__}: {first_line(str(exc))}); {RECORD_NAME} is intact")
         return rendered
@@ -244,6 +249,16 @@ class State:
                 if case_id not in self.results:
                     missing += compare_case(None, entry, baseline_file=self._label(device))
         return missing
+
+
+def _fits(record: RunRecord) -> list[Scaling] | None:
+    """The record's scaling fits; None when fitting fails, so that each renderer tries and reports it."""
+    from perfguard.report.advice import ranked_scalings
+
+    try:
+        return ranked_scalings(record.results, record.devices)
+    except Exception:  # noqa: BLE001 - a report must never take the run down
+        return None
 
 
 def _git_commit(root: Path) -> str | None:

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfguard import units
 from perfguard.errors import ReportError, first_line
@@ -29,6 +29,9 @@ from perfguard.report.details import (
     sections,
 )
 from perfguard.report.view import Device, Entry
+
+if TYPE_CHECKING:
+    from perfguard.analysis.scaling import Scaling
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -78,14 +81,15 @@ class Row:
     panels: list[tuple[Device, Entry | None]]
 
 
-def render_html(records: Sequence[RunRecord]) -> str:
+def render_html(records: Sequence[RunRecord], fits: Sequence[Scaling] | None = None) -> str:
     """The report of one or more run records (merged as `view.merge` says), as one HTML document.
+    `fits`: the records' scaling fits (`advice.ranked_scalings`) when the caller has them already.
 
     Any failure (a broken or missing template, a figure a template trips over) is a ReportError of
     one line, so that the caller can say so and carry on: the run record is never at stake.
     """
     try:
-        return _render(records)
+        return _render(records, fits)
     except ReportError:
         raise
     except Exception as exc:
@@ -93,7 +97,7 @@ def render_html(records: Sequence[RunRecord]) -> str:
         raise ReportError(f"cannot render the HTML report: {type(exc).__name__}: {first_line(str(exc))}{where}") from exc
 
 
-def _render(records: Sequence[RunRecord]) -> str:
+def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str:
     merged = view.merge(records)
     devices = list(merged.devices.values())
     columns = [c for c in COLUMNS if len(devices) <= 1 or c.key in COMPACT]
@@ -105,7 +109,7 @@ def _render(records: Sequence[RunRecord]) -> str:
         notes.append(f"merged from {merged.records} run records; per device and case the latest record wins")
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
-    advice, scaling = _advice(merged, devices)
+    advice, scaling = _advice(merged, devices, fits)
     context = {
         "headline": headline,
         "devices": devices,
@@ -135,10 +139,12 @@ def _template() -> Any:
     return _environment().get_template("report.html.j2")
 
 
-def _advice(merged: view.Merged, devices: list[Device]) -> tuple[str | None, list[tuple[str, ...]]]:
+def _advice(merged: view.Merged, devices: list[Device], fits: Sequence[Scaling] | None) -> tuple[str | None, list[tuple[str, ...]]]:
     """The launch-bound line, and a row per scaling fit."""
     results = [e.result for by_device in merged.cases.values() for e in by_device.values() if e.result is not None]
-    return launch_line(results), [scaling_cells(s) for s in ranked_scalings(results, [d.info for d in devices])]
+    if fits is None:
+        fits = ranked_scalings(results, [d.info for d in devices])
+    return launch_line(results), [scaling_cells(s) for s in fits]
 
 
 def _row(index: int, case_id: str, by_device: Mapping[str, Entry], devices: list[Device], columns: list[Column]) -> Row:

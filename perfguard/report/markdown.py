@@ -11,12 +11,16 @@ Case ids and messages are record text, so they are escaped: a case named `<img s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import view
 from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
 from perfguard.report.view import Device, Entry
+
+if TYPE_CHECKING:
+    from perfguard.analysis.scaling import Scaling
 
 LIMIT_BYTES = 60_000
 RESERVE_BYTES = 2_000  # kept for headings, the "… and N more" lines and the closing tags
@@ -32,8 +36,8 @@ SECTIONS = (
 )
 
 
-def render_markdown(records: Sequence[RunRecord]) -> str:
-    """The Markdown summary of one or more run records (merged as `view.merge` says)."""
+def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None = None) -> str:
+    """The Markdown summary of one or more run records (merged as `view.merge` says); `fits` as in `render_html`."""
     merged = view.merge(records)
     out = _Budget(LIMIT_BYTES - RESERVE_BYTES)
     counts = merged.counts()
@@ -63,7 +67,8 @@ def render_markdown(records: Sequence[RunRecord]) -> str:
     advice = launch_line(results)
     if advice:
         out.force("", f"_{_text(advice)}_")
-    fits = ranked_scalings(results, [d.info for d in devices])
+    if fits is None:
+        fits = ranked_scalings(results, [d.info for d in devices])
     if fits:
         out.force("", f"### Scaling ({len(fits)})", "")
         for line in scaling_lines(fits, limit=NAMED):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
+
+if TYPE_CHECKING:
+    from perfguard.analysis.scaling import Scaling
 
 COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem")
 # Display order of verdicts, then "" for a case without one.
@@ -54,22 +58,26 @@ def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
     return worst
 
 
-def record_lines(record: RunRecord) -> list[str]:
+def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None) -> list[str]:
     """A stored record's summary as plain lines (`perfguard show`, `perfguard ab`)."""
-    return [line for line, _style in summary(record.results, record.devices, record)]
+    return [line for line, _style in summary(record.results, record.devices, record, fits)]
 
 
 def summary(
-    results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None
+    results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None,
+    fits: Sequence[Scaling] | None = None,
 ) -> list[tuple[str, dict[str, bool]]]:
-    """The table, then one line counting each verdict, then the line of every verdict that is not `same`."""
+    """The table, then one line counting each verdict, then the line of every verdict that is not `same`;
+    `fits` as in `html.render_html`."""
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
     lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
-    lines += [(f"scaling: {line}", {}) for line in scaling_lines(ranked_scalings(results, devices), limit=NAMED)]
+    if fits is None:
+        fits = ranked_scalings(results, devices)
+    lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
     if verdicts:
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
