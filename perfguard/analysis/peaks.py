@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from perfguard.analysis.roofline import ridge_point
 from perfguard.model import DeviceInfo
 
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64")
@@ -48,7 +49,7 @@ class GpuPeaks:
 
     def ridge_point(self, dtype: str) -> float:
         """The intensity (FLOP/B) where the memory roof meets the dtype's compute roof, at the datasheet bandwidth."""
-        return getattr(self, dtype) * 1e3 / self.bandwidth_gbps
+        return ridge_point(getattr(self, dtype), self.bandwidth_gbps)
 
 
 H100_SXM = GpuPeaks(

@@ -76,9 +76,14 @@ def ridge_point(peak_tflops: float, bandwidth_gbps: float) -> float:
     return peak_tflops * 1e3 / bandwidth_gbps
 
 
+def memory_roof(intensity: float, bandwidth_gbps: float) -> float:
+    """The memory roof at `intensity` FLOP/B, in TFLOP/s (GB/s × FLOP/B / 1e3)."""
+    return intensity * bandwidth_gbps / 1e3
+
+
 def attainable_tflops(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
     """The roofline at `intensity` FLOP/B: min(peak, intensity × bandwidth), in TFLOP/s."""
-    return min(peak_tflops, intensity * bandwidth_gbps / 1e3)
+    return min(peak_tflops, memory_roof(intensity, bandwidth_gbps))
 
 
 def launch_bound(device_ms: float, overhead_share: float | None) -> bool:
@@ -119,7 +124,7 @@ def place(
         elif roofs:
             ridges = [ridge_point(p, bandwidth_gbps) for p in roofs.values()]
             if intensity < min(ridges):
-                wall, attainable = "memory", intensity * bandwidth_gbps / 1e3
+                wall, attainable = "memory", memory_roof(intensity, bandwidth_gbps)
             elif intensity >= max(ridges):
                 wall = "compute"  # against which peak is unknown, so no attainable rate
         efficiency = tflops / attainable if attainable else None

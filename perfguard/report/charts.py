@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from perfguard import units
-from perfguard.analysis.roofline import roofs_of
+from perfguard.analysis.roofline import memory_roof, ridge_point, roofs_of
 from perfguard.model import DeviceInfo
 
 
@@ -127,22 +127,16 @@ class Roofline:
     notes: list[str]
 
 
-def compute_roofs(info: DeviceInfo) -> list[tuple[str, float]]:
-    """Peak TFLOP/s of the device, when the record knows it: a number, or one per dtype (`DeviceInfo.peak_tflops`).
+def compute_roofs(peaks: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The compute roofs to draw, highest first, from the device's peak TFLOP/s per dtype.
 
     Dtypes with the same peak share one roof ("bf16, fp16"): two labels at one height would overprint.
     """
-    # The roofs the cases were placed against (calibrated ones where `perfguard calibrate` ran).
-    peak = roofs_of(info)[1]
-    if isinstance(peak, (int, float)) and peak > 0:
-        return [("compute peak", float(peak))]
-    if isinstance(peak, Mapping):
-        names: dict[float, list[str]] = {}
-        for k, v in peak.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                names.setdefault(float(v), []).append(str(k))
-        return [(", ".join(names[v]), v) for v in sorted(names, reverse=True)]
-    return []
+    names: dict[float, list[str]] = {}
+    for k, v in peaks.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            names.setdefault(float(v), []).append(str(k))
+    return [(", ".join(names[v]), v) for v in sorted(names, reverse=True)]
 
 
 def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
@@ -152,8 +146,9 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
     The efficiency, when given, is the case's own (`Metrics.efficiency`, against the roof of its
     dtype); without it the hover note measures the point against the highest roof.
     """
-    bw, _, calibrated = roofs_of(info)  # GB/s = 1e9 B/s; times FLOP/B, over 1e3, is TFLOP/s
-    peaks = compute_roofs(info)
+    # The roofs the cases were placed against (calibrated ones where `perfguard calibrate` ran).
+    bw, by_dtype, calibrated = roofs_of(info)
+    peaks = compute_roofs(by_dtype)
     notes = ["roofs measured on this card by perfguard calibrate"] if calibrated else []
     if not bw:
         notes.append("no memory roof: the record has no peak bandwidth for this device")
@@ -163,10 +158,10 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
         return None
     xs = [c[3] for c in cases] or [0.1, 100.0]
     ys = [c[4] for c in cases]
-    ridges = [p * 1e3 / bw for _, p in peaks] if bw else []
+    ridges = [ridge_point(p, bw) for _, p in peaks] if bw else []
     x_lo, x_hi = _decades(min(xs + ridges) / 2, max(xs + ridges) * 2)
     # The y range follows the cases and the compute roofs; the memory roof is clipped at its edges.
-    levels = ys + [p for _, p in peaks] or [bw * x / 1e3 for x in xs]
+    levels = ys + [p for _, p in peaks] or [memory_roof(x, bw) for x in xs]
     y_lo, y_hi = _decades(min(levels) / 2, max(levels) * 2)
     left, top, right, bottom = 52.0, 10.0, width - 12.0, height - 34.0
 
@@ -179,13 +174,15 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
     roofs = []
     if bw:
         # The memory roof, from where it enters the plot to the highest compute roof (or the edge).
-        start = max(10 ** x_lo, 10 ** y_lo * 1e3 / bw)
-        end = min(10 ** x_hi, 10 ** y_hi * 1e3 / bw, max(ridges) if ridges else math.inf)
+        # (where the memory roof crosses a level y is that level's ridge point)
+        start = max(10 ** x_lo, ridge_point(10 ** y_lo, bw))
+        end = min(10 ** x_hi, ridge_point(10 ** y_hi, bw), max(ridges) if ridges else math.inf)
         if end > start:
-            angle = math.degrees(math.atan2(py(bw * end / 1e3) - py(bw * start / 1e3), px(end) - px(start)))
+            y0, y1 = py(memory_roof(start, bw)), py(memory_roof(end, bw))
+            angle = math.degrees(math.atan2(y1 - y0, px(end) - px(start)))
             lx = start * (end / start) ** 0.5
-            roofs.append(Roof(f"M{px(start)} {py(bw * start / 1e3)}L{px(end)} {py(bw * end / 1e3)}",
-                              f"memory roof {bw:,.0f} GB/s", px(lx) + 4, py(bw * lx / 1e3) - 5, round(angle, 1)))
+            roofs.append(Roof(f"M{px(start)} {y0}L{px(end)} {y1}",
+                              f"memory roof {bw:,.0f} GB/s", px(lx) + 4, py(memory_roof(lx, bw)) - 5, round(angle, 1)))
     for (name, peak), ridge in zip(peaks, ridges or [10 ** x_lo] * len(peaks), strict=True):
         start = max(ridge, 10 ** x_lo)
         rate = f"{peak:,.0f}" if peak >= 10 else f"{peak:.3g}"  # an L4's fp64 is 0.47
@@ -194,7 +191,7 @@ def roofline(info: DeviceInfo, cases: Sequence[tuple[Any, ...]],
     points = []
     for key, case_id, status, x, y, *rest in cases:
         efficiency = rest[0] if rest else None
-        ceilings = ([bw * x / 1e3] if bw else []) + [p for _, p in peaks[:1]]
+        ceilings = ([memory_roof(x, bw)] if bw else []) + [p for _, p in peaks[:1]]
         attainable = min(ceilings) if ceilings else None
         if efficiency is not None:
             share = f", {100 * efficiency:.1f}% of its roof"
