@@ -167,7 +167,7 @@ class ProfileOp:
 class Profile:
     """The case re-run under torch.profiler (--perfguard-profile): its top operators and its Chrome trace."""
 
-    ops: tuple[ProfileOp, ...] = ()  # first: the report's table reads the first sequence field
+    ops: tuple[ProfileOp, ...] = ()
     sort_by: str = "cpu"  # "cuda": by self CUDA time; "cpu": by self CPU time (a CPU machine)
     calls: int = 0  # calls profiled; every figure is per call
     kernels_per_call: float | None = None  # GPU kernels launched per call; None on a CPU

@@ -113,15 +113,13 @@ def environment(entry: Entry) -> tuple[str, bool]:
 def profile_table(entry: Entry) -> tuple[list[str], list[list[str]]] | None:
     """The profiler's top operators as (columns, rows), or None when the case was not profiled.
 
-    Reads `CaseResult.profile` (issue 4): a sequence of records (dataclasses or mappings), or an
-    object whose first sequence field holds them.
+    Reads `CaseResult.profile`: a `Profile`'s operators, or a sequence of records (dataclasses or mappings).
     """
     value = getattr(entry.result, "profile", None)
     if value is None:
         return None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = [getattr(value, f.name) for f in dataclasses.fields(value)]
-        value = next((f for f in fields if isinstance(f, (list, tuple)) and f), ())
+    if isinstance(value, Profile):
+        value = value.ops
     if isinstance(value, Mapping):
         value = [{"operator": k, "value": v} for k, v in value.items()]
     items = [_as_dict(x) for x in list(value)[:PROFILE_ROWS]] if isinstance(value, Sequence) else []
