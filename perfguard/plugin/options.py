@@ -40,6 +40,14 @@ class Options:
     allow_shared_gpu: bool = False
 
     @classmethod
+    def of(cls, config: pytest.Config) -> Options:
+        """The run's options, parsed on first use and kept in the config's stash (xdist's controller
+        asks for them in three hooks, the first before pytest_configure)."""
+        if _STASHED not in config.stash:
+            config.stash[_STASHED] = cls.from_config(config)
+        return config.stash[_STASHED]
+
+    @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
         root = config.rootpath
         _refuse_spaced_folders(config)
@@ -54,6 +62,9 @@ class Options:
             profile=_profile(config),
             allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
         )
+
+
+_STASHED = pytest.StashKey[Options]()
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -39,7 +39,7 @@ class State:
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.options = Options.from_config(config)
+        self.options = Options.of(config)
         self.results: dict[str, CaseResult] = {}
         self.devices: dict[str, DeviceInfo] = {}
         self.verdicts: dict[str, list[Verdict]] = {}

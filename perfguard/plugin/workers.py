@@ -24,15 +24,22 @@ from perfguard.plugin.options import Options
 
 PIN_KEY = "perfguard_gpu"  # in a worker's workerinput: the CUDA_VISIBLE_DEVICES entry it was given
 _PINS = pytest.StashKey[dict[int, str]]()  # id(spec) -> entry, on the controller
+_VISIBLE = pytest.StashKey[tuple[str, ...]]()  # the GPUs, listed once per run (NVML)
+
+
+def _visible(config: pytest.Config) -> tuple[str, ...]:
+    if _VISIBLE not in config.stash:
+        config.stash[_VISIBLE] = gpus.visible()
+    return config.stash[_VISIBLE]
 
 
 def auto_count(config: pytest.Config) -> int | None:
     """`-n auto` under --perfguard: the number of visible GPUs; None (xdist's CPU count) otherwise."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):  # the user's explicit count wins, as in xdist
         return None
-    if not Options.from_config(config).enabled:
+    if not Options.of(config).enabled:
         return None
-    return len(gpus.visible()) or None
+    return len(_visible(config)) or None
 
 
 def refusal(workers: int, visible: tuple[str, ...]) -> str:
@@ -52,7 +59,7 @@ def refuse_shared_gpus(config: pytest.Config, options: Options) -> None:
     workers = local_worker_count(config)
     if workers < 2:
         return
-    visible = gpus.visible()
+    visible = _visible(config)
     if visible and workers > len(visible):
         raise pytest.UsageError(refusal(workers, visible))
 
@@ -68,9 +75,9 @@ def local_worker_count(config: pytest.Config) -> int:
 
 def pin(config: pytest.Config, specs: Any) -> None:
     """Give each local worker's spec its GPU (pytest_xdist_setupnodes, before any worker starts)."""
-    if hasattr(config, "workerinput") or not Options.from_config(config).enabled:
+    if hasattr(config, "workerinput") or not Options.of(config).enabled:
         return
-    config.stash[_PINS] = assign(specs, gpus.visible())
+    config.stash[_PINS] = assign(specs, _visible(config))
 
 
 def assign(specs: Any, visible: tuple[str, ...]) -> dict[int, str]:
