@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import perfguard
 from perfguard import git
 from perfguard.errors import ConfigError, MeasurementError, PerfguardError
-from perfguard.model import RunRecord, dumps, loads_record
-from perfguard.report import HTML_NAME, MARKDOWN_NAME, RECORD_NAME
+from perfguard.model import RunRecord, loads_record
+from perfguard.report import RECORD_NAME, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -196,25 +196,8 @@ def _perfguard_shim(tmp: Path) -> Path:
 def _write(folder: Path, base: RunRecord, head: RunRecord, fits: Sequence[Scaling], out: Callable[[str], None]) -> None:
     """The head's record (with its verdicts), the base's, and the HTML and Markdown reports of the head.
     A file that cannot be written or rendered is one line; the verdicts above stand."""
-    from perfguard.report.html import render_html
-    from perfguard.report.markdown import render_markdown
-    from perfguard.store.atomic import write_atomic
-
-    files: list[tuple[str, Callable[[], str]]] = [
-        (RECORD_NAME, lambda: dumps(head)),
-        (BASE_RECORD_NAME, lambda: dumps(base)),
-        (HTML_NAME, lambda: render_html([head], fits)),
-        (MARKDOWN_NAME, lambda: render_markdown([head], fits)),
-    ]
-    for name, render in files:
-        try:
-            write_atomic(folder / name, render())
-        except PerfguardError as exc:
-            out(f"perfguard: {exc}")
-        except Exception as exc:  # noqa: BLE001 - a report must never hide the verdicts
-            out(f"perfguard: cannot render {name} ({type(exc).__name__}: {exc})")
-        else:
-            out(f"perfguard: wrote {folder / name}")
+    for path, problem in write_run_files(folder, head, fits, others=[(BASE_RECORD_NAME, base)]):
+        out(f"perfguard: {problem or f'wrote {path}'}")
 
 
 def _last_line(text: str) -> str:

@@ -16,11 +16,11 @@ import pytest
 
 import perfguard
 from perfguard.case import CaseInstance
-from perfguard.errors import BaselineError, ConfigError, PerfguardError, first_line
-from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, dumps, from_jsonable, to_jsonable
+from perfguard.errors import BaselineError, ConfigError, PerfguardError
+from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
-from perfguard.report import HTML_NAME, MARKDOWN_NAME, RECORD_NAME
+from perfguard.report import write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -196,12 +196,11 @@ class State:
         self.record = record
         self.fits = _fits(record)
         self.problems += [r.profile.problem for r in record.results if r.profile and r.profile.problem]
-        from perfguard.store.atomic import write_atomic
-
-        folder = self.options.report_dir
-        self._attempt(lambda: write_atomic(folder / RECORD_NAME, dumps(record)), folder / RECORD_NAME)
-        for name, text in self._render(record):
-            self._attempt(lambda: write_atomic(folder / name, text), folder / name)
+        for path, problem in write_run_files(self.options.report_dir, record, self.fits):
+            if problem:
+                self.problems.append(problem)
+            else:
+                self.written.append(path)
         if self.options.update:
             from perfguard import store
 
@@ -211,19 +210,6 @@ class State:
                     lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now),
                     store.path_for(self.options.baselines_dir, slug),
                 )
-
-    def _render(self, record: RunRecord) -> list[tuple[str, str]]:
-        """The HTML report and the Markdown summary; a renderer that fails costs its file only."""
-        from perfguard.report.html import render_html
-        from perfguard.report.markdown import render_markdown
-
-        rendered = []
-        for name, render in ((HTML_NAME, render_html), (MARKDOWN_NAME, render_markdown)):
-            try:
-                rendered.append((name, render([record], self.fits)))
-            except Exception as exc:  # noqa: BLE001 - a report must never take the run (or its record) down
-                self.problems.append(f"cannot render {name} ({type(exc).__name__}: {first_line(str(exc))}); {RECORD_NAME} is intact")
-        return rendered
 
     def _attempt(self, write: Any, path: Path) -> None:
         try:
