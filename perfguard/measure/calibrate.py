@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from perfguard.analysis.peaks import DTYPES
 from perfguard.case import CaseInstance, build_spec
 from perfguard.errors import MeasurementError
 from perfguard.measure import runner
@@ -28,7 +29,7 @@ CPU_COPY_BYTES = 2**26
 GPU_MATMUL_N = 8192
 CPU_MATMUL_N = 512
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32, "fp64": torch.float64}
-GPU_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64")
+GPU_DTYPES = DTYPES  # every dtype the peak table has a roof for
 # CPU matmuls in half precision are emulated on most CPUs: not a roof worth storing.
 CPU_DTYPES = ("fp32", "fp64")
 DEFAULT_BUDGET_S = 2.0

@@ -130,7 +130,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         latency=latency,
         samples_ms=thin_samples(samples),
         metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, eager_ms,
-                               instance.params_for_record().get("dtype")),
+                               base.params.get("dtype")),
         memory=mem,
         telemetry=watch.result(),
         setup_s=setup_s,
