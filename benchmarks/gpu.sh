@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything perfguard checks on a GPU, in one command; full logs in OUTDIR, a short summary printed.
-#   bash benchmarks/gpu.sh OUTDIR [tests] [calibrate] [suites] [explain] [profile] [accuracy] [detection] [xdist]
+#   bash benchmarks/gpu.sh OUTDIR [tests] [calibrate] [suites] [explain] [profile] [accuracy] [record] [judge] [detection] [xdist]
 #   (default: tests calibrate suites explain profile accuracy detection)
 #   tests      the gpu-marked tests
 #   calibrate  `perfguard calibrate` into OUTDIR/baselines (the suites below are placed against it)
@@ -9,7 +9,11 @@
 #   explain    benchmarks/explain.py on record2: issue 4's bounds, Triton vs torch, the training-step breakdown
 #   profile    a few suites again with --perfguard-profile=all: top operator and kernels per call per case
 #   accuracy   benchmarks/accuracy.py (perfguard against triton's do_bench)
-#   detection  benchmarks/detection.py (false alarms and detection rates of the gate)
+#   record     benchmarks/detection.py record: a baseline of RUNS (default 5) runs of the suites in OUTDIR/record
+#   judge      benchmarks/detection.py judge: 3 runs of the unchanged suites against JUDGE_BASELINES (a folder
+#              recorded on another host), verdicts counted per run, in OUTDIR/judge
+#   detection  benchmarks/detection.py inject: injected slowdowns (x1.03, x1.05, x1.10) and an extra buffer on
+#              36 memory-bound cases, against a 5-run baseline, in OUTDIR/inject
 #   xdist      benchmarks/xdist_scaling.py (-n 1 against -n 2: speed-up, GPUs, figures); not in the default
 # perfguard is installed without dependencies: the GPU image has torch, triton, scipy and NVML.
 set -uo pipefail
@@ -58,8 +62,12 @@ PY
   accuracy)
     python3 benchmarks/accuracy.py --json "$out/accuracy.json" >"$out/accuracy.log" 2>&1
     sed -n '/^case /,$p' "$out/accuracy.log" ;;
+  record)
+    python3 benchmarks/detection.py record "$out/record" --runs "${RUNS:-5}" 2>&1 | tee "$out/record.log" ;;
+  judge)
+    python3 benchmarks/detection.py judge "$out/judge" "${JUDGE_BASELINES:?set JUDGE_BASELINES to a baselines folder}" 2>&1 | tee "$out/judge.log" ;;
   detection)
-    python3 benchmarks/detection.py --json "$out/detection.json" 2>&1 | tee "$out/detection.log" ;;
+    python3 benchmarks/detection.py inject "$out/inject" 2>&1 | tee "$out/detection.log" ;;
   xdist)
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
   esac

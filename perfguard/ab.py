@@ -95,6 +95,7 @@ def run_ab(
         threshold_pct=verdict.DEFAULT_THRESHOLD_PCT if threshold_pct is None else threshold_pct,
         baseline_file=base.label,
         head_file=head.label,
+        base_rounds=records["base"],  # each round is a run: the case's tolerance comes from their spread
     )
     head_record = dataclasses.replace(head_record, verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))))
     from perfguard.report.advice import ranked_scalings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -84,8 +85,9 @@ def test_file_is_sorted_and_rounded_so_resaving_identical_data_is_an_empty_diff(
     assert "0.333333\n" in text or "0.333333," in text
     assert "0.3333333" not in text  # six significant digits, no float noise
     assert dumps(store.load(tmp_path, H200)) == text
+    # The same figures recorded again are one more run: the diff adds the runs' lines and nothing else.
     write_baseline(tmp_path, result("zeta", scale=1 / 3), result("alpha", scale=2 / 7))
-    assert path.read_text() == text
+    assert len(store.load(tmp_path, H200).cases["zeta"].runs) == 2
 
 
 def test_list_files_ignores_lock_and_temporary_files(tmp_path):
@@ -147,9 +149,71 @@ def test_bad_baseline_is_refused_with_one_line_naming_the_file_and_left_untouche
 
 def test_a_baseline_of_a_newer_schema_says_which_version_reads_it(tmp_path):
     path = tmp_path / "nvidia-h200.json"
-    path.write_text('{"schema_version": 2, "device": {}, "cases": {}}')
-    with pytest.raises(BaselineError, match="schema_version 2, but this perfguard reads version 1"):
+    path.write_text('{"schema_version": 3, "device": {}, "cases": {}}')
+    with pytest.raises(BaselineError, match="schema_version 3, but this perfguard reads versions 1, 2"):
         store.load(tmp_path, "nvidia-h200")
+
+
+# --- runs: the unit of evidence -------------------------------------------------------------------------
+
+
+def test_each_update_adds_one_run_per_case_with_its_host_and_card(tmp_path):
+    for day, scale in ((1, 1.0), (2, 1.01), (3, 0.99)):
+        host = dataclasses.replace(H200, host=f"runner-{day}")
+        store.update(tmp_path, host, [result("a", scale=scale)], commit=f"c{day}", recorded_at=f"2026-11-0{day}")
+    entry = store.load(tmp_path, H200).cases["a"]
+    assert [r.recorded_at for r in entry.runs] == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
+    assert {r.device_uuid for r in entry.runs} == {"GPU-1234"} and entry.runs[-1].commit == "c3"
+    assert entry.runs[1].median_ms == pytest.approx(result("a", scale=1.01).latency.median_ms, rel=1e-5)
+    assert entry.result.latency.median_ms == pytest.approx(entry.runs[-1].median_ms)  # the newest run's samples
+    assert store.load(tmp_path, H200).device.host is None  # the file belongs to the model, not to a machine
+
+
+def test_a_case_keeps_only_its_last_runs(tmp_path):
+    for day in range(1, 6):
+        store.update(tmp_path, H200, [result("a", scale=day)], commit=None, recorded_at=f"2026-11-0{day}", keep_runs=3)
+    assert [r.recorded_at for r in store.load(tmp_path, H200).cases["a"].runs] == ["2026-11-03", "2026-11-04", "2026-11-05"]
+
+
+def test_a_restarted_case_drops_its_earlier_runs_and_the_others_keep_theirs(tmp_path):
+    write_baseline(tmp_path, result("a"), result("b"))
+    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at="later", restart={"a"})
+    cases = store.load(tmp_path, H200).cases
+    assert [r.recorded_at for r in cases["a"].runs] == ["later"]
+    assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
+
+
+def test_a_fleets_runs_merge_in_one_write_and_a_restart_keeps_every_new_run(tmp_path):
+    write_baseline(tmp_path, result("a"))
+    runs = [([result("a", scale=2.0)], "new", f"2026-12-0{i}", f"runner-{i}") for i in (1, 2, 3)]
+    store.update_runs(tmp_path, H200, runs, restart={"a"})
+    entry = store.load(tmp_path, H200).cases["a"]
+    assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
+
+
+def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_written_as_version_2(tmp_path):
+    path = write_baseline(tmp_path, result("a"))
+    old = json.loads(path.read_text())
+    old["schema_version"] = 1
+    for entry in old["cases"].values():
+        del entry["runs"]
+    path.write_text(json.dumps(old))
+    (run,) = store.load(tmp_path, H200).cases["a"].runs
+    assert (run.recorded_at, run.commit) == (WHEN, "abc123")
+    assert run.median_ms == pytest.approx(result("a").latency.median_ms, rel=1e-5)
+    store.update(tmp_path, H200, [result("a")], commit=None, recorded_at="later")
+    assert json.loads(path.read_text())["schema_version"] == 2
+    assert len(store.load(tmp_path, H200).cases["a"].runs) == 2
+
+
+def test_a_version_2_entry_without_runs_is_refused(tmp_path):
+    path = write_baseline(tmp_path, result("a"))
+    data = json.loads(path.read_text())
+    data["cases"]["a"]["runs"] = []
+    path.write_text(json.dumps(data))
+    with pytest.raises(BaselineError, match="entry 'a' holds no runs"):
+        store.load(tmp_path, H200)
 
 
 def test_loads_baseline_is_the_strict_parser_the_store_uses(tmp_path):

@@ -49,7 +49,7 @@ def test_show_prints_the_table_of_a_record(tmp_path, rng, capsys):
 
 def test_show_lists_the_verdicts_a_record_carries(tmp_path, rng, capsys):
     verdict = Verdict(case_id="a", metric="latency", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
-                      p_value=1e-6, confidence=1 - 1e-6, threshold_pct=5.0, baseline_file="baselines/x.json",
+                      threshold_pct=5.0, baseline_file="baselines/x.json",
                       env_mismatch=(), message="latency regressed: 1.000 ms → 1.200 ms (+20.0%)")
     run = record(tmp_path / "run.json", result("a", rng), verdicts=(verdict,))
     assert main(["show", str(run)]) == 0
@@ -62,7 +62,7 @@ def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path,
     baselines = tmp_path / "baselines"
     assert main(["baseline", "accept", str(run), "--baselines", str(baselines)]) == 0
     out = capsys.readouterr().out
-    assert f"accepted 2 case(s) into {baselines / 'cpu-amd-epyc-9654.json'}" in out
+    assert f"accepted 1 run(s) of 2 case(s) into {baselines / 'cpu-amd-epyc-9654.json'}" in out
     assert "skipped broken: not measured (status error)" in out
     saved = store.load(baselines, CPU)
     assert sorted(saved.cases) == ["a", "b"]
@@ -73,9 +73,29 @@ def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path,
         assert main(args) == 0
         out = capsys.readouterr().out
         assert "AMD EPYC 9654 (cpu-amd-epyc-9654), 2 case(s)" in out
-        assert "case" in out and "median" in out and "samples" in out and "recorded_at" in out
+        assert "case" in out and "median" in out and "samples kept" in out and "runs" in out and "recorded_at" in out
         line = next(line for line in out.splitlines() if line.strip().startswith("a "))
         assert "100" in line and "2026-11-29T12:00:00+00:00" in line and "0123456789ab" in line
+
+
+def test_baseline_accept_merges_a_fleets_records_into_one_run_each(tmp_path, rng, capsys):
+    # The records of a CI matrix over three runners of one GPU model: each is one run of its cases.
+    baselines = tmp_path / "baselines"
+    paths = []
+    for i, host in enumerate(("runner-a", "runner-b", "runner-c")):
+        run = RunRecord(created_at=f"2026-11-29T12:0{i}:00+00:00", perfguard_version="0.1.0",
+                        devices=(dataclasses.replace(CPU, host=host),), results=(result("a", rng, 1 + i / 100),))
+        paths.append(tmp_path / f"{host}.json")
+        paths[-1].write_text(dumps(run))
+    assert main(["baseline", "accept", *map(str, paths), "--baselines", str(baselines), "--keep-runs", "2"]) == 0
+    assert "accepted 3 run(s) of 1 case(s)" in capsys.readouterr().out
+    runs = store.load(baselines, CPU).cases["a"].runs
+    assert [r.host for r in runs] == ["runner-b", "runner-c"]  # --keep-runs 2: the newest two
+    assert main(["baseline", "show", "--baselines", str(baselines)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("a "))
+    assert " 2 " in line and "%" in line  # two runs, and how far apart they lie
+    assert main(["baseline", "accept", str(paths[0]), "--restart", "--baselines", str(baselines)]) == 0
+    assert [r.host for r in store.load(baselines, CPU).cases["a"].runs] == ["runner-a"]
 
 
 def test_baseline_accept_of_chosen_cases_keeps_the_others(tmp_path, rng, capsys):
@@ -100,12 +120,12 @@ def test_baseline_accept_refuses_a_corrupt_baseline_and_leaves_it(tmp_path, rng,
     baselines = tmp_path / "baselines"
     baselines.mkdir()
     corrupt = baselines / "cpu-amd-epyc-9654.json"
-    corrupt.write_text('{"schema_version": 1, "device": {')
+    corrupt.write_text('{"schema_version": 2, "device": {')
     run = record(tmp_path / "run.json", result("a", rng))
     assert main(["baseline", "accept", str(run), "--baselines", str(baselines)]) == 2
     err = capsys.readouterr().err
     assert str(corrupt) in err and "Traceback" not in err
-    assert corrupt.read_text() == '{"schema_version": 1, "device": {'
+    assert corrupt.read_text() == '{"schema_version": 2, "device": {'
 
 
 def test_baseline_show_without_baselines_and_with_an_unknown_device(tmp_path, capsys):
@@ -133,15 +153,17 @@ def test_compare_of_two_runs_of_the_same_code_passes(tmp_path, rng, capsys):
 
 def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng, capsys):
     base = record(tmp_path / "base.json", result("a", rng), result("b", rng), result("gone", rng))
-    head = record(tmp_path / "head.json", result("a", rng), result("b", rng, 1.2), result("added", rng))
+    # A record against one record is a baseline of one run: on a CPU's host clock its tolerance is
+    # wide (tens of percent), so the slowdown here is threefold.
+    head = record(tmp_path / "head.json", result("a", rng), result("b", rng, 3.0), result("added", rng))
     assert main(["compare", str(base), str(head)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("regressed  b: latency regressed:") and str(base) in lines[0]
     assert any(line.startswith("missing    gone") for line in lines)
     assert any(line.startswith("new        added") for line in lines)
     assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 0 improved, 1 missing, 1 new, 1 same"
-    # The same 20% slowdown is within a 50% threshold.
-    assert main(["compare", str(base), str(head), "--threshold", "50"]) == 0
+    # The same slowdown is within a 300% threshold.
+    assert main(["compare", str(base), str(head), "--threshold", "300"]) == 0
 
 
 def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):
@@ -163,7 +185,7 @@ def test_bad_threshold_is_a_usage_error(tmp_path, rng):
 
 def test_the_module_runs_as_a_command_without_importing_pytest(tmp_path, rng):
     base = record(tmp_path / "base.json", result("a", rng))
-    head = record(tmp_path / "head.json", dataclasses.replace(result("a", rng, 1.5)))
+    head = record(tmp_path / "head.json", dataclasses.replace(result("a", rng, 3.0)))
     code = ("import sys; from perfguard.cli import main; rc = main(sys.argv[1:]); "
             "assert 'pytest' not in sys.modules and 'torch' not in sys.modules; sys.exit(rc)")
     done = subprocess.run([sys.executable, "-c", code, "compare", str(base), str(head)], capture_output=True, text=True)
@@ -172,3 +194,20 @@ def test_the_module_runs_as_a_command_without_importing_pytest(tmp_path, rng):
     done = subprocess.run([sys.executable, "-m", "perfguard.cli", "show", str(tmp_path / "absent.json")],
                           capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.startswith("perfguard: ") and "absent.json" in done.stderr
+
+
+def test_baseline_merge_folds_another_hosts_baseline_in_keeping_every_run_once(tmp_path, rng, capsys):
+    here, there = tmp_path / "here", tmp_path / "there"
+    for folder, host, hour in ((here, "host-a", 1), (there, "host-b", 2), (here, "host-a", 3)):
+        store.update(folder, dataclasses.replace(CPU, host=host), [result("a", rng)], commit=None,
+                     recorded_at=f"2026-11-30T0{hour}:00:00+00:00")
+    store.update(there, dataclasses.replace(CPU, host="host-b"), [result("b", rng)], commit=None, recorded_at="2026-11-30T04:00:00+00:00")
+    theirs = str(there / f"{CPU.slug}.json")
+    assert main(["baseline", "merge", theirs, "--baselines", str(here)]) == 0
+    assert main(["baseline", "merge", theirs, "--baselines", str(here)]) == 0  # twice: nothing doubles
+    assert "merged 1 file(s)" in capsys.readouterr().out
+    cases = store.load(here, CPU).cases
+    assert [r.host for r in cases["a"].runs] == ["host-a", "host-b", "host-a"]
+    assert [r.host for r in cases["b"].runs] == ["host-b"]
+    assert main(["baseline", "merge", str(tmp_path / "absent.json"), "--baselines", str(here)]) == 2
+    assert "absent.json: no such file" in capsys.readouterr().err

@@ -1,11 +1,14 @@
-"""The regression gate end to end: real pytest runs, real baseline files, real slowdowns.
+"""The regression gate end to end: real pytest runs, real baseline files, slowdowns no load can hide.
 
-One suite is recorded once with `--perfguard-update`; each scenario then runs pytest in a folder of
-its own holding a copy of that baseline (or a spoilt one), so that the scenarios are independent and
-can run two at a time (each run spends most of its few seconds importing torch). Cases sleep, for a time read from `sleeps.json` beside the suite: a sleep costs the
-same in every process, so the one suite is the baseline in one run and an injected slowdown
-(2 ms -> 2.6 ms, about +29% with the timer's overhead) in another. Nothing here asserts on timing
-beyond loose sanity.
+One suite is recorded twice with `--perfguard-update` (two runs per case); each scenario then runs
+pytest in a folder of its own holding a copy of that baseline (or a spoilt one), so that the
+scenarios are independent and can run two at a time. Cases sleep, for a time read from `sleeps.json`
+beside the suite: a sleep costs about the same in every process, loaded or not, so the one suite is
+the baseline in one run and an injected slowdown (20 ms -> 80 ms, four times) in another. The margins
+are wide on purpose: on a CPU a 2-run baseline's tolerance is tens of percent, and a busy machine
+wakes a sleeper late by a millisecond or two (a 2 ms sleep read 3.9 ms beside four busy processes).
+What the gate decides between such margins is tested on constructed runs in test_verdict.py;
+nothing here asserts on timing beyond loose sanity.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from perfguard.model import BaselineFile, DeviceInfo, RunRecord, Verdict, dumps,
 
 BUDGET = "0.2"
 MEASURE = ("-v", "--perfguard", "--perfguard-budget", BUDGET)
-SLOW_S = 0.0026  # the suite's cases sleep 2 ms unless sleeps.json says otherwise
+SLOW_S = 0.08  # the suite's cases sleep 20 ms unless sleeps.json says otherwise
 
 GATE_SUITE = """
     import json
@@ -37,7 +40,7 @@ GATE_SUITE = """
     SECONDS = json.loads(SLEEPS.read_text()) if SLEEPS.exists() else {}
 
     def nap(case_id):
-        seconds = SECONDS.get(case_id, 0.002)
+        seconds = SECONDS.get(case_id, 0.02)
         return lambda: time.sleep(seconds)
 
     @perf_case
@@ -48,7 +51,7 @@ GATE_SUITE = """
     def slowed(device):
         return nap("slowed")
 
-    @perf_case(threshold=50)
+    @perf_case(threshold=2000)
     def lenient(device):
         return nap("lenient")
 
@@ -67,7 +70,7 @@ RETIRED_SUITE = """
 
     @perf_case
     def retired(device):
-        return lambda: time.sleep(0.002)
+        return lambda: time.sleep(0.02)
 """
 
 FRESH_SUITE = RETIRED_SUITE.replace("retired", "fresh")
@@ -84,8 +87,12 @@ TWO_NAPS = """
 """
 NAPS = ("nap[ms=1]", "nap[ms=2]")
 
+# What an unchanged case may read: `same`, or `unstable` when a busy machine made this run's own
+# median too imprecise to place (a loaded 2-vCPU machine stretched a 2 ms sleep to 3.9 ms ± 69%).
+# Never `regressed`: that is the false alarm these tests exist to rule out.
+UNCHANGED = {"same", "unstable"}
 RECORDED = ("steady", "slowed", "lenient", "strict", "test_dozing", "retired")
-SLOWED = ("slowed", "lenient", "strict", "test_dozing")  # steady (and retired) keep their 2 ms
+SLOWED = ("slowed", "lenient", "strict", "test_dozing")  # steady (and retired) keep their 20 ms
 SLOWDOWN = json.dumps({case: SLOW_S for case in SLOWED})
 
 # Baseline files that cannot be used, by how they are spoilt (see `spoil`): whether the run asks for
@@ -93,9 +100,6 @@ SLOWDOWN = json.dumps({case: SLOW_S for case in SLOWED})
 RESTORE = "restore it from version control"
 BAD_FILES = {
     "corrupt": (True, (": not valid JSON (Expecting value at line 1); the file is corrupt or truncated, " + RESTORE,)),
-    "truncated": (False, ("; the file is corrupt or truncated, " + RESTORE,)),
-    "newer_schema": (False, (": schema_version 2, but this perfguard reads version 1; "
-                             "use the perfguard version that wrote it, or re-record the file",)),
     "other_device": (True, (": recorded on NVIDIA H200 (nvidia-h200) but named cpu-",
                             "; rename it to nvidia-h200.json or " + RESTORE)),
 }
@@ -167,12 +171,6 @@ def spoil(kind: str, text: str) -> str:
     """A copy of a valid baseline file spoilt as `kind` says."""
     if kind == "corrupt":  # a merge conflict committed by mistake
         return f"<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> topic\n"
-    if kind == "truncated":
-        return text[: len(text) // 2]
-    if kind == "newer_schema":
-        data = json.loads(text)
-        data["schema_version"] = 2
-        return json.dumps(data, indent=1, sort_keys=True) + "\n"
     if kind == "other_device":  # a valid H200 baseline, saved under this CPU's name
         baseline = loads_baseline(text, "baseline")
         h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", driver="580.159.04", torch="2.11.0")
@@ -195,10 +193,11 @@ def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
     root = tmp_path_factory.mktemp("gate")
     suite = {"test_gate.py": GATE_SUITE, "test_retired.py": RETIRED_SUITE}
     recorded = Run(prepare(root / "recorded", suite), (*MEASURE, "--perfguard-update"))
-    run_in_order(run_pytest, recorded)
+    again = dataclasses.replace(recorded, report="reports/again", args=(*recorded.args, "--perfguard-report=reports/again"))
+    run_in_order(run_pytest, recorded, again)
     files = store.list_files(recorded.path / "baselines")
     assert len(files) == 1, "\n".join(recorded.result.outlines + recorded.result.errlines)
-    recorded.baseline = files[0]
+    recorded.baseline = again.baseline = files[0]
     name, text = files[0].name, files[0].read_text()
     baseline = {f"baselines/{name}": text}
 
@@ -207,6 +206,7 @@ def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
 
     runs = {
         "recorded": recorded,
+        "again": again,
         # No baseline yet, no --perfguard-update.
         "unrecorded": scenario("unrecorded", {"test_naps.py": TWO_NAPS}),
         # The same code again, but one case's file deleted, one added, and one entry recorded under another torch.
@@ -215,9 +215,8 @@ def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
             {"test_gate.py": GATE_SUITE, "test_fresh.py": FRESH_SUITE, f"baselines/{name}": with_torch(text, "steady", "1.0.0")},
         ),
         "slowdown": scenario("slowdown", {**suite, **baseline, "sleeps.json": SLOWDOWN}),
-        "lenient_cli": scenario("lenient_cli", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-threshold", "50"),
         "lenient_ini": scenario(
-            "lenient_ini", {**suite, **baseline, "sleeps.json": SLOWDOWN, "pytest.ini": "[pytest]\nperfguard-threshold = 50\n"}
+            "lenient_ini", {**suite, **baseline, "sleeps.json": SLOWDOWN, "pytest.ini": "[pytest]\nperfguard-threshold = 2000\n"}
         ),
         "accepted": scenario("accepted", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-update", "-k", "slowed"),
     }
@@ -253,36 +252,48 @@ def test_update_writes_a_valid_baseline_named_after_this_cpu(gate):
     (device,) = run.record().devices
     assert run.baseline.name == f"{device.slug}.json" and device.slug.startswith("cpu-")
     run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.baseline}"])
-    baseline = store.load_file(run.baseline)
-    assert baseline.device.slug == device.slug
+    assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(RECORDED, "new")
+    assert verdict_line(run.result) == f"verdicts: 0 regressed, 0 unstable, 0 improved, 0 missing, {len(RECORDED)} new, 0 same"
+    for name in ("perfguard.json", "perfguard.html", "perfguard.md"):
+        run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.path / 'reports' / name}"])
+
+
+def test_each_update_adds_a_run_and_keeps_the_newest_runs_samples(gate):
+    again = gate["again"]
+    again.result.assert_outcomes(passed=len(RECORDED))
+    baseline = again.stored()
+    (device,) = again.record().devices
     assert sorted(baseline.cases) == sorted(RECORDED)
-    measured = {r.id: r for r in run.record().results}
+    measured = {r.id: r for r in again.record().results}
+    first = {r.id: r for r in gate["recorded"].record().results}
     for case_id, entry in baseline.cases.items():
+        assert [r.median_ms for r in entry.runs] == pytest.approx(
+            [first[case_id].latency.median_ms, measured[case_id].latency.median_ms], rel=1e-5), case_id
+        assert {r.host for r in entry.runs} == {device.host}, case_id
         assert entry.result.latency == measured[case_id].latency, case_id
         assert 10 <= len(entry.result.samples_ms) <= 200, case_id
         assert entry.fingerprint == device.fingerprint(), case_id
-        assert entry.result.latency.median_ms >= 2.0, case_id  # a 2 ms sleep: loose sanity
-    assert dumps(baseline) == run.baseline.read_text()  # sorted and rounded: re-saving it is an empty diff
+        assert entry.result.latency.median_ms >= 20.0, case_id  # a 20 ms sleep: loose sanity
+    assert dumps(baseline) == again.baseline.read_text()  # sorted and rounded: re-saving it is an empty diff
 
 
-def test_the_first_recording_counts_every_case_as_new(gate):
-    run = gate["recorded"]
-    assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(RECORDED, "new")
-    assert verdict_line(run.result) == f"verdicts: 0 regressed, 0 unstable, 0 improved, 0 missing, {len(RECORDED)} new, 0 same"
+def test_the_second_recording_of_unchanged_code_reads_same_with_its_tolerance(gate):
+    verdicts = gate["again"].latency()
+    assert all(v.status in UNCHANGED for v in verdicts.values()), [v.message for v in verdicts.values()]
+    for v in verdicts.values():
+        assert v.baseline_runs == 1 and v.tolerance_pct >= v.threshold_pct and v.detectable_pct > v.tolerance_pct
 
 
 def test_without_update_no_baseline_file_is_created(gate):
     run = gate["unrecorded"]
     run.result.assert_outcomes(passed=2)
     assert not (run.path / "baselines").exists()
-    wrote = [line for line in run.result.outlines if line.startswith("perfguard: wrote ")]
-    assert wrote == [f"perfguard: wrote {run.path / 'reports' / name}" for name in ("perfguard.json", "perfguard.html", "perfguard.md")]
     assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(NAPS, "new")
     for v in run.record().verdicts:
-        assert v.message.endswith(f"not in {run.label} yet; record it with --perfguard-update"), v.message
+        assert f"not in {run.label} yet; record it with `pytest --perfguard --perfguard-update`" in v.message, v.message
 
 
-@pytest.mark.parametrize("scenario", ["rerun", "slowdown", "lenient_cli", "lenient_ini"])
+@pytest.mark.parametrize("scenario", ["rerun", "slowdown", "lenient_ini"])
 def test_without_update_the_baseline_file_is_left_byte_for_byte(gate, scenario):
     run = gate[scenario]
     assert run.result.outlines, run.result.errlines
@@ -300,23 +311,22 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
     assert run.result.ret == pytest.ExitCode.OK
     verdicts = run.latency()
     same = [c for c in RECORDED if c != "retired"]
-    assert {c: verdicts[c].status for c in same} == dict.fromkeys(same, "same"), [verdicts[c].message for c in same]
+    assert all(verdicts[c].status in UNCHANGED for c in same), [verdicts[c].message for c in same]
     for case_id in same:
         v = verdicts[case_id]
-        assert v.baseline_file == run.label and v.p_value is not None
-        assert abs(v.change_pct) < v.threshold_pct, v.message
+        assert v.baseline_file == run.label and v.baseline_runs == 2
+        assert "over 2 runs" in v.message and "confidence" not in v.message and "p=" not in v.message
+        if v.status == "same":
+            assert abs(v.change_pct) < v.tolerance_pct and "within ±" in v.message, v.message
+    assert re.fullmatch(r"verdicts: 0 regressed, \d unstable, 0 improved, 1 missing, 1 new, \d same", verdict_line(run.result))
     assert_clean(run.result)
-
-
-def test_the_terminal_counts_the_verdicts(gate):
-    assert verdict_line(gate["rerun"].result) == "verdicts: 0 regressed, 0 unstable, 0 improved, 1 missing, 1 new, 5 same"
 
 
 def test_a_case_not_in_the_baseline_passes_as_new(gate):
     run = gate["rerun"]
     run.result.stdout.fnmatch_lines(["test_fresh.py::fresh PASSED*"])
     fresh = run.latency()["fresh"]
-    assert (fresh.status, fresh.baseline, fresh.p_value) == ("new", None, None)
+    assert (fresh.status, fresh.baseline, fresh.tolerance_pct) == ("new", None, None)
     assert fresh.current == {r.id: r for r in run.record().results}["fresh"].latency.median_ms
     assert "fresh" not in run.stored().cases  # and it is not recorded without --perfguard-update
 
@@ -325,7 +335,8 @@ def test_a_baseline_case_that_did_not_run_is_missing_and_fails_nothing(gate):
     run = gate["rerun"]
     retired = run.latency()["retired"]
     assert retired.status == "missing" and retired.current is None
-    assert retired.baseline == gate["recorded"].stored().cases["retired"].result.latency.median_ms
+    runs = gate["again"].stored().cases["retired"].runs
+    assert retired.baseline == pytest.approx(sum(r.median_ms for r in runs) / 2, rel=1e-5)  # the centre of its 2 runs
     assert "retired" not in {r.id for r in run.record().results}
     run.result.stdout.fnmatch_lines([f"retired: latency missing: in {run.label} (* ms) but did not run"])
 
@@ -335,7 +346,7 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
     (device,) = run.record().devices
     verdicts = run.latency()
     steady = verdicts["steady"]
-    assert steady.status == "same"
+    assert steady.status in UNCHANGED
     assert steady.env_mismatch == (f"torch 1.0.0 → {device.torch}",)
     assert steady.message.endswith(f"; environment differs from the baseline: torch 1.0.0 → {device.torch}")
     for case_id in ("slowed", "lenient", "strict", "test_dozing"):
@@ -345,42 +356,45 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
 # --- a slowdown ---------------------------------------------------------------------------------------
 
 REGRESSED = re.compile(
-    r"^(?P<case>\S+): latency regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms "
-    r"\((?P<change>[+-][\d.]+)%, p=(?P<p>\S+), (?P<confidence>[\d.]+)% confidence\) "
-    r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\)$"
+    r"^(?P<case>\S+): latency regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
+    r"outside ±(?P<tolerance>[\d.]+)%: run-to-run spread ±[\d.]+% over 2 runs; smallest detectable change [\d.]+% "
+    r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)$"
 )
 
 
-def test_a_slowdown_fails_its_cases_and_only_them(gate):
+def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_it(gate):
     run = gate["slowdown"]
     run.result.assert_outcomes(passed=3, failed=3)
     run.result.stdout.fnmatch_lines(
         ["FAILED test_gate.py::slowed*", "FAILED test_gate.py::strict*", "FAILED test_gate.py::test_dozing*"], consecutive=False
     )
-    statuses = {c: v.status for c, v in run.latency().items()}
+    verdicts = run.latency()
+    statuses = {c: v.status for c, v in verdicts.items()}
     assert statuses["slowed"] == statuses["strict"] == statuses["test_dozing"] == "regressed"
-    assert statuses["steady"] == statuses["retired"] == "same"
-    assert statuses["lenient"] in ("same", "unstable")  # its own threshold=50 is above the +29%
+    assert {statuses["steady"], statuses["retired"]} <= UNCHANGED
+    assert statuses["lenient"] in UNCHANGED  # its own threshold=2000 is above the +300%
     assert verdict_line(run.result).startswith("verdicts: 3 regressed, ")
+    for case_id in ("slowed", "strict", "test_dozing"):
+        v = verdicts[case_id]
+        assert v.confirmed is True and len(v.remeasured_ms) == 2 and min(v.remeasured_ms) > 2 * v.baseline, v.message
 
 
-def test_the_failure_names_the_metric_both_figures_the_change_the_confidence_and_the_file(gate):
+def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_the_file(gate):
     run = gate["slowdown"]
-    old = gate["recorded"].stored().cases["slowed"].result.latency.median_ms
+    runs = gate["again"].stored().cases["slowed"].runs
+    old = sum(r.median_ms for r in runs) / 2
     new = {r.id: r for r in run.record().results}["slowed"].latency.median_ms
     message = failure_text(run.result, "slowed")
     match = REGRESSED.match(message)
     assert match, message
-    assert match["case"] == "slowed" and match["file"] == run.label and float(match["threshold"]) == 5
+    assert match["case"] == "slowed" and match["file"] == run.label and float(match["threshold"]) == 1
     assert float(match["old"]) == pytest.approx(old, rel=5e-4)
     assert float(match["new"]) == pytest.approx(new, rel=5e-4)
     assert float(match["change"]) == pytest.approx(100 * (new / old - 1), abs=0.051)
-    assert 15 < float(match["change"]) < 45  # 2 ms -> 2.6 ms, diluted by the sleep's overshoot: loose sanity
-    assert 99.0 <= float(match["confidence"]) < 100.0
+    assert 150 < float(match["change"]) < 400  # 20 ms -> 80 ms, diluted by the sleep's overshoot: loose sanity
     verdict = run.latency()["slowed"]
-    assert (verdict.baseline, verdict.current, verdict.baseline_file) == (old, new, run.label)
-    assert float(match["p"]) == pytest.approx(verdict.p_value, rel=0.05) and verdict.p_value < 0.01
-    assert verdict.confidence >= float(match["confidence"]) / 100  # shown truncated, never overclaimed
+    assert (verdict.baseline, verdict.current, verdict.baseline_file) == (pytest.approx(old, rel=1e-5), new, run.label)
+    assert float(match["tolerance"]) == pytest.approx(verdict.tolerance_pct, abs=0.051)
     assert verdict.message == message.removeprefix("slowed: ")
 
 
@@ -391,62 +405,47 @@ def test_a_slowdown_in_a_test_using_the_perf_fixture_fails_that_test_with_the_sa
     assert "Traceback" not in message and "perfguard/plugin" not in message
 
 
-@pytest.mark.parametrize("scenario", ["lenient_cli", "lenient_ini"])
-def test_a_run_wide_threshold_above_the_slowdown_lets_it_pass_but_a_cases_own_threshold_wins(gate, scenario):
-    run = gate[scenario]
+def test_a_run_wide_threshold_above_the_slowdown_lets_it_pass_but_a_cases_own_threshold_wins(gate):
+    run = gate["lenient_ini"]
+    assert run.latency()["strict"].status == "regressed", run.latency()["strict"].message
     run.result.assert_outcomes(passed=5, failed=1)
-    assert run.record().options["threshold_pct"] == 50
+    assert run.record().options["threshold_pct"] == 2000
     verdicts = run.latency()
     for case_id in ("slowed", "test_dozing", "lenient"):
-        assert verdicts[case_id].status in ("same", "unstable"), verdicts[case_id].message
-        assert verdicts[case_id].threshold_pct == 50 and verdicts[case_id].change_pct > 15, case_id
-    strict = verdicts["strict"]  # @perf_case(threshold=5) overrides the run-wide 50
+        assert verdicts[case_id].status in UNCHANGED, verdicts[case_id].message
+        assert verdicts[case_id].threshold_pct == 2000 and verdicts[case_id].change_pct > 150, case_id
+    strict = verdicts["strict"]  # @perf_case(threshold=5) overrides the run-wide 2000
     assert (strict.status, strict.threshold_pct) == ("regressed", 5)
     assert REGRESSED.match(failure_text(run.result, "strict"))["threshold"] == "5"
-
-
-def test_a_cases_own_threshold_overrides_the_default_one(gate):
-    run = gate["slowdown"]
-    lenient = run.latency()["lenient"]
-    assert lenient.threshold_pct == 50 and lenient.change_pct > 15
-    run.result.stdout.fnmatch_lines(["test_gate.py::lenient PASSED*"])
 
 
 # --- accepting a slowdown -----------------------------------------------------------------------------
 
 
-def test_update_accepts_a_slowdown_without_failing(gate):
+def test_update_accepts_a_slowdown_without_failing_and_starts_its_runs_afresh(gate):
     run = gate["accepted"]
     run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
     assert run.result.ret == pytest.ExitCode.OK
     run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.baseline}"])
     assert_clean(run.result)
-
-
-def test_update_stores_the_new_figures_and_keeps_the_cases_that_did_not_run(gate):
-    run = gate["accepted"]
     before = loads_baseline(run.before.decode(), "before")
     after = run.stored()
     assert sorted(after.cases) == sorted(RECORDED)
     measured = {r.id: r for r in run.record().results}["slowed"]
-    assert after.cases["slowed"].result.latency == measured.latency
-    assert after.cases["slowed"].result.latency.median_ms > 1.15 * before.cases["slowed"].result.latency.median_ms
-    assert after.cases["slowed"].recorded_at == run.record().created_at
+    slowed = after.cases["slowed"]
+    assert slowed.result.latency == measured.latency and slowed.recorded_at == run.record().created_at
+    # Its old runs described the old code: the series restarts with this run alone.
+    assert [r.median_ms for r in slowed.runs] == pytest.approx([measured.latency.median_ms], rel=1e-5)
     for case_id in set(RECORDED) - {"slowed"}:
         assert to_jsonable(after.cases[case_id]) == to_jsonable(before.cases[case_id]), case_id
-
-
-def test_cases_left_out_with_k_are_missing_and_fail_nothing(gate):
-    run = gate["accepted"]
     statuses = {c: v.status for c, v in run.latency().items()}
     assert statuses == {"slowed": "regressed", **{c: "missing" for c in RECORDED if c != "slowed"}}
-    assert verdict_line(run.result) == "verdicts: 1 regressed, 0 unstable, 0 improved, 5 missing, 0 new, 0 same"
 
 
 def test_after_accepting_the_same_slow_code_passes(gate):
     run = gate["after_accepting"]
     run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
-    assert run.latency()["slowed"].status == "same", run.latency()["slowed"].message
+    assert run.latency()["slowed"].status in UNCHANGED, run.latency()["slowed"].message
     assert run.baseline.read_bytes() == run.before
 
 
@@ -454,7 +453,7 @@ def test_after_accepting_the_same_slow_code_passes(gate):
 
 
 @pytest.mark.parametrize("kind", BAD_FILES)
-def test_a_bad_baseline_fails_each_measured_case_with_one_line_naming_the_file(gate, kind):
+def test_a_bad_baseline_fails_each_measured_case_with_one_line_naming_the_file_and_is_kept(gate, kind):
     run = gate[kind]
     _, says = BAD_FILES[kind]
     run.result.assert_outcomes(failed=2)
@@ -464,12 +463,6 @@ def test_a_bad_baseline_fails_each_measured_case_with_one_line_naming_the_file(g
         assert message.startswith(f"{case_id}: measured, but not compared: {run.baseline}: "), message
         assert all(fragment in message for fragment in says), message
     assert_clean(run.result)
-
-
-@pytest.mark.parametrize("kind", BAD_FILES)
-def test_a_bad_baseline_is_left_byte_for_byte(gate, kind):
-    run = gate[kind]
-    assert run.result.outlines, run.result.errlines
     assert run.baseline.read_bytes() == run.before
     assert not [p.name for p in run.baseline.parent.iterdir() if p.name.endswith(".tmp")]
 
@@ -568,16 +561,3 @@ def test_a_broken_report_template_costs_the_html_only(pytester, inner_args):
     reports = pytester.path / "reports"
     assert loads_record((reports / "perfguard.json").read_text(), "record").results[0].id == "nap"
     assert (reports / "perfguard.md").is_file() and not (reports / "perfguard.html").exists()
-
-
-def test_a_measured_run_writes_the_html_report_and_the_markdown_summary(pytester, inner_args):
-    pytester.makepyfile(
-        test_nap="import time\nfrom perfguard import perf_case\n\n@perf_case(params={'ms': [2]})\ndef nap(ms):\n    return lambda: time.sleep(ms / 1000)\n"
-    )
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1")
-    assert result.ret == 0
-    reports = pytester.path / "reports"
-    html_text = (reports / "perfguard.html").read_text()
-    assert html_text.lstrip().lower().startswith("<!doctype html>") and "nap[ms=2]" in html_text
-    assert "nap[ms=2]" in (reports / "perfguard.md").read_text()
-    result.stdout.fnmatch_lines(["*wrote*perfguard.html", "*wrote*perfguard.md"])

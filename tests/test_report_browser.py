@@ -50,7 +50,7 @@ def h200_record() -> RunRecord:
         median = r.latency.median_ms if r.latency else None
         verdicts.append(Verdict(
             r.id, "latency", status, None if change is None else median / (1 + change / 100), median, change,
-            None if change is None else 1e-6, None if change is None else 1 - 1e-6, 5.0, "baselines/nvidia-h200.json",
+            5.0, "baselines/nvidia-h200.json",
             ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else (),
             f"latency {status}: " + ("new" if change is None else f"{change:+.1f}%") + " against baselines/nvidia-h200.json"))
         results.append(r)

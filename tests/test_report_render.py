@@ -46,8 +46,11 @@ def result(case_id: str, device: DeviceInfo = H200, median_ms: float = 0.5, flop
 
 def verdict(case_id: str, status: str, change: float | None = None, env: tuple[str, ...] = (),
             baseline_file: str = "baselines/nvidia-h200.json") -> Verdict:
+    compared = status not in ("new", "missing")
     return Verdict(case_id, "latency", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
-                   None, None, 5.0, baseline_file, env, f"latency {status}: {change}% against {baseline_file}")
+                   5.0, baseline_file, env, f"latency {status}: {change}% against {baseline_file}",
+                   baseline_runs=3 if compared else 0, noise_pct=0.2 if compared else None,
+                   tolerance_pct=5.0 if compared else None, detectable_pct=5.4 if compared else None)
 
 
 def record(*results: CaseResult, verdicts: tuple[Verdict, ...] = (), devices: tuple[DeviceInfo, ...] = (H200,),
@@ -100,7 +103,7 @@ def test_markdown_shows_hostile_ids_and_messages_as_text():
     assert "<b>" not in md and "&lt;b&gt;bold&lt;/b&gt; \\*x\\*" in md
     assert f"`` {HOSTILE}|x`y ``" in md  # a code span (padded: it holds a backtick): shown, not rendered
     row = next(line for line in md.splitlines() if line.startswith("| ``"))
-    assert row.count(" | ") == 5 and "\\|" in row  # the pipe in the id does not add a column
+    assert row.count(" | ") == 6 and "\\|" in row  # the pipe in the id does not add a column
 
 
 # --- HTML ----------------------------------------------------------------------------------------

@@ -200,7 +200,7 @@ BAD_FILES = {
     "empty": (lambda: "", r"not valid JSON"),
     "not json": (lambda: "<html>502 Bad Gateway</html>", r"not valid JSON"),
     "a list at the top": (lambda: "[]", r"expected a JSON object at the top, found list"),
-    "schema from the future": (lambda: put(["schema_version"], 2, record_json()), r"schema_version 2, but this perfguard reads version 1"),
+    "schema from the future": (lambda: put(["schema_version"], 3, record_json()), r"schema_version 3, but this perfguard reads versions 1, 2"),
     "no schema": (lambda: drop(["schema_version"], record_json()), r"schema_version None"),
     "unknown top field": (lambda: put(["branch"], "main", record_json()), r"unknown field\(s\) branch in RunRecord"),
     "unknown nested field": (

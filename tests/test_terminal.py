@@ -13,7 +13,7 @@ def result(case_id: str, ms: float) -> CaseResult:
 
 def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:
     return Verdict(case_id=case_id, metric="latency", status=status, baseline=1.0, current=1.0, change_pct=0.0,
-                   p_value=0.5, confidence=0.5, threshold_pct=5.0, baseline_file="b.json", env_mismatch=env,
+                   threshold_pct=5.0, baseline_file="b.json", env_mismatch=env,
                    message=f"latency {status}: details")
 
 

@@ -199,3 +199,44 @@ def test_pr_comment_is_optional_and_only_on_pull_requests(wf):
     assert c["needs"] == "perf"
     assert c["permissions"] == {"contents": "read", "pull-requests": "write"}
     assert not str(c["runs-on"]).count("self-hosted")  # it never needs the GPU machine
+
+
+# --- refreshing a baseline from the runner pool ------------------------------------------------------
+
+
+def test_a_refresh_measures_several_runs_per_gpu_only_when_asked(wf):
+    refresh = wf["jobs"]["refresh"]
+    assert wf["on"]["workflow_dispatch"]["inputs"]["refresh-baseline"]["default"] is False
+    assert "workflow_dispatch" in refresh["if"] and "inputs.refresh-baseline" in refresh["if"]
+    assert "${{ matrix.gpu }}" in refresh["runs-on"] and len(refresh["strategy"]["matrix"]["run"]) >= 5
+    run = next(s["run"] for s in refresh["steps"] if s.get("name") == "Measure (pytest --perfguard)")
+    assert "--perfguard-update" not in run  # the merge writes the baseline, once, from every run
+    upload = refresh["steps"][-1]
+    assert upload["with"]["path"] == "reports/perfguard.json" and "${{ matrix.run }}" in upload["with"]["name"]
+
+
+def test_the_merge_step_turns_the_pools_records_into_one_baseline(wf, tmp_path):
+    # The step's own script, run here on records as the refresh jobs upload them.
+    from perfguard import store
+    from perfguard.analysis.stats import summarize
+    from perfguard.model import CaseResult, DeviceInfo, RunRecord, dumps
+
+    merge = wf["jobs"]["baseline-merge"]
+    assert merge["needs"] == "refresh" and merge["runs-on"] == "ubuntu-latest" and "permissions" not in merge
+    script = next(s["run"] for s in merge["steps"] if s.get("name") == "Merge the runs into the baselines")
+    h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-x")
+    for run in range(1, 4):
+        samples = tuple(1.0 + run / 1000 + i / 1e5 for i in range(50))
+        result = CaseResult(id="add", name="add", status="ok", device=h200.slug, device_uuid=f"GPU-{run}",
+                            timer="cuda-events", latency=summarize(samples, "converged"), samples_ms=samples)
+        folder = tmp_path / "refresh" / f"perfguard-refresh-h200-{run}"
+        folder.mkdir(parents=True)
+        record = RunRecord(created_at=f"2026-11-30T0{run}:00:00+00:00", perfguard_version="0.1.0",
+                           devices=(h200,), results=(result,))
+        (folder / "perfguard.json").write_text(dumps(record))
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    runs = store.load(tmp_path / "baselines", "nvidia-h200").cases["add"].runs
+    assert [r.device_uuid for r in runs] == ["GPU-1", "GPU-2", "GPU-3"]

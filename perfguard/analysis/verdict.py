@@ -1,43 +1,47 @@
-"""Verdicts: did a case's latency or peak memory move past its threshold, beyond the noise?
+"""Verdicts: did a case's latency or peak memory move past what its own noise allows?
 
-Latency is a distribution, so a change counts only when a rank test says it is real *and* the
-median moved by more than the threshold; a measurement too noisy to tell a threshold-sized change
-from none is `unstable`, never a silent pass. Peak memory is deterministic, so its change is
-compared with its threshold directly. Pure functions of the records: no files, no devices.
+Latency is judged run against runs: the change of this run's median from the centre of the
+baseline's runs must pass the case's tolerance, which comes from how far its median moves between
+independent runs (perfguard/analysis/noise.py) and is never below the threshold the user says
+matters. Within-run samples only say how precise this run's median is; they never stand for
+run-to-run evidence, so no verdict claims a p-value or a confidence. Peak memory is deterministic,
+so its change is compared with its threshold directly. Pure functions of the records: no files, no
+devices.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable, Mapping
-
-import numpy as np
-from scipy import stats
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 
 from perfguard import units
+from perfguard.analysis import noise
 from perfguard.errors import BaselineError
-from perfguard.model import VERDICT_STATUSES, BaselineEntry, BaselineFile, CaseResult, RunRecord, Telemetry, Verdict
+from perfguard.model import (
+    VERDICT_STATUSES,
+    BaselineEntry,
+    BaselineFile,
+    CaseResult,
+    RunRecord,
+    RunSummary,
+    Verdict,
+    run_summary,
+)
 
 STATUSES = VERDICT_STATUSES
 
-DEFAULT_THRESHOLD_PCT = 5.0
+# The change that matters when the user names none. It is a floor under each case's noise-derived
+# tolerance, not the tolerance itself: stable memory-bound kernels repeat within 0.1-0.7% from run
+# to run, and a 5% floor (the default before baselines kept several runs) hid 3-5% slowdowns the
+# noise would have let the gate see; noisy cases get their wider tolerance from their runs.
+DEFAULT_THRESHOLD_PCT = 1.0
 DEFAULT_MEMORY_THRESHOLD_PCT = 5.0
 # Peak memory below this much change never flips a verdict: allocator rounding (512 B blocks, 2 MiB
 # segments for large tensors) moves tiny cases by whole percents without anything having changed.
 MEMORY_FLOOR_BYTES = 64 * 1024
-
-# Significance of the two-sided rank test. A false alarm needs the test to reject (probability
-# ALPHA when nothing changed, and only half of that in the slower direction) *and* the median to
-# move past the threshold, so identically distributed A/A samples are flagged `regressed` less than
-# ALPHA / 2 = 0.5% of the time: at most about one in 200 comparisons, within the project's 1%
-# target. A smaller ALPHA would cost the power to confirm a 10% slowdown in a noisy CPU run of a few
-# dozen samples; between two real runs that differ by more than noise (clock state, another
-# process), it is the threshold, not ALPHA, that keeps small drifts from failing a build.
-ALPHA = 0.01
-INTERVAL_LEVEL = 0.95  # of the bootstrap interval of the ratio of medians
-BOOTSTRAP_RESAMPLES = 1000  # percentile interval endpoints move by well under 1% beyond this
-BOOTSTRAP_SEED = 20261129  # fixed: the same two runs always get the same verdict
-MIN_SAMPLES = 5  # below this a rank test cannot reach ALPHA at all (5 vs 5 gives p >= 0.008)
+MIN_SAMPLES = 5  # fewer samples than this give no median worth judging
 
 
 def compare_case(
@@ -49,40 +53,50 @@ def compare_case(
     current_fingerprint: Mapping[str, object] | None = None,
     baseline_fingerprint: Mapping[str, object] | None = None,
     baseline_file: str | None = None,
+    host: str | None = None,
 ) -> list[Verdict]:
     """Verdicts for one case: latency (or new / missing), then peak memory when both sides have it.
 
     A case's own `threshold` / `memory_threshold` (from the current run when it ran) override the
-    run-wide ones. A baseline entry's fingerprint is used unless `baseline_fingerprint` is given.
+    run-wide ones. A baseline entry's fingerprint is used unless `baseline_fingerprint` is given; a
+    bare result as the baseline counts as one run. `host` is the machine this run came from.
     """
-    if isinstance(baseline, BaselineEntry):
-        baseline_fingerprint = baseline.fingerprint if baseline_fingerprint is None else baseline_fingerprint
-        baseline = baseline.result
-    if baseline is not None and not _measured(baseline):
-        baseline = None
-    declared = current or baseline
+    entry = as_entry(baseline) if isinstance(baseline, CaseResult) else baseline
+    if entry is not None and not _measured(entry.result):
+        entry = None
+    if entry is not None and baseline_fingerprint is None:
+        baseline_fingerprint = entry.fingerprint
+    declared = current or (entry.result if entry else None)
     if declared is None:
         return []
     threshold = declared.threshold if declared.threshold is not None else threshold_pct
     where = baseline_file or "the baseline"
     if current is None or not _measured(current):
-        if baseline is None:
+        if entry is None:
             return []
+        old = _centre(entry)
         how = f"was not measured in this run (status {current.status})" if current else "did not run"
         return [_Context(declared.id, baseline_file).verdict(
-            "latency", "missing", threshold, baseline=_median(baseline),
-            detail=f"in {where} ({_duration(_median(baseline))}) but {how}")]
-    if baseline is None:
+            "latency", "missing", threshold, baseline=old, baseline_runs=len(entry.runs),
+            detail=f"in {where} ({_duration(old)}) but {how}")]
+    if entry is None:
         return [_Context(declared.id, baseline_file).verdict(
             "latency", "new", threshold, current=_median(current),
-            detail=f"{_duration(_median(current))}, not in {where} yet", hint="record it with --perfguard-update")]
+            detail=f"{_duration(_median(current))}, not in {where} yet",
+            hint="record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)")]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
-    verdicts = [_latency(ctx, current, baseline, threshold)]
+    verdicts = [_latency(ctx, current, entry, threshold, host)]
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
-    memory = _peak_memory(ctx, current, baseline, mem_threshold)
+    memory = _peak_memory(ctx, current, entry.result, mem_threshold)
     if memory is not None:
         verdicts.append(memory)
     return verdicts
+
+
+def as_entry(result: CaseResult, recorded_at: str = "", host: str | None = None) -> BaselineEntry:
+    """A single run's result as a baseline entry of one run (a record compared with a record)."""
+    return BaselineEntry(recorded_at=recorded_at, commit=None, fingerprint={}, result=result,
+                         runs=(run_summary(result, recorded_at, host=host),))
 
 
 def compare_to_baseline(
@@ -93,6 +107,7 @@ def compare_to_baseline(
     memory_threshold_pct: float = DEFAULT_MEMORY_THRESHOLD_PCT,
     current_fingerprint: Mapping[str, object] | None = None,
     baseline_file: str | None = None,
+    host: str | None = None,
 ) -> list[Verdict]:
     """Every case of a run against a device's baseline file, plus `missing` for its cases that did not run."""
     current = {r.id: r for r in results}
@@ -106,6 +121,7 @@ def compare_to_baseline(
             memory_threshold_pct=memory_threshold_pct,
             current_fingerprint=current_fingerprint,
             baseline_file=baseline_file,
+            host=host,
         )
     return verdicts
 
@@ -118,24 +134,64 @@ def compare_records(
     memory_threshold_pct: float = DEFAULT_MEMORY_THRESHOLD_PCT,
     baseline_file: str | None = None,
     head_file: str | None = None,
+    base_rounds: Sequence[RunRecord] = (),
 ) -> list[Verdict]:
-    """Verdicts between two run records, case by case, by the same rules as against a baseline file."""
+    """Verdicts between two run records, case by case, by the same rules as against a baseline file.
+    `base_rounds`: the separate runs `base` pooled (perfguard ab), each a run of the baseline's."""
     base_results = _by_id(base, baseline_file or "the base record")
+    rounds: dict[str, list[RunSummary]] = {}
+    for record in base_rounds:
+        for r in record.results:
+            if _measured(r):
+                rounds.setdefault(r.id, []).append(run_summary(r, record.created_at, host=_host(record)))
     head_results = _by_id(head, head_file or "the head record")
     base_env, head_env = _environments(base), _environments(head)
+    base_host, head_host = _host(base), _host(head)
     verdicts: list[Verdict] = []
     for case_id in sorted(set(base_results) | set(head_results)):
         old, new = base_results.get(case_id), head_results.get(case_id)
+        entry = as_entry(old, base.created_at, base_host) if old and _measured(old) else None
+        if entry is not None and rounds.get(case_id):
+            entry = dataclasses.replace(entry, runs=tuple(rounds[case_id]))
         verdicts += compare_case(
             new,
-            old,
+            entry,
             threshold_pct=threshold_pct,
             memory_threshold_pct=memory_threshold_pct,
             current_fingerprint=head_env.get(new.device) if new else None,
             baseline_fingerprint=base_env.get(old.device) if old else None,
             baseline_file=baseline_file,
+            host=head_host,
         )
     return verdicts
+
+
+def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseResult, list[Verdict]]:
+    """The verdict of a case that first looked regressed (`measured[0]`) and its re-measurements, each
+    with its verdicts: regressed only when every re-measurement agrees; `unstable` when they disagree;
+    otherwise what the middle one says. The case keeps the measurement with the middle median, and
+    its latency verdict lists them all."""
+    ordered_runs = sorted(measured, key=lambda m: _median(m[0]))
+    kept, verdicts = ordered_runs[len(ordered_runs) // 2]
+    latency = next(v for v in verdicts if v.metric == "latency")
+    slower = [any(v.metric == "latency" and v.status == "regressed" for v in vs) for _, vs in measured]
+    changes = ", ".join(f"{100 * (_median(r) / latency.baseline - 1):+.1f}%" for r, _ in measured) if latency.baseline else ""
+    if all(slower[1:]):
+        status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
+    elif any(slower[1:]) or latency.status == "regressed":
+        status, said = "unstable", f"not confirmed: the {len(measured)} measurements disagree ({changes})"
+    else:
+        status, said = latency.status, f"a first measurement looked slower; not confirmed ({changes})"
+    prefix = f"latency {latency.status}: "
+    message = f"latency {status}: {latency.message.removeprefix(prefix)}; {said}"
+    latency = dataclasses.replace(latency, status=status, message=message, confirmed=status == "regressed",
+                                  remeasured_ms=tuple(_median(r) for r, _ in measured if r is not kept))
+    return kept, [latency if v.metric == "latency" else v for v in verdicts]
+
+
+def note(verdicts: Iterable[Verdict], text: str) -> list[Verdict]:
+    """The verdicts with `text` added to the latency verdict's message."""
+    return [dataclasses.replace(v, message=f"{v.message}; {text}") if v.metric == "latency" else v for v in verdicts]
 
 
 def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
@@ -169,65 +225,60 @@ def env_differences(
 # --- the two metrics --------------------------------------------------------------------------
 
 
-def _latency(ctx: _Context, current: CaseResult, baseline: CaseResult, threshold: float) -> Verdict:
-    old, new = _median(baseline), _median(current)
-    ratio = new / old if old > 0 else math.inf
-    change = 100.0 * (ratio - 1.0)
-    figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%"
-    sides = (("baseline", baseline.telemetry), ("this run", current.telemetry))
-    throttled = [name for name, t in sides if t and t.throttled]
-    if throttled:
-        reasons = ", ".join(sorted({reason for _, t in sides if t for reason in t.throttle_reasons}))
-        return ctx.verdict("latency", "unstable", threshold, old, new, change,
-                           detail=f"{figures}) measured while throttled in {' and '.join(throttled)}"
-                           f"{f' ({reasons})' if reasons else ''}", hint="rerun on an idle, cool GPU")
-    b, c = np.asarray(baseline.samples_ms, dtype=float), np.asarray(current.samples_ms, dtype=float)
-    if min(len(b), len(c)) < MIN_SAMPLES or not old > 0:
-        return ctx.verdict("latency", "unstable", threshold, old, new, change,
-                           detail=f"{figures}) from too few samples ({len(b)} and {len(c)}) to decide",
-                           hint="raise --perfguard-budget")
-    p = float(stats.mannwhitneyu(c, b, alternative="two-sided").pvalue)
-    p = 1.0 if math.isnan(p) else p  # all samples tied: no evidence of a change
-    low, high = _ratio_interval(c, b)
-    stated = f"{figures}, p={p:.2g}, {_confidence(p)} confidence)"
-    capped = [bool(t and t.power_capped) for _, t in sides]
-    if capped[0] != capped[1] and abs(change) > threshold:
-        # One run held down by the power cap and the other not: the change may be the card's power
-        # state rather than the code (an attention kernel first after idle ran 8% faster uncapped).
-        where_capped = sides[capped.index(True)][0]
-        return ctx.verdict("latency", "unstable", threshold, old, new, change, p,
-                           detail=f"{stated} with the power cap engaged only in {where_capped}",
-                           hint="rerun on a GPU under the same load as when the baseline was recorded")
-    clocks = _capped_clocks(baseline.telemetry, current.telemetry)
-    if clocks and abs(change) > threshold and abs(100.0 * (ratio * clocks[1] / clocks[0] - 1.0)) <= threshold:
-        # Both runs under the power cap, at different clocks, and the clock ratio accounts for the
-        # change: on the H200 an attention kernel read +5.3% in an A/A rerun at a 5% lower mean clock.
-        return ctx.verdict("latency", "unstable", threshold, old, new, change, p,
-                           detail=f"{stated} while the power cap held the SM clock at {clocks[1]:.0f} MHz against "
-                           f"{clocks[0]:.0f} MHz in the baseline, which accounts for the change",
-                           hint="rerun on a GPU under the same load as when the baseline was recorded")
-    if p < ALPHA and change > threshold:
-        return ctx.verdict("latency", "regressed", threshold, old, new, change, p, detail=stated)
-    if p < ALPHA and change < -threshold:
-        return ctx.verdict("latency", "improved", threshold, old, new, change, p,
-                           detail=stated, hint="run with --perfguard-update to make it the baseline")
-    # Past the threshold but not significant, or an interval spanning both "no change" and a
-    # threshold-sized slowdown: the noise hides what a person needs to know, so say so.
-    if abs(change) > threshold or (low <= 1.0 and high >= 1.0 + threshold / 100.0):
-        return ctx.verdict("latency", "unstable", threshold, old, new, change, p,
-                           detail=f"{figures}, p={p:.2g}) too noisy to decide at this threshold "
-                           f"(ratio {low:.3f}-{high:.3f} at {INTERVAL_LEVEL:.0%})",
-                           hint="rerun on a quieter machine or raise --perfguard-budget")
-    return ctx.verdict("latency", "same", threshold, old, new, change, p, detail=f"{figures}, p={p:.2g})")
+def _latency(ctx: _Context, current: CaseResult, entry: BaselineEntry, threshold: float, host: str | None) -> Verdict:
+    est = noise.estimate(current, entry, threshold, host=host)
+    old, new = _centre(entry), _median(current)
+    change = 100.0 * (new / old - 1.0)
+    tol = est.tolerance_pct
+    figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
+    noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
+    judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct)
+    verdict = lambda status, detail, hint="": ctx.verdict(  # noqa: E731
+        "latency", status, threshold, old, new, change, detail=detail, hint=hint, **judge)
+    if len(current.samples_ms) < MIN_SAMPLES and (current.latency is None or current.latency.n < MIN_SAMPLES):
+        return verdict("unstable", f"{figures} from too few samples to decide", "raise --perfguard-budget")
+    throttled = [name for name, t in (("the baseline", entry.result.telemetry), ("this run", current.telemetry))
+                 if t and t.throttled]
+    if throttled and change > tol:
+        # A thermal or hardware slowdown lowers the clock; it can account for a slowdown up to the
+        # clock's drop, not for a 3x one.
+        drop = _clock_drop_pct(entry, current)
+        if drop is None or change <= 100.0 * ((1 + drop / 100.0) * (1 + tol / 100.0) - 1.0):
+            reasons = sorted({r for t in (entry.result.telemetry, current.telemetry) if t for r in t.throttle_reasons})
+            why = f" ({', '.join(reasons)})" if reasons else ""
+            return verdict("unstable", f"{figures} measured while throttled in {' and '.join(throttled)}{why}, "
+                           "which may account for it", "rerun on an idle, cool GPU")
+    own = _half_width(current)
+    if change - own > tol:
+        return verdict("regressed", f"{figures}, outside ±{tol:.1f}%: {noise_text}")
+    if change + own < -tol:
+        return verdict("improved", f"{figures}, outside ±{tol:.1f}%: {noise_text}",
+                       "run with --perfguard-update to make it the baseline")
+    if abs(change) + own > tol and own > tol / 2:
+        # This run's own median is too imprecise to say on which side of the tolerance it lies.
+        return verdict("unstable", f"{figures}, ±{own:.1f}% within this run against a tolerance of ±{tol:.1f}%: "
+                       "too noisy to decide", "rerun on a quieter machine or raise --perfguard-budget")
+    if change > tol:
+        return verdict("regressed", f"{figures}, outside ±{tol:.1f}%: {noise_text}")
+    if change < -tol:
+        return verdict("improved", f"{figures}, outside ±{tol:.1f}%: {noise_text}",
+                       "run with --perfguard-update to make it the baseline")
+    return verdict("same", f"{figures}, within ±{tol:.1f}%: {noise_text}")
 
 
-def _capped_clocks(baseline: Telemetry | None, current: Telemetry | None) -> tuple[float, float] | None:
-    """The mean SM clocks of both runs when the power cap held at least one of them down; else None."""
-    if not (baseline and current) or not (baseline.power_capped or current.power_capped):
-        return None
-    if not (baseline.sm_clock_mhz_mean and current.sm_clock_mhz_mean):
-        return None
-    return baseline.sm_clock_mhz_mean, current.sm_clock_mhz_mean
+def _clock_drop_pct(entry: BaselineEntry, current: CaseResult) -> float | None:
+    """How much slower this run's SM clock makes a clock-bound call than at the baseline's newest run's, %."""
+    old = entry.runs[-1].sm_clock_mhz if entry.runs else None
+    new = current.telemetry.sm_clock_mhz_mean if current.telemetry else None
+    return 100.0 * (old / new - 1.0) if old and new else None
+
+
+def _half_width(result: CaseResult) -> float:
+    """This run's own 95% half-width of its median, %."""
+    if result.latency is None:
+        return 0.0
+    half = result.latency.ci_half_width_pct
+    return half if math.isfinite(half) else 100.0
 
 
 def _peak_memory(ctx: _Context, current: CaseResult, baseline: CaseResult, threshold: float) -> Verdict | None:
@@ -254,8 +305,8 @@ class _Context:
         self.case_id, self.baseline_file, self.env = case_id, baseline_file, env
 
     def verdict(self, metric: str, status: str, threshold: float, baseline: float | None = None,
-                current: float | None = None, change: float | None = None, p: float | None = None,
-                *, detail: str, hint: str = "") -> Verdict:
+                current: float | None = None, change: float | None = None,
+                *, detail: str, hint: str = "", **judged: object) -> Verdict:
         compared = status not in ("new", "missing")
         against = f" against {self.baseline_file}" if self.baseline_file and compared else ""
         bound = f" (threshold {threshold:g}%)" if compared else ""
@@ -267,33 +318,12 @@ class _Context:
             baseline=baseline,
             current=current,
             change_pct=change if change is None or math.isfinite(change) else None,
-            p_value=p,
-            confidence=None if p is None else 1.0 - p,
             threshold_pct=float(threshold),
             baseline_file=self.baseline_file,
             env_mismatch=self.env,
             message=f"{metric} {status}: {detail}{against}{bound}{f'; {hint}' if hint else ''}{env}",
+            **judged,  # type: ignore[arg-type]
         )
-
-
-def _ratio_interval(current: np.ndarray, baseline: np.ndarray) -> tuple[float, float]:
-    """Bootstrap interval of median(current) / median(baseline), the two samples resampled independently."""
-    result = stats.bootstrap(
-        (current, baseline),
-        lambda c, b, axis: np.median(c, axis=axis) / np.median(b, axis=axis),
-        vectorized=True,
-        paired=False,
-        n_resamples=BOOTSTRAP_RESAMPLES,
-        confidence_level=INTERVAL_LEVEL,
-        method="percentile",  # BCa fails on tied samples, which quantised GPU timers produce
-        rng=np.random.default_rng(BOOTSTRAP_SEED),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def _confidence(p: float) -> str:
-    # Truncated and capped, not rounded: a p of 3e-05 reads "99.99%", never an overclaiming "100.00%".
-    return f"{min(math.floor((1.0 - p) * 10000) / 100, 99.99):.2f}%"
 
 
 def _duration(ms: float) -> str:
@@ -312,9 +342,16 @@ def _measured(result: CaseResult) -> bool:
     return result.status == "ok" and (result.latency is not None or bool(result.samples_ms))
 
 
+def _centre(entry: BaselineEntry) -> float:
+    """The median of the baseline runs' medians: the figure a run is compared with."""
+    medians = sorted(r.median_ms for r in entry.runs) or [_median(entry.result)]
+    mid = len(medians) // 2
+    return medians[mid] if len(medians) % 2 else (medians[mid - 1] + medians[mid]) / 2
+
+
 def _median(result: CaseResult) -> float:
     # The summary's median uses every sample; a stored result may keep only a thinned subset.
-    return result.latency.median_ms if result.latency else float(np.median(result.samples_ms))
+    return result.latency.median_ms if result.latency else float(statistics.median(result.samples_ms))
 
 
 def _by_id(record: RunRecord, label: str) -> dict[str, CaseResult]:
@@ -327,6 +364,11 @@ def _by_id(record: RunRecord, label: str) -> dict[str, CaseResult]:
             )
         by_id[r.id] = r
     return by_id
+
+
+def _host(record: RunRecord) -> str | None:
+    hosts = {d.host for d in record.devices}
+    return hosts.pop() if len(hosts) == 1 else None
 
 
 def _environments(record: RunRecord) -> dict[str, dict[str, object]]:

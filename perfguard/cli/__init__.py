@@ -2,7 +2,8 @@
 
     perfguard show RUN.json
     perfguard baseline show [--device SLUG] [--baselines DIR]
-    perfguard baseline accept RUN.json [--case ID ...] [--baselines DIR]
+    perfguard baseline accept RUN.json [RUN.json ...] [--case ID ...] [--restart] [--keep-runs N] [--baselines DIR]
+    perfguard baseline merge FILE.json [FILE.json ...] [--keep-runs N] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]

@@ -9,6 +9,7 @@ from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
 
 DEFAULT_BASELINES = "baselines"
+DEFAULT_KEEP_RUNS = 10  # perfguard.store's, without importing the store (filelock) to draw the help
 
 
 def read_record(path: Path | str) -> RunRecord:

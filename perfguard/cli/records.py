@@ -1,4 +1,4 @@
-"""Commands over stored run records and baselines: show, baseline show|accept, compare, report."""
+"""Commands over stored run records and baselines: show, baseline show|accept|merge, compare, report."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from perfguard import units
-from perfguard.cli.common import DEFAULT_BASELINES, columns, percent, read_record, summary
+from perfguard.cli.common import DEFAULT_BASELINES, DEFAULT_KEEP_RUNS, columns, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.model import CaseResult
+from perfguard.model import BaselineEntry, CaseResult, DeviceInfo
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -51,42 +51,77 @@ def _baseline_show(args: argparse.Namespace) -> int:
             print(f"  calibrated {cal.measured_at}: copy {units.number(cal.copy_gbps)} GB/s; matmul TFLOP/s {rates}")
         rows = [
             (case_id, units.duration(e.result.latency.median_ms if e.result.latency else None),
-             str(e.result.latency.n if e.result.latency else len(e.result.samples_ms)), e.recorded_at,
-             (e.commit or "-")[:12])
+             str(len(e.result.samples_ms)), str(len(e.runs)), _spread(e), e.recorded_at, (e.commit or "-")[:12])
             for case_id, e in sorted(baseline.cases.items())
         ]
-        for line in columns(("case", "median", "samples", "recorded_at", "commit"), rows):
+        for line in columns(("case", "median", "samples kept", "runs", "run spread", "recorded_at", "commit"), rows):
             print(f"  {line}")
     return status
 
 
-def _baseline_accept(args: argparse.Namespace) -> int:
-    from perfguard.store import update
+def _spread(entry: BaselineEntry) -> str:
+    """How far the runs' medians lie apart: (max - min) / min, or "-" with one run."""
+    medians = [r.median_ms for r in entry.runs]
+    if len(medians) < 2 or not min(medians) > 0:
+        return "-"
+    return f"{100 * (max(medians) / min(medians) - 1):.2f}%"
 
-    record = read_record(args.run)
-    results = list(record.results)
-    if args.case:
-        unknown = sorted(set(args.case) - {r.id for r in results})
-        if unknown:
-            raise ConfigError(f"{args.run}: no case {', '.join(unknown)} in this record; see `perfguard show {args.run}`")
-        results = [r for r in results if r.id in set(args.case)]
-    for r in results:
-        if r.status != "ok":
-            print(f"skipped {r.id}: not measured (status {r.status})")
-    by_device: dict[str, list[CaseResult]] = {}
-    for r in results:
-        if r.status == "ok":
-            by_device.setdefault(r.device, []).append(r)
-    if not by_device:
-        raise ConfigError(f"{args.run}: no measured case to accept; run pytest --perfguard first")
-    devices = {d.slug: d for d in record.devices}
-    for slug, accepted in sorted(by_device.items()):
-        if slug not in devices:
-            raise BaselineError(
-                f"{args.run}: case {accepted[0].id} was measured on {slug!r}, a device the record does not list"
-            )
-        path = update(args.baselines, devices[slug], accepted, commit=record.commit, recorded_at=record.created_at)
-        print(f"accepted {len(accepted)} case(s) into {path}")
+
+def _baseline_accept(args: argparse.Namespace) -> int:
+    """Each record is one run of its cases, oldest first: the artifacts of a CI matrix over a pool of
+    runners of one GPU model become one baseline whose tolerances know the pool's spread."""
+    from perfguard.store import update_runs
+
+    records = sorted(((path, read_record(path)) for path in args.runs), key=lambda pr: pr[1].created_at)
+    wanted = set(args.case or ())
+    runs_by_slug: dict[str, list[tuple[list[CaseResult], str | None, str, str | None]]] = {}
+    devices: dict[str, DeviceInfo] = {}
+    restart: set[str] = set()
+    for path, record in records:
+        results = [r for r in record.results if not wanted or r.id in wanted]
+        for r in results:
+            if r.status != "ok":
+                print(f"skipped {r.id}: not measured (status {r.status}) in {path}")
+        listed = {d.slug: d for d in record.devices}
+        by_device: dict[str, list[CaseResult]] = {}
+        for r in results:
+            if r.status == "ok":
+                if r.device not in listed:
+                    raise BaselineError(f"{path}: case {r.id} was measured on {r.device!r}, a device the record does not list")
+                by_device.setdefault(r.device, []).append(r)
+        hosts = {d.host for d in record.devices}
+        for slug, accepted in by_device.items():
+            devices.setdefault(slug, listed[slug])
+            runs_by_slug.setdefault(slug, []).append((accepted, record.commit, record.created_at,
+                                                      hosts.pop() if len(hosts) == 1 else None))
+        # A case whose latency had moved past its tolerance when the record was made starts a new series.
+        restart |= {v.case_id for v in record.verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+    missing = sorted(wanted - {r.id for _, record in records for r in record.results})
+    if missing:
+        raise ConfigError(f"no case {', '.join(missing)} in {', '.join(args.runs)}; see `perfguard show RUN.json`")
+    if not runs_by_slug:
+        raise ConfigError(f"{', '.join(args.runs)}: no measured case to accept; run pytest --perfguard first")
+    if args.restart:
+        restart = {r.id for runs in runs_by_slug.values() for results, *_ in runs for r in results}
+    for slug, runs in sorted(runs_by_slug.items()):
+        path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs, restart=restart)
+        cases = len({r.id for results, *_ in runs for r in results})
+        print(f"accepted {len(runs)} run(s) of {cases} case(s) into {path}")
+    return 0
+
+
+def _baseline_merge(args: argparse.Namespace) -> int:
+    """Baseline files of one GPU model recorded on other hosts, folded into --baselines' file."""
+    from perfguard.store import load_file, merge_files
+
+    others = []
+    for name in args.files:
+        baseline = load_file(name)
+        if baseline is None:
+            raise ConfigError(f"{name}: no such file; pass baseline files such as other-host/nvidia-h200.json")
+        others.append(baseline)
+    path = merge_files(args.baselines, others, keep_runs=args.keep_runs)
+    print(f"merged {len(others)} file(s) into {path}")
     return 0
 
 
@@ -128,6 +163,16 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     show = commands.add_parser("show", help="print a run record as the terminal table")
     show.add_argument("run", metavar="RUN.json")
@@ -137,21 +182,30 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     actions = baseline.add_subparsers(title="actions", metavar="ACTION", required=True)
     listing = actions.add_parser("show", help="list the baselines and their cases")
     listing.add_argument("--device", metavar="SLUG", help="only this device's file, e.g. nvidia-h200")
-    accept = actions.add_parser("accept", help="write a run's measured cases into its device's baseline")
-    accept.add_argument("run", metavar="RUN.json")
+    accept = actions.add_parser("accept", help="add runs' measured cases to their device's baseline, one run per record "
+                                "(e.g. the records of a CI matrix over several runners)")
+    accept.add_argument("runs", metavar="RUN.json", nargs="+")
     accept.add_argument("--case", metavar="ID", action="append", help="only this case (repeatable)")
-    for sub in (listing, accept):
+    accept.add_argument("--restart", action="store_true",
+                        help="drop the accepted cases' earlier runs: the code changed on purpose")
+    merge = actions.add_parser("merge", help="fold baseline files of this GPU model from other hosts into its baseline")
+    merge.add_argument("files", metavar="FILE.json", nargs="+")
+    for sub in (accept, merge):
+        sub.add_argument("--keep-runs", metavar="N", type=_at_least_one, default=DEFAULT_KEEP_RUNS,
+                         help=f"runs kept per case (default: {DEFAULT_KEEP_RUNS})")
+    for sub in (listing, accept, merge):
         sub.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
                          help=f"baseline folder (default: {DEFAULT_BASELINES})")
     listing.set_defaults(command=_baseline_show)
     accept.set_defaults(command=_baseline_accept)
+    merge.set_defaults(command=_baseline_merge)
 
-    # Defaults come from perfguard.analysis.verdict, imported only when comparing (it loads scipy).
+    # Defaults come from perfguard.analysis.verdict, imported only when comparing (it loads numpy).
     compare = commands.add_parser("compare", help="verdicts between two run records; exit 1 on a regression")
     compare.add_argument("base", metavar="BASE.json")
     compare.add_argument("head", metavar="HEAD.json")
     compare.add_argument("--threshold", metavar="PCT", type=percent, default=None,
-                         help="latency change that counts, in percent (default: 5, or the case's own)")
+                         help="the smallest latency change that matters, in percent (default: 1, or the case's own)")
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help="peak-memory growth that counts, in percent (default: 5, or the case's own)")
     compare.set_defaults(command=_compare)

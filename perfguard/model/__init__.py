@@ -28,11 +28,13 @@ from perfguard.model.records import (
     Profile,
     ProfileOp,
     RunRecord,
+    RunSummary,
     SCHEMA_VERSION,
     SIGNIFICANT_DIGITS,
     Telemetry,
     VERDICT_STATUSES,
     Verdict,
+    run_summary,
     thin_samples,
 )
 
@@ -52,6 +54,7 @@ __all__ = [
     "Profile",
     "ProfileOp",
     "RunRecord",
+    "RunSummary",
     "SCHEMA_VERSION",
     "SIGNIFICANT_DIGITS",
     "Telemetry",
@@ -62,6 +65,7 @@ __all__ = [
     "loads_baseline",
     "loads_record",
     "round_sig",
+    "run_summary",
     "thin_samples",
     "to_jsonable",
 ]

@@ -16,7 +16,10 @@ import typing
 from typing import Any, TypeVar
 
 from perfguard.errors import BaselineError
-from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, BaselineFile, RunRecord
+from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, BaselineFile, RunRecord, run_summary
+
+# Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
 
 T = TypeVar("T")
 
@@ -53,21 +56,43 @@ def dumps(obj: Any) -> str:
 def loads_record(text: str, source: str) -> RunRecord:
     """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
     data = _parse(text, source)
-    _check_schema(data, source)
+    if _check_schema(data, source) == 1:
+        data = _record_from_v1(data)
     return from_jsonable(RunRecord, data, source)
 
 
 def loads_baseline(text: str, source: str) -> BaselineFile:
     """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
     data = _parse(text, source)
-    _check_schema(data, source)
+    version = _check_schema(data, source)
+    if version == 1:
+        data = {**data, "schema_version": SCHEMA_VERSION}
     baseline = from_jsonable(BaselineFile, data, source)
     for key, entry in baseline.cases.items():
         if key != entry.result.id:
             raise BaselineError(
                 f"{source}: entry {key!r} holds the result of case {entry.result.id!r}; was the file edited by hand?"
             )
+        if not entry.runs and version != 1:
+            raise BaselineError(f"{source}: entry {key!r} holds no runs; was the file edited by hand?")
+    if version == 1:
+        # A version-1 entry is one run: its result. It becomes the first of the case's runs.
+        cases = {
+            key: dataclasses.replace(entry, runs=(run_summary(entry.result, entry.recorded_at, entry.commit),))
+            for key, entry in baseline.cases.items()
+        }
+        baseline = dataclasses.replace(baseline, cases=cases)
     return baseline
+
+
+def _record_from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples
+    # cannot support; they are dropped, the rest of the verdict is kept as it was judged.
+    verdicts = data.get("verdicts")
+    if isinstance(verdicts, list):
+        verdicts = [{k: v for k, v in item.items() if k not in ("p_value", "confidence")} if isinstance(item, dict) else item
+                    for item in verdicts]
+    return {**data, "verdicts": verdicts, "schema_version": SCHEMA_VERSION}
 
 
 def _parse(text: str, source: str) -> Any:
@@ -84,15 +109,16 @@ def _parse(text: str, source: str) -> Any:
         ) from None
 
 
-def _check_schema(data: Any, source: str) -> None:
+def _check_schema(data: Any, source: str) -> int:
     if not isinstance(data, dict):
         raise BaselineError(f"{source}: expected a JSON object at the top, found {type(data).__name__}")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise BaselineError(
-            f"{source}: schema_version {version!r}, but this perfguard reads version {SCHEMA_VERSION}; "
-            "use the perfguard version that wrote it, or re-record the file"
+            f"{source}: schema_version {version!r}, but this perfguard reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}; use the perfguard version that wrote it, or re-record the file"
         )
+    return int(version)
 
 
 def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:

@@ -7,7 +7,9 @@ import math
 import typing
 from typing import Any
 
-SCHEMA_VERSION = 1
+# 2: a baseline entry keeps the summaries of several runs (`runs`), a verdict states the case's
+# run-to-run noise instead of a rank test's p-value. Version 1 files load and are migrated (codec.py).
+SCHEMA_VERSION = 2
 SIGNIFICANT_DIGITS = 6
 # Raw samples kept per case in a record: enough for a rank test, small enough to diff and ship.
 MAX_STORED_SAMPLES = 1000
@@ -47,6 +49,10 @@ class DeviceInfo:
     # its real clocks and power limit. When present they replace the datasheet's in the roofline.
     calibrated_bandwidth_gbps: float | None = None
     calibrated_tflops: dict[str, float] | None = None
+    # The machine the card is in: host-to-host offsets of a microsecond or so are absolute, so the
+    # verdict widens the tolerance of tiny kernels only when the run comes from a host the baseline
+    # has not seen.
+    host: str | None = None
 
     def fingerprint(self) -> dict[str, str | None]:
         """The software versions a baseline is only comparable under."""
@@ -215,6 +221,8 @@ class Verdict:
 
     status is "regressed", "improved", "same", "unstable", "new" or "missing"; figures are in the
     metric's unit (ms for latency, bytes for peak_memory); `message` is the one line shown to a person.
+    The latency's tolerance comes from the case's run-to-run noise over the baseline's runs
+    (perfguard/analysis/noise.py), never below the threshold; null for deterministic metrics.
     """
 
     case_id: str
@@ -223,12 +231,18 @@ class Verdict:
     baseline: float | None
     current: float | None
     change_pct: float | None
-    p_value: float | None  # rank test; null for deterministic metrics and new/missing
-    confidence: float | None  # 1 - p_value
     threshold_pct: float
     baseline_file: str | None
     env_mismatch: tuple[str, ...]  # e.g. "torch 2.11.0 → 2.12.0"; shown, never decides the status
     message: str
+    baseline_runs: int = 0  # independent runs the baseline holds for the case
+    noise_pct: float | None = None  # the case's run-to-run spread (relative standard deviation, %)
+    tolerance_pct: float | None = None  # a change past this is regressed / improved
+    detectable_pct: float | None = None  # the smallest slowdown the gate catches 19 times in 20
+    # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
+    # whether they agreed (None: not re-measured).
+    remeasured_ms: tuple[float, ...] = ()
+    confirmed: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,13 +260,32 @@ class RunRecord:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """One independent run of a case, as a baseline keeps it: the run, not the call, is the unit of
+    evidence (calls within a run share its clocks, card and host; runs do not)."""
+
+    recorded_at: str
+    median_ms: float
+    n: int  # samples behind the median
+    ci_half_pct: float | None = None  # the run's own 95% half-width of the median, percent
+    sm_clock_mhz: float | None = None  # mean SM clock while it ran (NVML)
+    power_capped: bool = False
+    peak_allocated_bytes: int | None = None
+    device_uuid: str | None = None
+    host: str | None = None
+    commit: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class BaselineEntry:
-    """One case in a baseline file: its result (samples capped) and when, where and under what it was recorded."""
+    """One case in a baseline file: the summaries of its last runs (oldest first) and the newest
+    run's result (samples capped), with when, where and under what that run was recorded."""
 
     recorded_at: str
     commit: str | None
     fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() at recording time
     result: CaseResult
+    runs: tuple[RunSummary, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,3 +320,23 @@ def thin_samples(samples: typing.Sequence[float], limit: int = MAX_STORED_SAMPLE
         return tuple(samples)
     step = len(samples) / limit
     return tuple(samples[int(i * step)] for i in range(limit))
+
+
+def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None, host: str | None = None) -> RunSummary:
+    """What a baseline keeps of one measured run of a case."""
+    latency = result.latency
+    samples = sorted(result.samples_ms)
+    median = latency.median_ms if latency else samples[len(samples) // 2] if samples else math.nan
+    telemetry, memory = result.telemetry, result.memory
+    return RunSummary(
+        recorded_at=recorded_at,
+        median_ms=median,
+        n=latency.n if latency else len(result.samples_ms),
+        ci_half_pct=latency.ci_half_width_pct if latency and math.isfinite(latency.ci_half_width_pct) else None,
+        sm_clock_mhz=telemetry.sm_clock_mhz_mean if telemetry else None,
+        power_capped=bool(telemetry and telemetry.power_capped),
+        peak_allocated_bytes=memory.peak_allocated_bytes if memory else None,
+        device_uuid=result.device_uuid,
+        host=host,
+        commit=commit,
+    )

@@ -16,15 +16,19 @@ _OPTIONS: dict[str, tuple[str, Any, str]] = {
     "perfguard-baselines": ("string", "baselines", "folder of the per-GPU baseline files (default: baselines)"),
     "perfguard-update": ("bool", False, "write this run's figures into this GPU's baseline file"),
     "perfguard-report": ("string", "reports", "folder for perfguard.json and the reports (default: reports)"),
-    "perfguard-threshold": ("string", 5.0, "latency change that fails a case, in percent (default: 5)"),
+    "perfguard-threshold": ("string", 1.0, "the smallest latency change that matters, in percent (default: 1); "
+                            "a case's tolerance is this or what its run-to-run noise needs, whichever is larger"),
     "perfguard-budget": ("string", 0.5, "wall-time budget per case in seconds (default: 0.5)"),
     "perfguard-profile": ("string", None, "re-run cases under torch.profiler: none, regressed or all "
                           "(default: regressed where the CI environment variable is set, else none)"),
+    "perfguard-baseline-runs": ("string", 10, "runs kept per case in a baseline; each --perfguard-update adds one (default: 10)"),
+    "perfguard-confirm": ("string", 2, "re-measurements that must agree before a slower case fails; 0: fail at once (default: 2)"),
     "perfguard-allow-shared-gpu": ("bool", False, "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 }
 PROFILE_CHOICES = ("none", "regressed", "all")
 _FLAGS = ("perfguard", "perfguard-update", "perfguard-allow-shared-gpu")
 _METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS",
+             "perfguard-baseline-runs": "N", "perfguard-confirm": "N",
              "perfguard-profile": "{" + ",".join(PROFILE_CHOICES) + "}"}
 
 
@@ -38,6 +42,8 @@ class Options:
     budget_s: float
     profile: str = "none"  # which cases to re-run under the profiler: "none", "regressed" or "all"
     allow_shared_gpu: bool = False
+    keep_runs: int = 10  # runs a baseline keeps per case
+    confirm: int = 2  # re-measurements of a case that looks regressed before it fails
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -61,6 +67,8 @@ class Options:
             budget_s=_positive(config, "perfguard-budget", "a number of seconds such as 0.5"),
             profile=_profile(config),
             allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
+            keep_runs=_count(config, "perfguard-baseline-runs", 1),
+            confirm=_count(config, "perfguard-confirm", 0),
         )
 
 
@@ -97,6 +105,17 @@ def _positive(config: pytest.Config, name: str, example: str) -> float:
         value = float("nan")
     if not value > 0 or value == float("inf"):
         raise pytest.UsageError(f"--{name} (or ini {name}) must be {example}, got {raw!r}")
+    return value
+
+
+def _count(config: pytest.Config, name: str, least: int) -> int:
+    raw = _value(config, name)
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise pytest.UsageError(f"--{name} (or ini {name}) must be a whole number of at least {least}, got {raw!r}")
     return value
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import perfguard
 from perfguard.case import CaseInstance
-from perfguard.errors import BaselineError, ConfigError, PerfguardError
+from perfguard.errors import BaselineError, ConfigError, PerfguardError, first_line
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 RESULT_KEY = "perfguard"
 DEVICE_KEY = "perfguard_device"
 VERDICTS_KEY = "perfguard_verdicts"
+
+
+# At most this many cases per process are re-measured before they may fail: a change that slows
+# every case (a new driver) must not turn a run into hours. Past it, a regression fails unconfirmed.
+CONFIRM_CASES = 20
 
 
 class CaseFailure(Exception):
@@ -49,6 +54,7 @@ class State:
         self.record: RunRecord | None = None
         self.fits: list[Scaling] | None = None  # the record's scaling fits, fitted once for the three renderers
         self._kind: str | None = None
+        self._confirmations = CONFIRM_CASES  # cases this process may still re-measure
         self._baselines: dict[str, BaselineFile | None | BaselineError] = {}
         # On an xdist worker perfguard gave one GPU: that GPU's entry, checked at the first case.
         self._pinned: str | None = getattr(config, "workerinput", {}).get(PIN_KEY)
@@ -88,10 +94,11 @@ class State:
             rule = SamplingRule(budget_s=instance.spec.budget_s or self.options.budget_s)
             result = runner.measure(instance, device, rule, item.nodeid)
         else:
+            rule = None
             result = runner.smoke(instance, device, item.nodeid)
         failure = result.error if result.status == "error" else None
         if self.options.enabled and failure is None:
-            failure, regressed = self._judge(item, result, device)
+            result, failure, regressed = self._judge(item, instance, result, device, rule)
             if self.options.profile == "all" or (self.options.profile == "regressed" and regressed):
                 result = self._profiled(instance, result, device)
         # Attached once judged (and profiled), so that the result on the report is the final one.
@@ -107,25 +114,51 @@ class State:
 
         return dataclasses.replace(result, profile=profile_case(instance, device, self.options.report_dir))
 
-    def _judge(self, item: pytest.Item, result: CaseResult, device: DeviceInfo) -> tuple[str | None, bool]:
-        """Compare with the baseline: (why the case fails, or None; whether a metric regressed)."""
+    def _judge(
+        self, item: pytest.Item, instance: CaseInstance, result: CaseResult, device: DeviceInfo, rule: Any
+    ) -> tuple[CaseResult, str | None, bool]:
+        """Compare with the baseline, re-measuring a case that looks slower before it may fail:
+        (the result to keep, why the case fails or None, whether a metric regressed)."""
         from perfguard.analysis.verdict import compare_case
 
         baseline = self._baseline(device)
         if isinstance(baseline, BaselineError):
-            return f"{result.id}: measured, but not compared: {baseline}", False
-        verdicts = compare_case(
-            result,
-            baseline.cases.get(result.id) if baseline else None,
-            threshold_pct=self.options.threshold_pct,
-            current_fingerprint=device.fingerprint(),
-            baseline_file=self._label(device),
-        )
+            return result, f"{result.id}: measured, but not compared: {baseline}", False
+        entry = baseline.cases.get(result.id) if baseline else None
+
+        def judge(r: CaseResult) -> list[Verdict]:
+            return compare_case(r, entry, threshold_pct=self.options.threshold_pct,
+                                current_fingerprint=device.fingerprint(), baseline_file=self._label(device),
+                                host=device.host)
+
+        verdicts = judge(result)
+        if _slower(verdicts) and not self.options.update and self.options.confirm:
+            result, verdicts = self._confirm(instance, device, rule, item.nodeid, result, verdicts, judge)
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
         regressed = [v.message for v in verdicts if v.status == "regressed"]
         if regressed and not self.options.update:
-            return f"{result.id}: " + f"\n{result.id}: ".join(regressed), True
-        return None, bool(regressed)
+            return result, f"{result.id}: " + f"\n{result.id}: ".join(regressed), True
+        return result, None, bool(regressed)
+
+    def _confirm(
+        self, instance: CaseInstance, device: DeviceInfo, rule: Any, nodeid: str,
+        first: CaseResult, verdicts: list[Verdict], judge: Any,
+    ) -> tuple[CaseResult, list[Verdict]]:
+        """Measure a case that looks regressed again, from a fresh setup, and let the verdict settle on all
+        the measurements (analysis.verdict.settle)."""
+        from perfguard.analysis.verdict import note, settle
+        from perfguard.measure import runner
+
+        if self._confirmations <= 0:
+            return first, note(verdicts, f"not re-measured: this run's allowance of {CONFIRM_CASES} re-measured cases is spent")
+        self._confirmations -= 1
+        measured = [(first, verdicts)]
+        for _ in range(self.options.confirm):
+            again = runner.measure(instance, device, rule, nodeid)
+            if again.status != "ok":  # the first measurement stands: a failed re-run must not lift the gate
+                return first, note(verdicts, f"its re-measurement failed: {first_line(again.error or '')}")
+            measured.append((again, judge(again)))
+        return settle(measured)
 
     def _baseline(self, device: DeviceInfo) -> BaselineFile | None | BaselineError:
         if device.slug not in self._baselines:
@@ -164,8 +197,8 @@ class State:
                     self.verdicts[verdicts[0].case_id] = verdicts
 
     def prepare_finish(self) -> None:
-        """Import what `finish` needs: scipy's statistics, numpy, jinja2 and the report's template (over a
-        second). A failure here is left for `finish` to report."""
+        """Import what `finish` needs: numpy, jinja2 and the report's template (about a second). A failure
+        here is left for `finish` to report."""
         if not self.options.enabled:
             return
         try:
@@ -204,10 +237,14 @@ class State:
         if self.options.update:
             from perfguard import store
 
+            # A case whose latency moved past its tolerance starts a new series of runs: its old runs
+            # describe other code, and mixed in they would read as noise.
+            restart = {v.case_id for v in verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
             for slug, device in self._models().items():
                 results = [r for r in self.results.values() if r.device == slug]
                 self._attempt(
-                    lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now),
+                    lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
+                                         keep_runs=self.options.keep_runs, restart=restart),
                     store.path_for(self.options.baselines_dir, slug),
                 )
 
@@ -235,6 +272,10 @@ class State:
                 if case_id not in self.results:
                     missing += compare_case(None, entry, baseline_file=self._label(device))
         return missing
+
+
+def _slower(verdicts: list[Verdict]) -> bool:
+    return any(v.metric == "latency" and v.status == "regressed" for v in verdicts)
 
 
 def _fits(record: RunRecord) -> list[Scaling] | None:

@@ -37,6 +37,30 @@ def launch_line(results: Iterable[CaseResult]) -> str | None:
     return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
 
 
+# SM clocks that spread more than this over a run were not held still.
+CLOCK_SPREAD = 0.02
+
+
+def clock_line(results: Iterable[CaseResult]) -> str | None:
+    """One line when the run's SM clocks moved (not locked), naming the command that holds them; else None.
+
+    Under the power cap a compute-bound kernel's time follows the clock, which differs between cards
+    and runs; the gate compares such cases at equal clock, but locked clocks remove the doubt.
+    """
+    tel = [r.telemetry for r in results if r.telemetry is not None and r.telemetry.sm_clock_mhz_mean]
+    if len(tel) < 2:
+        return None
+    clocks = [t.sm_clock_mhz_mean for t in tel]
+    low, high = min(clocks), max(clocks)  # type: ignore[type-var]
+    capped = sum(t.power_capped for t in tel)
+    if high - low <= CLOCK_SPREAD * high and not capped:
+        return None
+    held = f", {capped} case(s) held down by the power cap" if capped else ""
+    return (f"clocks are not locked: the SM clock ran at {low:.0f}-{high:.0f} MHz over this run{held}; compute-bound "
+            "cases are compared at equal clock, with a wider tolerance. A runner admin can lock them with "
+            f"`sudo nvidia-smi --lock-gpu-clocks={low:.0f},{low:.0f}` (a clock the card holds under load)")
+
+
 def ranked_scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[Scaling]:
     """Every scaling fit, the nearest to running out of device memory first: a swept suite has dozens,
     and a list cut short should keep the ones that matter before a larger run."""

@@ -89,9 +89,26 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         run.append(("status", r.status))
     if r.threshold is not None or r.memory_threshold is not None:
         run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
-    named = [("latency", latency), ("throughput", throughput), ("launch", launch), ("memory", memory),
-             ("clocks", clocks), ("run", run)]
+    named = [("latency", latency), ("gate", gate(entry)), ("throughput", throughput), ("launch", launch),
+             ("memory", memory), ("clocks", clocks), ("run", run)]
     return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
+
+
+def gate(entry: Entry) -> list[tuple[str, str]]:
+    """What the latency verdict rests on: the baseline's runs, the case's noise, its tolerance and what it can see."""
+    v = entry.verdict("latency")
+    if v is None or v.tolerance_pct is None:
+        return [("baseline runs", NA)]
+    items = [
+        ("baseline runs", str(v.baseline_runs)),
+        ("run-to-run spread", f"±{v.noise_pct:.2f}% (1 s.d.)" if v.noise_pct is not None else NA),
+        ("tolerance", f"±{v.tolerance_pct:.1f}% (threshold {v.threshold_pct:g}%)"),
+        ("detects", f"{v.detectable_pct:.1f}% slowdowns, 19 times in 20" if v.detectable_pct is not None else NA),
+    ]
+    if v.remeasured_ms:
+        measured = ", ".join(units.duration(ms) for ms in (v.current, *v.remeasured_ms) if ms is not None)
+        items.append(("measurements", f"{measured} ({'confirmed' if v.confirmed else 'not confirmed'})"))
+    return items
 
 
 def message(v: Verdict) -> str:

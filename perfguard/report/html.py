@@ -18,7 +18,7 @@ from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, view
-from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_cells
+from perfguard.report.advice import NAMED, clock_line, launch_line, ranked_scalings, scaling_cells
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
@@ -48,6 +48,8 @@ COLUMNS = (
     Column("verdict", "verdict", "the most pressing of the case's verdicts; click a row for all of them", False),
     Column("median", "median ± CI", "median latency and the half-width of its 95% confidence interval; lower is better"),
     Column("change", "Δ baseline", "change of the median latency against this device's baseline"),
+    Column("detects", "detects", "the smallest slowdown the gate catches 19 times in 20, from the case's run-to-run "
+           "noise over the baseline's runs (more runs narrow it); lower is better"),
     Column("gbps", "GB/s", "achieved bandwidth: declared bytes / median time; higher is better"),
     Column("util", "% peak BW", "achieved bandwidth over the device's theoretical peak"),
     Column("tflops", "TFLOP/s", "declared flops / median time; higher is better"),
@@ -110,6 +112,7 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
     advice, scaling = _advice(merged, devices, fits)
+    clocks = clock_line(e.result for by_device in merged.cases.values() for e in by_device.values() if e.result)
     context = {
         "headline": headline,
         "devices": devices,
@@ -122,6 +125,7 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
         "rooflines": [_roofline(d, rows) for d in devices],
         "attention": _attention(rows, len(devices) > 1),
         "advice": advice,
+        "clocks": clocks,
         "scaling": scaling,
         "scaling_open": len(scaling) <= NAMED,
         "css": _static("report.css"),
@@ -175,6 +179,10 @@ def _cell(column: Column, entry: Entry | None) -> Cell:
         v = entry.verdict("latency")
         pct = v.change_pct if v else None
         return Cell(view.change(v), _num(pct), cls=f"chg-{v.status}" if v else "na")
+    if key == "detects":
+        v = entry.verdict("latency")
+        pct = v.detectable_pct if v else None
+        return Cell(view.detects(v), _num(pct), cls="" if pct is not None else "na")
     if key == "bound":
         bound = view.metric(r, "bound")
         return Cell(str(bound) if bound else "n/a", str(bound or ""), cls="" if bound else "na")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import view
-from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, clock_line, launch_line, ranked_scalings, scaling_lines
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -64,9 +64,9 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         if shown < len(chosen):
             out.force(f"- … and {len(chosen) - shown} more: see the HTML report")
     results = [e.result for e in entries if e.result is not None]
-    advice = launch_line(results)
-    if advice:
-        out.force("", f"_{_text(advice)}_")
+    for advice in (launch_line(results), clock_line(results)):
+        if advice:
+            out.force("", f"_{_text(advice)}_")
     if fits is None:
         fits = ranked_scalings(results, [d.info for d in devices])
     if fits:
@@ -118,15 +118,16 @@ def _top_operator(e: Entry) -> str:
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
     if not entries:
         return
-    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "GB/s", "% peak BW"]
+    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW"]
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
-              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 4) + "---:|" * 4)
+              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 5) + "---:|" * 5)
     shown = 0
     for e in entries:
         r = e.result
         cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
         cells += [view.label(e.status), f"{units.duration(view.median(r))} {view.ci_text(r)}",
-                  view.change(e.verdict("latency")), units.number(view.metric(r, "gbps")),
+                  view.change(e.verdict("latency")), view.detects(e.verdict("latency")),
+                  units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util"))]
         if not out.add("| " + " | ".join(cells) + " |"):
             break

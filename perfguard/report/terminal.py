@@ -7,19 +7,21 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, clock_line, launch_line, ranked_scalings, scaling_lines
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
-COLUMNS = ("case", "verdict", "median", "±CI", "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem")
+COLUMNS = ("case", "verdict", "median", "±CI", "detects", "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
+    verdicts = list(verdicts)
     status = case_status(verdicts)
+    gate = {v.case_id: v for v in verdicts if v.metric == "latency"}
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -34,6 +36,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 status.get(r.id, "-"),
                 units.duration(r.latency.median_ms),
                 f"±{r.latency.ci_half_width_pct:.2f}%",
+                f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
@@ -75,6 +78,9 @@ def summary(
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
+    clocks = clock_line(results)
+    if clocks:
+        lines.append((clocks, {"yellow": True}))
     if fits is None:
         fits = ranked_scalings(results, devices)
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]

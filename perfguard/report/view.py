@@ -174,6 +174,13 @@ def change(v: Verdict | None) -> str:
     return "0.0%" if round(v.change_pct, 1) == 0 else f"{v.change_pct:+.1f}%"
 
 
+def detects(v: Verdict | None) -> str:
+    """The smallest slowdown the gate catches for a case now, and over how many baseline runs: "1.8% · 5 runs"."""
+    if v is None or v.detectable_pct is None:
+        return "n/a"
+    return f"{v.detectable_pct:.1f}% · {v.baseline_runs} run{'s' if v.baseline_runs != 1 else ''}"
+
+
 def ci_text(result: CaseResult | None) -> str:
     lat = result.latency if result else None
     return "n/a" if lat is None else f"±{lat.ci_half_width_pct:.2f}%"

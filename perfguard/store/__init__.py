@@ -3,11 +3,33 @@
     from perfguard.store import load, update, path_for
 
 Nothing else in perfguard writes a baseline: the pytest plugin (`--perfguard-update`) and the CLI
-(`perfguard baseline accept`) both call `update`; `perfguard calibrate` stores its roofs with `calibrate`.
+(`perfguard baseline accept`) both call `update` / `update_runs`; `perfguard calibrate` stores its roofs with `calibrate`.
 """
 
 from __future__ import annotations
 
-from perfguard.store.baselines import LOCK_TIMEOUT_S, calibrate, list_files, load, load_file, path_for, update
+from perfguard.store.baselines import (
+    DEFAULT_KEEP_RUNS,
+    LOCK_TIMEOUT_S,
+    calibrate,
+    list_files,
+    load,
+    load_file,
+    merge_files,
+    path_for,
+    update,
+    update_runs,
+)
 
-__all__ = ["LOCK_TIMEOUT_S", "calibrate", "list_files", "load", "load_file", "path_for", "update"]
+__all__ = [
+    "DEFAULT_KEEP_RUNS",
+    "LOCK_TIMEOUT_S",
+    "calibrate",
+    "list_files",
+    "load",
+    "load_file",
+    "merge_files",
+    "path_for",
+    "update",
+    "update_runs",
+]

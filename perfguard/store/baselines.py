@@ -1,5 +1,11 @@
 """Load, validate and merge-update `baselines/<device-slug>.json`.
 
+Each update adds one run to every case it measured: the case's newest result (samples capped)
+replaces the old one, and its run summary joins the case's last runs (at most `keep_runs`, oldest
+dropped first), from which the verdict learns the case's run-to-run noise. A case whose figures moved
+past its tolerance (the caller says which, in `restart`) starts a new series of runs: mixing runs of
+the old code with the new would read as noise.
+
 An update re-reads the file inside a lock on `<file>.lock`, merges the new cases into what it finds,
 and replaces the file atomically. Re-reading inside the lock is what keeps two processes from losing
 each other's entries; the atomic replace is what keeps a killed process from leaving half a file.
@@ -10,7 +16,7 @@ names it, so nothing recorded by hand or by another version is lost silently.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 
 import filelock
@@ -25,6 +31,7 @@ from perfguard.model import (
     DeviceInfo,
     dumps,
     loads_baseline,
+    run_summary,
     thin_samples,
 )
 from perfguard.store.atomic import temp_prefix, write_atomic
@@ -32,6 +39,9 @@ from perfguard.store.atomic import temp_prefix, write_atomic
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
 LOCK_TIMEOUT_S = 60.0
+# Runs kept per case. Ten give a spread estimate within about ±25% of the truth; older runs would
+# mostly describe code and drivers that have since changed.
+DEFAULT_KEEP_RUNS = 10
 
 
 def path_for(directory: Path | str, slug: str) -> Path:
@@ -85,24 +95,71 @@ def update(
     *,
     commit: str | None,
     recorded_at: str,
+    keep_runs: int = DEFAULT_KEEP_RUNS,
+    restart: Collection[str] = (),
 ) -> Path:
-    """Merge the measured ("ok") `results` into the device's baseline file; other cases are kept.
+    """Merge the measured ("ok") `results` into the device's baseline file as one more run; other cases
+    are kept. Cases in `restart` drop their earlier runs.
 
     Returns the file's path. Raises BaselineError naming the file when the existing file is not a
     valid baseline (it is left as it was), or when the folder cannot be written.
     """
-    entries = {
-        r.id: BaselineEntry(recorded_at=recorded_at, commit=commit, fingerprint=device.fingerprint(), result=_stored(r))
-        for r in results
-        if r.status == "ok"
-    }
+    return update_runs(directory, device, [(results, commit, recorded_at, device.host)],
+                       keep_runs=keep_runs, restart=restart)
+
+
+def update_runs(
+    directory: Path | str,
+    device: DeviceInfo,
+    runs: Sequence[tuple[Iterable[CaseResult], str | None, str, str | None]],
+    *,
+    keep_runs: int = DEFAULT_KEEP_RUNS,
+    restart: Collection[str] = (),
+) -> Path:
+    """Several runs (results, commit, recorded_at, host), oldest first, merged in one locked write:
+    a fleet's records (one per runner of the GPU model) become one baseline."""
+    if keep_runs < 1:
+        raise BaselineError(f"keep_runs must be at least 1, got {keep_runs}")
+    fingerprint = device.fingerprint()
+    measured = [([r for r in results if r.status == "ok" and (r.latency or r.samples_ms)], commit, at, host)
+                for results, commit, at, host in runs]
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
-        cases = {**(existing.cases if existing else {}), **entries}
+        cases = dict(existing.cases) if existing else {}
+        fresh = set(restart)
+        for results, commit, recorded_at, host in measured:
+            for r in results:
+                old = cases.get(r.id)
+                earlier = () if old is None or r.id in fresh else old.runs
+                fresh.discard(r.id)  # a restarted series grows again from its first new run
+                summary = run_summary(r, recorded_at, commit, host)
+                cases[r.id] = BaselineEntry(recorded_at=recorded_at, commit=commit, fingerprint=fingerprint,
+                                            result=_stored(r), runs=(*earlier, summary)[-keep_runs:])
         calibration = existing.calibration if existing else None
         return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
 
     return _rewrite(path_for(directory, device.slug), merge, "update the baseline")
+
+
+def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_runs: int = DEFAULT_KEEP_RUNS) -> Path:
+    """Fold baseline files of one GPU model (recorded on other hosts) into `directory`'s: per case the
+    runs of all, oldest first, each once, the newest `keep_runs` kept; the newest run's result wins."""
+    slugs = {b.device.slug for b in others}
+    if len(slugs) != 1:
+        raise BaselineError(f"baselines of {', '.join(sorted(slugs)) or 'no device'}: merge files of one GPU model at a time")
+
+    def merge(existing: BaselineFile | None) -> BaselineFile:
+        files = ([existing] if existing else []) + list(others)
+        cases: dict[str, BaselineEntry] = {}
+        for case_id in sorted({c for f in files for c in f.cases}):
+            entries = sorted((f.cases[case_id] for f in files if case_id in f.cases), key=lambda e: e.recorded_at)
+            runs = {(r.recorded_at, r.device_uuid, r.median_ms): r for e in entries for r in e.runs}
+            ordered = sorted(runs.values(), key=lambda r: r.recorded_at)[-keep_runs:]
+            cases[case_id] = dataclasses.replace(entries[-1], runs=tuple(ordered))
+        calibration = next((f.calibration for f in files if f.calibration), None)
+        return BaselineFile(device=files[0].device, cases=cases, calibration=calibration)
+
+    return _rewrite(path_for(directory, slugs.pop()), merge, "merge the baselines")
 
 
 def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibration) -> Path:
@@ -147,7 +204,8 @@ def _model_of(device: DeviceInfo) -> DeviceInfo:
     # The file belongs to the GPU model, not to one card: without uuid and index, updates from
     # different cards of the same model (one xdist worker per GPU) do not churn the diff. The
     # calibrated roofs live once, in the file's `calibration`.
-    return dataclasses.replace(device, uuid=None, index=None, calibrated_bandwidth_gbps=None, calibrated_tflops=None)
+    return dataclasses.replace(device, uuid=None, index=None, host=None, calibrated_bandwidth_gbps=None,
+                               calibrated_tflops=None)
 
 
 def _remove_stale_temps(path: Path) -> None:
