@@ -126,6 +126,19 @@ BAD_FILES = {
     ),
     "case from another GPU": (_edit(lambda d: d["cases"]["a"]["result"].update(device="nvidia-a100")), "nvidia-a100"),
     "not UTF-8": (lambda text: text.encode().replace(b"abc123", b"\xff\xfe").decode("latin-1"), "UTF-8"),
+    # Values, not only types: each of these read `unstable` ("0.000 ns → 2.082 ms (+inf%)") and passed.
+    "zero median": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(median_ms=0)),
+                    "BaselineFile.cases['a'].result.latency.median_ms is 0.0"),
+    "negative samples": (_edit(lambda d: d["cases"]["a"]["result"].update(samples_ms=[-1.0, 1.0])),
+                         "BaselineFile.cases['a'].result.samples_ms holds -1.0"),
+    "empty samples": (_edit(lambda d: d["cases"]["a"]["result"].update(samples_ms=[])),
+                      "BaselineFile.cases['a'].result.samples_ms is empty"),
+    "negative minimum": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(min_ms=-0.5)),
+                         "BaselineFile.cases['a'].result.latency.min_ms is -0.5"),
+    "no latency": (_edit(lambda d: d["cases"]["a"]["result"].update(latency=None)),
+                   "BaselineFile.cases['a'].result is not a measured case"),
+    "slug that is a path": (_edit(lambda d: d["device"].update(slug="../nvidia-h200")),
+                            "BaselineFile.device.slug '../nvidia-h200' is not a device slug"),
 }
 
 

@@ -25,6 +25,7 @@ from perfguard.model import (
     DeviceInfo,
     dumps,
     loads_baseline,
+    names,
     thin_samples,
 )
 from perfguard.store.atomic import temp_prefix, write_atomic
@@ -35,6 +36,12 @@ LOCK_TIMEOUT_S = 60.0
 
 
 def path_for(directory: Path | str, slug: str) -> Path:
+    """`directory/<slug>.json`; a slug that is not one (`../x`, `/etc/x`) never becomes a path."""
+    if not names.is_slug(slug):
+        raise BaselineError(
+            f"{names.shown(slug)} is not a device slug (lower-case letters and digits joined by dashes, e.g. nvidia-h200); "
+            "no baseline file is named after it"
+        )
     return Path(directory) / f"{slug}.json"
 
 
