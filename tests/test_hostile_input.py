@@ -7,6 +7,7 @@ degenerate values are also among test_baseline_store.py's bad files.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -18,6 +19,7 @@ from perfguard.analysis.stats import summarize
 from perfguard.cli import main
 from perfguard.errors import BaselineError
 from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Profile, RunRecord, Verdict, dumps
+from perfguard.report.markdown import render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654")
@@ -106,7 +108,7 @@ def test_the_store_makes_no_path_of_a_slug_that_is_not_one(tmp_path, capsys):
     assert "is not a device slug" in refused(capsys, "baseline", "show", "--device", "../../etc/passwd", "--baselines", tmp_path)
 
 
-# --- 2. a trace is a link: only inside the report's folder ----------------------------------------
+# --- 2. what a record says is never a link, a script or a mention --------------------------------
 
 
 @pytest.mark.parametrize("trace", ["javascript:alert(document.title)", "data:text/html,<script>alert(1)</script>",
@@ -116,6 +118,20 @@ def test_a_record_whose_trace_leaves_the_report_folder_is_refused(tmp_path, caps
     line = refused(capsys, "report", rec, "-o", tmp_path / "report.html")
     assert "RunRecord.results[0].profile.trace" in line and "not a relative path inside the report's folder" in line
     assert not (tmp_path / "report.html").exists()
+
+
+def test_the_markdown_links_and_mentions_nothing_and_a_huge_id_hides_no_row():
+    hostile = ("see https://evil.example/x or www.evil.example, @octocat and @org/team, write to a@evil.example, "
+               "fixes #12 [click](javascript:alert(1)) <b>bold</b>")
+    results = [CaseResult(id="x" * 100_000, name="x", status="error", device=CPU.slug, error=hostile)]
+    results += [measured(f"later[n={i}]") for i in range(5)]
+    device = DeviceInfo(kind="cpu", name="cpu https://evil.example @octocat", slug=CPU.slug)
+    md = render_markdown([run(*results, devices=(device,))])
+    assert "://" not in md and "www." not in md and "evil.example/x" in md
+    assert not re.search(r"@\w", md) and not re.search(r"#\d", md)
+    assert "<b>" not in md and "](" not in md
+    assert all(f"`later[n={i}]`" in md for i in range(5))
+    assert max(len(line) for line in md.splitlines()) < 1_000 and len(md) < 10_000
 
 
 # --- 3 and 4. values that make no sense, nesting that would crash ----------------------------
