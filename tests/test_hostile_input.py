@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from perfguard.cli import main
 from perfguard.errors import BaselineError
 from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Profile, RunRecord, Verdict, dumps
 from perfguard.report.markdown import render_markdown
+from perfguard.store.lock import LockTimeout, held
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654")
@@ -198,7 +201,7 @@ def test_history_of_a_folder_holding_json_nested_100k_deep_is_one_line(tmp_path,
     assert "nested too deeply" in refused(capsys, "history", tmp_path / "history")
 
 
-# --- 3 and 4 through the plugin: a plain run against a baseline on disk ------------------------
+# --- 3, 4 and 6 through the plugin: a plain run against a baseline on disk ---------------------
 
 SUITE = """
     import time
@@ -220,6 +223,7 @@ def _zero_median(text: str) -> str:
 BASELINES = {  # the file's text from a good baseline's → what the case's one line names
     "JSON nested 100k deep": (lambda text: DEEP, "nested too deeply"),
     "zero median": (_zero_median, "BaselineFile.cases['nap'].result.latency.median_ms is 0.0"),
+    "good, beside a killed update's leftovers": (lambda text: text, None),
 }
 
 
@@ -233,17 +237,75 @@ def plain_run(request, tmp_path_factory, run_pytest):
     path = store.update(folder / "baselines", device, [measured("nap", device=device.slug)], commit=None, recorded_at=WHEN)
     edit, expected = BASELINES[request.param]
     path.write_text(edit(path.read_text()))
+    # What an update killed mid-write leaves: its temporary copy (12.7 MB in the issue) and its lock file.
+    leftovers = [path.with_name(f".{path.name}.k1ll3d.tmp"), path.with_name(f"{path.name}.lock")]
+    for p in leftovers:
+        p.write_text("{")
     before = path.read_bytes()
     result = run_pytest(folder, "--perfguard", "--perfguard-baselines=baselines", "--perfguard-budget=0.1",
                         env={"PYTHONPATH": str(ROOT)})  # this tree's perfguard, not an installed copy
-    return result, path, before, expected
+    return result, path, before, leftovers, expected
 
 
 def test_a_plain_run_fails_each_case_with_one_line_on_a_hostile_baseline_and_leaves_the_file(plain_run):
-    result, path, before, expected = plain_run
+    result, path, before, _, expected = plain_run
     text = "\n".join(result.outlines + result.errlines)
     assert "RecursionError" not in text and "Traceback" not in text and len(text.splitlines()) < 80
-    lines = [line for line in result.outlines if line.startswith("nap: ")]  # the failure, under FAILURES
-    assert result.ret == 1 and len(lines) == 1
-    assert lines[0].startswith(f"nap: measured, but not compared: {path}: ") and expected in lines[0]
+    if expected is None:  # compared with the baseline (whatever the verdict: a sleep's time is not ours to assert)
+        assert "nap: measured, but not compared" not in text and "verdicts: " in text
+    else:
+        lines = [line for line in result.outlines if line.startswith("nap: ")]  # the failure, under FAILURES
+        assert result.ret == 1 and len(lines) == 1
+        assert lines[0].startswith(f"nap: measured, but not compared: {path}: ") and expected in lines[0]
     assert path.read_bytes() == before
+
+
+def test_a_plain_run_removes_what_a_killed_update_left_beside_the_baseline(plain_run):
+    _, path, _, leftovers, _ = plain_run
+    assert not any(p.exists() for p in leftovers)
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+# --- 6. leftovers: no lock file after an update; a live writer's files are left alone -----------
+
+
+def test_an_update_leaves_no_lock_file_beside_the_baseline(tmp_path):
+    path = store.update(tmp_path, CPU, [measured()], commit=None, recorded_at=WHEN)
+    store.update(tmp_path, CPU, [measured("mul[n=1]")], commit=None, recorded_at=WHEN)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    assert sorted(store.load(tmp_path, CPU).cases) == ["add[n=1]", "mul[n=1]"]
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from perfguard.store.lock import held
+
+lock, ready, go = map(Path, sys.argv[1:])
+with held(lock, 10):
+    ready.touch()
+    while not go.exists():
+        time.sleep(0.01)
+"""
+
+
+def test_a_plain_read_leaves_the_files_of_a_live_writer_alone(tmp_path):
+    path = store.update(tmp_path, CPU, [measured()], commit=None, recorded_at=WHEN)
+    temp, lock = path.with_name(f".{path.name}.live.tmp"), path.with_name(f"{path.name}.lock")
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(ready), str(go)], cwd=ROOT)
+    try:
+        for _ in range(2000):
+            if ready.exists() or holder.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert ready.exists(), "the writer never took the lock"
+        temp.write_text("{")  # the live writer's file, mid-write
+        assert sorted(store.load(tmp_path, CPU).cases) == ["add[n=1]"]
+        assert temp.exists() and lock.exists()
+        with pytest.raises(LockTimeout), held(lock, 0):
+            pass
+    finally:
+        go.touch()
+        assert holder.wait(timeout=30) == 0
+    assert not lock.exists()  # the writer removed its lock file on the way out

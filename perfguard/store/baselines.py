@@ -1,8 +1,8 @@
 """Load, validate and merge-update `baselines/<device-slug>.json`.
 
-An update re-reads the file inside a lock on `<file>.lock`, merges the new cases into what it finds,
-and replaces the file atomically. Re-reading inside the lock is what keeps two processes from losing
-each other's entries; the atomic replace is what keeps a killed process from leaving half a file.
+An update re-reads the file inside a lock on `<file>.lock` (deleted again on release: store/lock.py),
+merges the new cases into what it finds, and replaces the file atomically. Re-reading inside the lock
+is what keeps two processes from losing each other's entries; the atomic replace is what keeps a killed process from leaving half a file.
 A file that cannot be read as a baseline is never overwritten: the update stops with an error that
 names it, so nothing recorded by hand or by another version is lost silently.
 """
@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
-
-import filelock
 
 from perfguard.errors import BaselineError
 from perfguard.model import (
@@ -29,6 +27,7 @@ from perfguard.model import (
     thin_samples,
 )
 from perfguard.store.atomic import temp_prefix, write_atomic
+from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
@@ -56,7 +55,9 @@ def list_files(directory: Path | str) -> list[Path]:
 def load(directory: Path | str, device_or_slug: DeviceInfo | str) -> BaselineFile | None:
     """The baseline of a device (or slug) in `directory`; None when there is none yet."""
     slug = device_or_slug.slug if isinstance(device_or_slug, DeviceInfo) else device_or_slug
-    return load_file(path_for(directory, slug))
+    path = path_for(directory, slug)
+    _clean_after_killed_writers(path)
+    return load_file(path)
 
 
 def load_file(path: Path | str) -> BaselineFile | None:
@@ -125,14 +126,14 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
 def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S):
+        with held(_lock_of(path), LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(path)
             write_atomic(path, dumps(merge(existing)), error=BaselineError)
-    except filelock.Timeout:
+    except LockTimeout:
         raise BaselineError(
             f"{path}: another process has held {path.name}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
-            "if no perfguard is running, delete the lock file"
+            "wait for it to finish, or stop the perfguard run that holds it"
         ) from None
     except OSError as exc:
         raise BaselineError(
@@ -157,8 +158,26 @@ def _model_of(device: DeviceInfo) -> DeviceInfo:
     return dataclasses.replace(device, uuid=None, index=None, calibrated_bandwidth_gbps=None, calibrated_tflops=None)
 
 
+def _lock_of(path: Path) -> Path:
+    return path.with_name(f"{path.name}.lock")
+
+
 def _remove_stale_temps(path: Path) -> None:
     # Called under the lock, where no other baseline writer of this file can be mid-write: any
     # temporary file left beside it belongs to a writer that was killed.
     for tmp in path.parent.glob(f"{temp_prefix(path)}*.tmp"):
         tmp.unlink(missing_ok=True)
+
+
+def _clean_after_killed_writers(path: Path) -> None:
+    """What a killed update left beside the file (a temporary copy of it, the lock file), removed by a run
+    that only reads it: only when the lock can be taken at once, i.e. when no writer is alive."""
+    if not path.parent.is_dir():
+        return
+    if not any(path.parent.glob(f"{temp_prefix(path)}*.tmp")) and not _lock_of(path).exists():
+        return  # nothing to clean: a plain run takes no lock (its folder may be read-only)
+    try:
+        with held(_lock_of(path), timeout_s=0):
+            _remove_stale_temps(path)
+    except (LockTimeout, OSError):
+        pass  # a live writer holds it and cleans up after itself, or the folder is read-only: leave it
