@@ -6,6 +6,7 @@ degenerate values are also among test_baseline_store.py's bad files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -193,6 +194,16 @@ def test_every_command_refuses_a_hostile_file_in_one_line_and_writes_nothing(tmp
     line = refused(capsys, *argv)
     assert line.startswith(f"perfguard: {rec}: ") and HOSTILE[problem][1] in line
     assert not any(p.exists() for p in unwritten)
+
+
+@pytest.mark.parametrize("unmeasured", [{"latency": None}, {"samples_ms": ()}])
+def test_an_update_never_writes_a_baseline_it_would_refuse_to_read(tmp_path, unmeasured):
+    with pytest.raises(BaselineError) as info:
+        store.update(tmp_path, CPU, [dataclasses.replace(measured(), **unmeasured)], commit=None, recorded_at=WHEN)
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / CPU.slug}.json: BaselineFile.cases['add[n=1]'].result") and "\n" not in message
+    assert message.endswith("not written: a baseline keeps measured cases, each with its samples")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_history_of_a_folder_holding_json_nested_100k_deep_is_one_line(tmp_path, capsys):

@@ -34,31 +34,29 @@ REFUSED = "refused: re-record the file, or restore it from version control"
 
 def check_record(record: RunRecord, source: str) -> RunRecord:
     """`record` itself, or a BaselineError naming `source` and the first field that makes no sense."""
-    _refuse_first(_problems(record, "RunRecord"), source)
+    _refuse_first(_problems(record, "RunRecord"), source, REFUSED)
     return record
 
 
-def check_baseline(baseline: BaselineFile, source: str) -> BaselineFile:
-    """As `check_record`, and every case must be a measurement a later run can be compared with."""
-    _refuse_first(_problems(baseline, "BaselineFile"), source)
+def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED) -> BaselineFile:
+    """As `check_record`, and every case must be a measurement a later run can be compared with.
+    `advice` ends the message: what to do about it (the store, about to write, says it did not)."""
+    _refuse_first(_problems(baseline, "BaselineFile"), source, advice)
     for key, entry in baseline.cases.items():
         r, where = entry.result, f"BaselineFile.cases[{names.shown(key)}].result"
         if r.status != "ok" or r.latency is None:
-            _refuse(source, f"{where} is not a measured case (status {names.shown(r.status)}, "
-                            f"latency {'missing' if r.latency is None else 'present'})")
+            raise BaselineError(f"{source}: {where} is not a measured case (status {names.shown(r.status)}, "
+                                f"latency {'missing' if r.latency is None else 'present'}); {advice}")
         if not r.samples_ms:
-            _refuse(source, f"{where}.samples_ms is empty; a baseline needs the samples a rank test compares with")
+            raise BaselineError(f"{source}: {where}.samples_ms is empty; a baseline needs the samples a rank test "
+                                f"compares with; {advice}")
     return baseline
 
 
-def _refuse_first(problems: Iterator[str], source: str) -> None:
+def _refuse_first(problems: Iterator[str], source: str, advice: str) -> None:
     first = next(problems, None)
     if first is not None:
-        _refuse(source, first)
-
-
-def _refuse(source: str, problem: str) -> None:
-    raise BaselineError(f"{source}: {problem}; {REFUSED}")
+        raise BaselineError(f"{source}: {first}; {advice}")
 
 
 def _problems(obj: Any, where: str) -> Iterator[str]:

@@ -26,12 +26,14 @@ from perfguard.model import (
     names,
     thin_samples,
 )
+from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
 LOCK_TIMEOUT_S = 60.0
+NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
 
 
 def path_for(directory: Path | str, slug: str) -> Path:
@@ -129,7 +131,8 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
         with held(_lock_of(path), LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(path)
-            write_atomic(path, dumps(merge(existing)), error=BaselineError)
+            merged = check_baseline(merge(existing), str(path), advice=NOT_WRITTEN)  # never write what load refuses
+            write_atomic(path, dumps(merged), error=BaselineError)
     except LockTimeout:
         raise BaselineError(
             f"{path}: another process has held {path.name}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
