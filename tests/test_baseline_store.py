@@ -128,6 +128,19 @@ BAD_FILES = {
     ),
     "case from another GPU": (_edit(lambda d: d["cases"]["a"]["result"].update(device="nvidia-a100")), "nvidia-a100"),
     "not UTF-8": (lambda text: text.encode().replace(b"abc123", b"\xff\xfe").decode("latin-1"), "UTF-8"),
+    # Values, not only types: each of these read `unstable` ("0.000 ns → 2.082 ms (+inf%)") and passed.
+    "zero median": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(median_ms=0)),
+                    "BaselineFile.cases['a'].result.latency.median_ms is 0.0"),
+    "negative samples": (_edit(lambda d: d["cases"]["a"]["result"].update(samples_ms=[-1.0, 1.0])),
+                         "BaselineFile.cases['a'].result.samples_ms holds -1.0"),
+    "empty samples": (_edit(lambda d: d["cases"]["a"]["result"].update(samples_ms=[])),
+                      "BaselineFile.cases['a'].result.samples_ms is empty"),
+    "negative minimum": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(min_ms=-0.5)),
+                         "BaselineFile.cases['a'].result.latency.min_ms is -0.5"),
+    "no latency": (_edit(lambda d: d["cases"]["a"]["result"].update(latency=None)),
+                   "BaselineFile.cases['a'].result is not a measured case"),
+    "slug that is a path": (_edit(lambda d: d["device"].update(slug="../nvidia-h200")),
+                            "BaselineFile.device.slug '../nvidia-h200' is not a device slug"),
 }
 
 
@@ -205,6 +218,15 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
     store.update(tmp_path, H200, [result("a")], commit=None, recorded_at="later")
     assert json.loads(path.read_text())["schema_version"] == 2
     assert len(store.load(tmp_path, H200).cases["a"].runs) == 2
+
+
+def test_a_run_whose_median_is_zero_is_refused(tmp_path):
+    path = write_baseline(tmp_path, result("a"))
+    data = json.loads(path.read_text())
+    data["cases"]["a"]["runs"][0]["median_ms"] = 0
+    path.write_text(json.dumps(data))
+    with pytest.raises(BaselineError, match=r"runs\[0\].median_ms is 0.0; a run.s median is above 0"):
+        store.load(tmp_path, H200)
 
 
 def test_a_version_2_entry_without_runs_is_refused(tmp_path):
@@ -327,9 +349,12 @@ def test_a_writer_killed_mid_write_leaves_the_old_or_the_new_file_never_half(tmp
         assert len(baseline.cases) == cases
         assert len({e.commit for e in baseline.cases.values()}) == 1  # one generation, never a mix
     assert caught_mid_write, "no kill landed inside a write; the test did not test anything"
-    # The temporary files the killed writers left behind are removed by the next update.
+    # What the killed writers left behind (their temporary files, the lock file) is removed by the next
+    # read, which can take the lock at once: no writer is alive. The next update leaves none either.
+    assert len(store.load(tmp_path, H200).cases) == cases
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nvidia-h200.json"]
     store.update(tmp_path, H200, [result("after")], commit="x", recorded_at=WHEN)
-    assert not list(tmp_path.glob(".nvidia-h200.json.*.tmp"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nvidia-h200.json"]
     assert len(store.load(tmp_path, H200).cases) == cases + 1
 
 

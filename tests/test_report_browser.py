@@ -1,7 +1,9 @@
 """The HTML report in a real browser: Debian's headless Chromium, driven by Selenium.
 
 Every case is in the DOM, sorting and filtering work, a detail view opens, the page logs no
-JavaScript error, and a case named like an HTML tag stays text. The driver is Debian's
+JavaScript error, and a case named like an HTML tag stays text. A record as a hostile pull request
+could make it runs no script however its links are clicked, and the page's policy runs no inline
+script but the report's own. The driver is Debian's
 /usr/bin/chromedriver, named explicitly, so Selenium never downloads one; `.ci/run` installs both.
 Each test saves a screenshot in its tmp_path; `PERFGUARD_SCREENSHOT=FILE.png` also copies the
 H200 report's screenshot there (the README's `benchmarks/report.png` is made that way).
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from perfguard.model import CaseResult, RunRecord, Verdict, loads_baseline
+from perfguard.model import CaseResult, Profile, RunRecord, Verdict, loads_baseline
 from perfguard.report.html import render_html
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -193,3 +195,72 @@ def test_reports_of_1_and_1000_cases_render_every_case(browser, tmp_path, cases)
     assert sorted(visible) == sorted(r.id for r in results if "n=0" in r.id) and len(visible) == min(cases, 1)
     screenshot(browser, tmp_path, f"report-{cases}.png")
     assert_no_javascript_errors(browser)
+
+
+# --- a hostile record ----------------------------------------------------------------------------
+
+SCRIPTS = ("javascript:alert(document.title)", "JaVaScRiPt:document.title='pwned'",
+           "data:text/html,<script>alert(1)</script>", " javascript:alert(2)", "https://evil.example/t.json",
+           "/etc/passwd", "../../escaped.json", "traces/../../escaped.json")
+TITLE_JS = "return document.title"
+
+
+def hostile_record() -> RunRecord:
+    """A few real cases whose traces are scripts or paths out of the report's folder, one with a trace
+    inside it, and one errored case whose id and error are HTML with a script link."""
+    h200 = h200_record()
+    results = [dataclasses.replace(r, profile=Profile(calls=5, trace=trace))
+               for r, trace in zip(h200.results, (*SCRIPTS, "traces/add.json"))]
+    link = '<a href="javascript:alert(3)">click</a>'
+    results.append(CaseResult(id=link, name=link, status="error", device=h200.devices[0].slug,
+                              error=f"setup raised: {link} <script>alert(4)</script>"))
+    return dataclasses.replace(h200, results=tuple(results), verdicts=())
+
+
+def csp(browser) -> dict[str, list[str]]:
+    content = browser.execute_script(
+        "return document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]').content")
+    return {d.split()[0]: d.split()[1:] for d in content.split(";") if d.strip()}
+
+
+def open_everything(browser) -> None:
+    browser.find_element(By.ID, "expand").click()
+    browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+
+
+def test_no_link_of_a_hostile_record_runs_a_script_when_clicked(browser, tmp_path):
+    page = open_report(browser, tmp_path, [hostile_record()])
+    policy = csp(browser)
+    assert "'unsafe-inline'" not in policy["script-src"] and policy["script-src"][0].startswith("'sha256-")
+    title = browser.execute_script(TITLE_JS)
+    open_everything(browser)
+    hrefs = browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
+    assert "traces/add.json" in hrefs and all(h.startswith("#case-") or h == "traces/add.json" for h in hrefs)
+    for i in range(len(hrefs)):
+        browser.get(page.as_uri())
+        open_everything(browser)
+        link = browser.find_elements(By.CSS_SELECTOR, "a[href]")[i]
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        link.click()
+        assert_no_javascript_errors(browser)  # no alert() ran
+        if browser.current_url.startswith(page.as_uri()):
+            assert browser.execute_script(TITLE_JS) == title
+    browser.get(page.as_uri())
+    assert browser.execute_script("return document.querySelectorAll('script').length") == 1
+    assert "not a path inside the report's folder: not linked" in browser.find_element(By.ID, "cases").get_attribute("textContent")
+
+
+def test_the_policy_runs_the_reports_own_script_and_no_inline_script(browser, tmp_path):
+    """Were an escaping bug to let record text in as markup, the page's policy still runs none of it."""
+    injected = ("<script>document.title = 'inline script ran'</script>"
+                "<img src=\"data:image/png;base64,AAAA\" onerror=\"document.title = 'handler ran'\">"
+                "<a id=\"injected\" href=\"javascript:document.title = 'link ran'\">injected</a>")
+    page = tmp_path / "perfguard.html"
+    page.write_text(render_html([hostile_record()]).replace("<main>", "<main>" + injected, 1), encoding="utf-8")
+    browser.get(page.as_uri())
+    browser.find_element(By.ID, "injected").click()
+    assert browser.execute_script(TITLE_JS).startswith("perfguard: ")
+    browser.find_element(By.ID, "filter").send_keys("no-such-case")  # the report's own script runs: it filters
+    assert browser.find_element(By.ID, "shown").text.startswith("0 of ")
+    violations = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert len(violations) >= 3  # the script, the handler and the link, each refused

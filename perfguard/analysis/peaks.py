@@ -21,10 +21,10 @@ revisions.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from perfguard.analysis.roofline import ridge_point
 from perfguard.model import DeviceInfo
+from perfguard.model.names import slug  # the one slug rule, which the table's keys follow
 
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64")
 
@@ -118,11 +118,6 @@ KNOWN: dict[str, GpuPeaks] = {
     "nvidia-l40s": L40S,
     "nvidia-b200": B200,
 }
-
-
-def slug(name: str) -> str:
-    """The device slug of a model name ('NVIDIA H200' -> 'nvidia-h200'); `measure.device.slugify` uses it."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def lookup(name: str) -> GpuPeaks | None:

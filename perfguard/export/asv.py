@@ -27,6 +27,7 @@ from perfguard.errors import BaselineError, ConfigError
 from perfguard import git
 from perfguard.export import asv_files
 from perfguard.model import CaseResult, DeviceInfo, RunRecord
+from perfguard.model.names import is_slug, shown
 from perfguard.store.atomic import write_atomic
 
 
@@ -88,6 +89,9 @@ def export(records: Sequence[tuple[str, RunRecord]], to: Path | str, *, repo: Pa
                 continue
             device = _device(record, result)
             machine = machine_name(result.device, result.device_uuid or (device.uuid if device else None))
+            if not is_slug(machine):  # it names a folder under results/: never a path of the record's making
+                raise BaselineError(f"{path}: case {shown(result.id)} was measured on {shown(result.device)}, "
+                                    "not a device slug, so it names no asv machine; was the file edited by hand?")
             machines[machine] = _machine_json(machine, result.device, device)
             key = (machine, full)
             if key not in files:

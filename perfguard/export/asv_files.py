@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from perfguard.errors import BaselineError
+from perfguard.errors import BaselineError, first_line
 from perfguard.model import round_sig
 
 ENV_NAME = "perfguard"  # asv's environment name: the second half of every result file's name
@@ -45,8 +45,9 @@ def read_json(path: Path, api: int) -> dict[str, Any] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):  # nothing to merge; writing there will say what is wrong
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read it to merge into ({exc}); remove it or export to a fresh folder") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad UTF-8 or JSON, or an over-long integer
+        why = "nested too deeply" if isinstance(exc, RecursionError) else first_line(str(exc))
+        raise BaselineError(f"{path}: cannot read it to merge into ({why}); remove it or export to a fresh folder") from None
     if not isinstance(data, dict) or data.get("version") != api:
         raise BaselineError(f"{path}: not an asv file of version {api}; remove it or export to a fresh folder")
     return data

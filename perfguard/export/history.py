@@ -61,8 +61,14 @@ class History:
 
 def find_drifts(asv_dir: Path | str, *, threshold_pct: float = 5.0, repo: Path | str | None = None) -> History:
     """asv's step detection over the exported folder `asv_dir` (what `perfguard asv-export --to` wrote)."""
+    try:
+        return _find_drifts(Path(asv_dir), threshold_pct, repo)
+    except RecursionError:  # asv's JSON readers have no guard of their own against hostile nesting
+        raise ConfigError(f"{asv_dir}: holds JSON nested too deeply for asv to read; export into a fresh folder") from None
+
+
+def _find_drifts(asv_dir: Path, threshold_pct: float, repo: Path | str | None) -> History:
     asv = _import_asv()
-    asv_dir = Path(asv_dir)
     config = asv_dir / "asv.conf.json"
     if not config.is_file():
         raise ConfigError(f"{config}: no such file; pass the folder `perfguard asv-export --to` wrote")

@@ -13,7 +13,7 @@ import torch
 
 from perfguard.analysis import peaks
 from perfguard.measure import nvml
-from perfguard.model import DeviceInfo
+from perfguard.model import DeviceInfo, names
 
 
 def default_kind() -> str:
@@ -23,7 +23,7 @@ def default_kind() -> str:
 
 def slugify(name: str) -> str:
     """A file-safe, stable name for a device model: 'NVIDIA H200' -> 'nvidia-h200'."""
-    return peaks.slug(name) or "unknown"  # the peak table keys its GPUs by the same rule
+    return names.slug(name) or "unknown"  # the peak table keys its GPUs by the same rule
 
 
 @functools.lru_cache(maxsize=None)

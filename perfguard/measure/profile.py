@@ -9,7 +9,6 @@ comes back as its one-line `problem`, and the case's verdict stands.
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from perfguard.errors import MeasurementError, first_line
 # measured one is.
 from perfguard.measure import kineto
 from perfguard.measure.runner import _case_scope, _first_call, _guard, _setup
-from perfguard.model import DeviceInfo, Profile, ProfileOp
+from perfguard.model import DeviceInfo, Profile, ProfileOp, names
 
 WARMUP_CALLS = 2
 PROFILED_CALLS = 5
@@ -37,7 +36,7 @@ NOT_OPERATORS = ("[memory]",)
 
 def trace_name(case_id: str) -> str:
     """A file name for the case's trace: the id where it is safe, plus a hash of it where it was not."""
-    safe = re.sub(r"[^A-Za-z0-9._=-]+", "_", case_id).strip("._")[:100] or "case"
+    safe = names.UNSAFE_FILE_CHARS.sub("_", case_id).strip("._")[:100] or "case"
     if safe == case_id:
         return f"{safe}.json"
     return f"{safe}-{hashlib.sha1(case_id.encode()).hexdigest()[:8]}.json"

@@ -15,6 +15,7 @@ from perfguard.model.codec import (
 from perfguard.model.records import (
     BaselineEntry,
     BaselineFile,
+    CASE_STATUSES,
     Calibration,
     CaseResult,
     DeviceInfo,
@@ -41,6 +42,7 @@ from perfguard.model.records import (
 __all__ = [
     "BaselineEntry",
     "BaselineFile",
+    "CASE_STATUSES",
     "Calibration",
     "CaseResult",
     "DeviceInfo",

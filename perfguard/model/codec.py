@@ -16,10 +16,18 @@ import typing
 from typing import Any, TypeVar
 
 from perfguard.errors import BaselineError
+from perfguard.model.checks import check_baseline, check_record
+from perfguard.model.names import shown
 from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, BaselineFile, RunRecord, run_summary
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
 READABLE_VERSIONS = (1, SCHEMA_VERSION)
+
+# Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
+# is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
+# report) from recursing past Python's limit on a hostile file.
+MAX_FREE_FORM_DEPTH = 16
+MAX_INT = 2**63  # every count and byte figure perfguard writes fits in 64 bits
 
 T = TypeVar("T")
 
@@ -58,7 +66,7 @@ def loads_record(text: str, source: str) -> RunRecord:
     data = _parse(text, source)
     if _check_schema(data, source) == 1:
         data = _record_from_v1(data)
-    return from_jsonable(RunRecord, data, source)
+    return check_record(from_jsonable(RunRecord, data, source), source)
 
 
 def loads_baseline(text: str, source: str) -> BaselineFile:
@@ -67,7 +75,7 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
     version = _check_schema(data, source)
     if version == 1:
         data = {**data, "schema_version": SCHEMA_VERSION}
-    baseline = from_jsonable(BaselineFile, data, source)
+    baseline = check_baseline(from_jsonable(BaselineFile, data, source), source)
     for key, entry in baseline.cases.items():
         if key != entry.result.id:
             raise BaselineError(
@@ -107,6 +115,10 @@ def _parse(text: str, source: str) -> Any:
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "
             "restore it from version control"
         ) from None
+    except RecursionError:  # the parser's own guard against nesting deeper than the interpreter's stack
+        raise BaselineError(f"{source}: JSON nested too deeply to be a record or baseline; was the file edited by hand?") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
+        raise BaselineError(f"{source}: holds a number of more digits than any figure perfguard writes; was the file edited by hand?") from None
 
 
 def _check_schema(data: Any, source: str) -> int:
@@ -170,15 +182,42 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
         if dataclasses.is_dataclass(item):
             return {k: from_jsonable(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
         if item is Any:
-            return value
+            return _free_form(value, source, where)
         return {k: _convert(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
     if hint is Any:
-        return value
+        return _free_form(value, source, where)
     expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)
     if expected and (not isinstance(value, expected) or (hint is not bool and isinstance(value, bool))):
-        raise BaselineError(f"{source}: {where} should be {hint.__name__}, found {value!r}")
+        raise BaselineError(f"{source}: {where} should be {hint.__name__}, found {shown(value)}")
+    if hint is int and abs(value) >= MAX_INT:
+        raise BaselineError(f"{source}: {where} is {shown(value)}, larger than any count perfguard writes")
     if hint is float:
-        value = float(value)
-        if not math.isfinite(value):
-            raise BaselineError(f"{source}: {where} is not a finite number")
+        value = _finite(value, source, where)
+    return value
+
+
+def _finite(value: Any, source: str, where: str) -> float:
+    try:
+        value = float(value)  # a huge JSON integer overflows here
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise BaselineError(f"{source}: {where} is not a finite number")
+    return value
+
+
+def _free_form(value: Any, source: str, where: str) -> Any:
+    """`value` as parsed, once its nesting is bounded and its numbers are ones JSON can write back."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_FREE_FORM_DEPTH:
+                raise BaselineError(f"{source}: {where} is nested more than {MAX_FREE_FORM_DEPTH} levels deep; "
+                                    "was the file edited by hand?")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+        elif isinstance(item, float):
+            _finite(item, source, where)
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= MAX_INT:
+            raise BaselineError(f"{source}: {where} holds {shown(item)}, larger than any figure perfguard writes")
     return value

@@ -181,6 +181,10 @@ class Profile:
     problem: str | None = None  # why the profile is missing or partial (profiling never fails a case)
 
 
+# What a case's run came to: measured, smoke-run once, errored, or skipped on this device.
+CASE_STATUSES = ("ok", "smoke", "error", "skipped")
+
+
 @dataclasses.dataclass(frozen=True)
 class CaseResult:
     """Everything measured for one case instance (one grid point) in one run."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfguard import units
-from perfguard.model import Profile, Verdict
+from perfguard.model import Profile, Verdict, names
 from perfguard.report import view
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
@@ -158,7 +158,12 @@ def profile_note(entry: Entry) -> dict[str, str | None] | None:
         facts = [f"no operator ran in the {p.calls} profiled calls"]
     if p.kernels_per_call is not None:
         facts.append(f"{_g(p.kernels_per_call)} GPU kernels per call")
-    return {"facts": ", ".join(facts), "trace": p.trace, "problem": p.problem}
+    # Only a relative path inside the report's folder becomes a link: a record's `javascript:` or
+    # `https://` trace (records come from pull requests' artifacts) is named, not linked.
+    if p.trace is None or names.is_report_link(p.trace):
+        return {"facts": ", ".join(facts), "trace": p.trace, "problem": p.problem}
+    refused = f"trace {names.shown(p.trace)} is not a path inside the report's folder: not linked"
+    return {"facts": ", ".join(facts), "trace": None, "problem": "; ".join(filter(None, (p.problem, refused)))}
 
 
 def breakdown(entry: Entry) -> list[tuple[str, str, float]] | None:

@@ -5,11 +5,16 @@ then a compact table of every case (folded in a <details>). The text stays under
 many cases there are: GitHub refuses a comment over 65,536 characters, so lines that do not fit are
 left out and counted ("… and 812 more: see the HTML report"), the least pressing first.
 
-Case ids and messages are record text, so they are escaped: a case named `<img src=x>` shows as text.
+Case ids, names and messages are record text, and records come from pull requests' artifacts: each is
+cut to FIELD_CHARS (a 100k-character id would otherwise push every later row past the limit) and
+escaped for GitHub: a case named `<img src=x>` shows as text, and a URL or an `@name` in an error is
+neither a link nor a mention (a zero-width space after the `@`, the `:` of `://`, `www` and the `#`
+of `#123` breaks GitHub's autolinks, mentions and cross-references; code spans need none of that).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,6 +30,11 @@ if TYPE_CHECKING:
 LIMIT_BYTES = 60_000
 RESERVE_BYTES = 2_000  # kept for headings, the "… and N more" lines and the closing tags
 ITEM_CHARS = 400  # one case's line at most (an error's first line can be long)
+FIELD_CHARS = 300  # one id, name or message at most, before escaping (a verdict with four version changes is ~250)
+# Where GitHub would make a link, a mention or a cross-reference out of plain text: `@name`,
+# `user@host`, `scheme://`, `www.`, `#123`. A zero-width space goes at each of these points.
+_AUTOLINKED = re.compile(r"(?<=@)(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=#)(?=\d)", re.IGNORECASE)
+_ZWSP = "\u200b"
 LISTED = {"improved": 50, "new": 30, "unstable": 50, "missing": 30}  # longer lists belong in the HTML report
 SECTIONS = (
     ("error", "Errors"),
@@ -165,17 +175,24 @@ def _clip(line: str) -> str:
     return line if len(line) <= ITEM_CHARS else line[: ITEM_CHARS - 1].rstrip("\\") + "…"
 
 
+def _cut(s: object) -> str:
+    s = str(s).replace("\r", " ").replace("\n", " ")
+    return s if len(s) <= FIELD_CHARS else s[: FIELD_CHARS - 1] + "…"
+
+
 def _text(s: object, table: bool = False) -> str:
-    """Record text as Markdown text: no HTML, no emphasis, no links; one line."""
-    out = str(s).replace("\r", " ").replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    for c in "\\`*_[]":
+    """Record text as Markdown text: no HTML, no emphasis, no links, no mentions; one line, cut to FIELD_CHARS."""
+    out = _cut(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for c in "\\`*_[]~":
         out = out.replace(c, "\\" + c)
+    out = _AUTOLINKED.sub(_ZWSP, out)
     return out.replace("|", "\\|") if table else out
 
 
 def _code(s: str, table: bool = False) -> str:
-    """An inline code span that holds any text (HTML inside a code span is shown, not rendered)."""
-    s = s.replace("\r", " ").replace("\n", " ")
+    """An inline code span that holds any text (HTML inside a code span is shown, not rendered; GitHub
+    links and mentions nothing in it); cut to FIELD_CHARS."""
+    s = _cut(s)
     ticks = "`"
     while ticks in s:
         ticks += "`"

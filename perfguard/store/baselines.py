@@ -6,9 +6,10 @@ dropped first), from which the verdict learns the case's run-to-run noise. A cas
 past its tolerance (the caller says which, in `restart`) starts a new series of runs: mixing runs of
 the old code with the new would read as noise.
 
-An update re-reads the file inside a lock on `<file>.lock`, merges the new cases into what it finds,
-and replaces the file atomically. Re-reading inside the lock is what keeps two processes from losing
-each other's entries; the atomic replace is what keeps a killed process from leaving half a file.
+An update re-reads the file inside a lock on `<file>.lock` (deleted again on release: store/lock.py),
+merges the new cases into what it finds, and replaces the file atomically. Re-reading inside the lock
+is what keeps two processes from losing each other's entries; the atomic replace is what keeps a
+killed process from leaving half a file.
 A file that cannot be read as a baseline is never overwritten: the update stops with an error that
 names it, so nothing recorded by hand or by another version is lost silently.
 """
@@ -18,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-
-import filelock
 
 from perfguard.errors import BaselineError
 from perfguard.model import (
@@ -31,10 +30,13 @@ from perfguard.model import (
     DeviceInfo,
     dumps,
     loads_baseline,
+    names,
     run_summary,
     thin_samples,
 )
+from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import temp_prefix, write_atomic
+from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
@@ -42,9 +44,16 @@ LOCK_TIMEOUT_S = 60.0
 # Runs kept per case. Ten give a spread estimate within about ±25% of the truth; older runs would
 # mostly describe code and drivers that have since changed.
 DEFAULT_KEEP_RUNS = 10
+NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
 
 
 def path_for(directory: Path | str, slug: str) -> Path:
+    """`directory/<slug>.json`; a slug that is not one (`../x`, `/etc/x`) never becomes a path."""
+    if not names.is_slug(slug):
+        raise BaselineError(
+            f"{names.shown(slug)} is not a device slug (lower-case letters and digits joined by dashes, e.g. nvidia-h200); "
+            "no baseline file is named after it"
+        )
     return Path(directory) / f"{slug}.json"
 
 
@@ -59,7 +68,9 @@ def list_files(directory: Path | str) -> list[Path]:
 def load(directory: Path | str, device_or_slug: DeviceInfo | str) -> BaselineFile | None:
     """The baseline of a device (or slug) in `directory`; None when there is none yet."""
     slug = device_or_slug.slug if isinstance(device_or_slug, DeviceInfo) else device_or_slug
-    return load_file(path_for(directory, slug))
+    path = path_for(directory, slug)
+    _clean_after_killed_writers(path)
+    return load_file(path)
 
 
 def load_file(path: Path | str) -> BaselineFile | None:
@@ -175,14 +186,15 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
 def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S):
+        with held(_lock_of(path), LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(path)
-            write_atomic(path, dumps(merge(existing)), error=BaselineError)
-    except filelock.Timeout:
+            merged = check_baseline(merge(existing), str(path), advice=NOT_WRITTEN)  # never write what load refuses
+            write_atomic(path, dumps(merged), error=BaselineError)
+    except LockTimeout:
         raise BaselineError(
             f"{path}: another process has held {path.name}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
-            "if no perfguard is running, delete the lock file"
+            "wait for it to finish, or stop the perfguard run that holds it"
         ) from None
     except OSError as exc:
         raise BaselineError(
@@ -208,8 +220,26 @@ def _model_of(device: DeviceInfo) -> DeviceInfo:
                                calibrated_tflops=None)
 
 
+def _lock_of(path: Path) -> Path:
+    return path.with_name(f"{path.name}.lock")
+
+
 def _remove_stale_temps(path: Path) -> None:
     # Called under the lock, where no other baseline writer of this file can be mid-write: any
     # temporary file left beside it belongs to a writer that was killed.
     for tmp in path.parent.glob(f"{temp_prefix(path)}*.tmp"):
         tmp.unlink(missing_ok=True)
+
+
+def _clean_after_killed_writers(path: Path) -> None:
+    """What a killed update left beside the file (a temporary copy of it, the lock file), removed by a run
+    that only reads it: only when the lock can be taken at once, i.e. when no writer is alive."""
+    if not path.parent.is_dir():
+        return
+    if not any(path.parent.glob(f"{temp_prefix(path)}*.tmp")) and not _lock_of(path).exists():
+        return  # nothing to clean: a plain run takes no lock (its folder may be read-only)
+    try:
+        with held(_lock_of(path), timeout_s=0):
+            _remove_stale_temps(path)
+    except (LockTimeout, OSError):
+        pass  # a live writer holds it and cleans up after itself, or the folder is read-only: leave it

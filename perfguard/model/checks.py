@@ -1,0 +1,107 @@
+"""What a record or baseline must hold beyond the types the codec checks: values that make sense.
+
+A baseline whose medians are 0 or whose samples are negative or empty parses fine, and then every
+case compared with it reads `unstable` ("0.000 ns → 2.082 ms (+inf%)") and passes. A slug that
+is a path, a trace that is a `javascript:` link, a status no renderer knows: each is a file that was
+not written by perfguard as it is, so it is refused with one line naming the file and the field,
+before anything is compared, written or rendered. `codec.loads_record` and `codec.loads_baseline`
+call these; the walk is generic (every Latency and run summary, every `*samples_ms` field, wherever it sits), so a
+field that holds more of them later is checked without a change here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from perfguard.errors import BaselineError
+from perfguard.model import names
+from perfguard.model.records import (
+    CASE_STATUSES,
+    VERDICT_STATUSES,
+    BaselineFile,
+    CaseResult,
+    DeviceInfo,
+    Latency,
+    Profile,
+    RunRecord,
+    RunSummary,
+    Verdict,
+)
+
+REFUSED = "refused: re-record the file, or restore it from version control"
+
+
+def check_record(record: RunRecord, source: str) -> RunRecord:
+    """`record` itself, or a BaselineError naming `source` and the first field that makes no sense."""
+    _refuse_first(_problems(record, "RunRecord"), source, REFUSED)
+    return record
+
+
+def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED) -> BaselineFile:
+    """As `check_record`, and every case must be a measurement a later run can be compared with.
+    `advice` ends the message: what to do about it (the store, about to write, says it did not)."""
+    _refuse_first(_problems(baseline, "BaselineFile"), source, advice)
+    for key, entry in baseline.cases.items():
+        r, where = entry.result, f"BaselineFile.cases[{names.shown(key)}].result"
+        if r.status != "ok" or r.latency is None:
+            raise BaselineError(f"{source}: {where} is not a measured case (status {names.shown(r.status)}, "
+                                f"latency {'missing' if r.latency is None else 'present'}); {advice}")
+        if not r.samples_ms:
+            raise BaselineError(f"{source}: {where}.samples_ms is empty; a baseline keeps its newest run's samples "
+                                f"compares with; {advice}")
+    return baseline
+
+
+def _refuse_first(problems: Iterator[str], source: str, advice: str) -> None:
+    first = next(problems, None)
+    if first is not None:
+        raise BaselineError(f"{source}: {first}; {advice}")
+
+
+def _problems(obj: Any, where: str) -> Iterator[str]:
+    """What is wrong in `obj` and every dataclass under it, in the file's order."""
+    if not dataclasses.is_dataclass(obj):
+        return
+    yield from _own_problems(obj, where)
+    for f in dataclasses.fields(obj):
+        value, at = getattr(obj, f.name), f"{where}.{f.name}"
+        if f.name.endswith("samples_ms") and isinstance(value, tuple) and value and min(value) < 0:
+            yield f"{at} holds {min(value)!r}; a time is never negative"
+        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            for i, item in enumerate(value):
+                yield from _problems(item, f"{at}[{i}]")
+        elif isinstance(value, dict) and value and dataclasses.is_dataclass(next(iter(value.values()))):
+            for key, item in value.items():
+                yield from _problems(item, f"{at}[{names.shown(key)}]")
+        else:
+            yield from _problems(value, at)
+
+
+def _own_problems(obj: Any, where: str) -> Iterator[str]:
+    if isinstance(obj, DeviceInfo) and not names.is_slug(obj.slug):
+        yield f"{where}.slug {names.shown(obj.slug)} is not a device slug (lower-case letters and digits joined by dashes)"
+    elif isinstance(obj, CaseResult):
+        if obj.device and not names.is_slug(obj.device):
+            yield f"{where}.device {names.shown(obj.device)} is not a device slug (lower-case letters and digits joined by dashes)"
+        if obj.status not in CASE_STATUSES:
+            yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(CASE_STATUSES)}"
+    elif isinstance(obj, Verdict) and obj.status not in VERDICT_STATUSES:
+        yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(VERDICT_STATUSES)}"
+    elif isinstance(obj, Profile) and obj.trace is not None and not names.is_report_link(obj.trace):
+        yield f"{where}.trace {names.shown(obj.trace)} is not a relative path inside the report's folder"
+    elif isinstance(obj, RunSummary):
+        if not obj.median_ms > 0:
+            yield f"{where}.median_ms is {obj.median_ms!r}; a run's median is above 0"
+        if obj.n < 1:
+            yield f"{where}.n is {obj.n}; a run has samples"
+    elif isinstance(obj, Latency):
+        if obj.median_ms <= 0:
+            yield f"{where}.median_ms is {obj.median_ms!r}; a measured median is above 0"
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if f.name.endswith("_ms") and value < 0:
+                yield f"{where}.{f.name} is {value!r}; a time is never negative"
+        if obj.n < 0:
+            yield f"{where}.n is {obj.n}; a count is never negative"

@@ -1,0 +1,43 @@
+"""The names in a record that become paths or links, and the one rule each must follow.
+
+Records and baselines arrive as CI artifacts of pull requests, so every string in them is untrusted.
+A device slug names a file (`baselines/<slug>.json`, asv's `results/<slug>-<card>/`); a profile's
+trace becomes a link in the HTML report. Each is checked against its pattern here, when a file is
+read (`model.checks`) and again where the path or link is made, so that `../../x`, `/etc/x` or
+`javascript:…` never reaches the file system or a page.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A device slug: lower-case letters and digits in runs joined by single dashes ("nvidia-h200",
+# "cpu-intel-xeon"). No dots or slashes, so a slug is one file name and never climbs out of its folder.
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MAX_SLUG_CHARS = 120  # a file name must stay under the file systems' 255 bytes with its suffixes
+# What a file name made from record text may keep; every other run of characters becomes "_".
+UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._=-]+")
+# A link inside the report's folder: relative, '/'-separated names of the characters above, none
+# starting with a dot (so no "..", no hidden file). A scheme needs ':', an absolute path '/' first.
+_PART = r"[A-Za-z0-9=-][A-Za-z0-9._=-]{0,199}"
+REPORT_LINK = re.compile(rf"{_PART}(?:/{_PART}){{0,7}}")
+
+
+def slug(name: str) -> str:
+    """The device slug of a model name ('NVIDIA H200' -> 'nvidia-h200'); empty when nothing is left."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG_CHARS].rstrip("-")
+
+
+def is_slug(text: object) -> bool:
+    return isinstance(text, str) and len(text) <= MAX_SLUG_CHARS and SLUG.fullmatch(text) is not None
+
+
+def is_report_link(text: object) -> bool:
+    """Whether `text` may be a link in a report: a relative path inside the report's folder."""
+    return isinstance(text, str) and REPORT_LINK.fullmatch(text) is not None
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value from a file, quoted for a one-line message: repr'd (no newline survives) and cut to `limit`."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
