@@ -11,10 +11,10 @@ from typing import Any
 # run-to-run noise instead of a rank test's p-value. Version 1 files load and are migrated (codec.py).
 SCHEMA_VERSION = 2
 SIGNIFICANT_DIGITS = 6
-# Raw samples kept per case in a record: enough for a rank test, small enough to diff and ship.
+# Raw samples kept per case in a record: enough for its distribution and drift, small enough to ship.
 MAX_STORED_SAMPLES = 1000
-# Raw samples kept per case in a baseline: 200 give a rank test the power to see a 5% shift at the
-# noise of a GPU timer, and keep a baseline update a diff a reviewer can scroll through.
+# Raw samples of the newest run kept per case in a baseline: enough to see its drift within the run
+# (analysis/noise.py) and draw its distribution, few enough for a diff a reviewer can scroll through.
 MAX_BASELINE_SAMPLES = 200
 
 
