@@ -27,7 +27,7 @@ from perfguard.model import (
     loads_baseline,
     thin_samples,
 )
-from perfguard.store.atomic import temp_prefix, write_atomic
+from perfguard.store.atomic import followed, temp_prefix, write_atomic
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
@@ -116,15 +116,18 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
 
 
 def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
+    # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
+    # temporary files are the target's: two links to one file share its lock.
+    target = followed(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(f"{target}.lock", timeout=LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
-            _remove_stale_temps(path)
+            _remove_stale_temps(target)
             write_atomic(path, dumps(merge(existing)), error=BaselineError)
     except filelock.Timeout:
         raise BaselineError(
-            f"{path}: another process has held {path.name}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
+            f"{path}: another process has held {target}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
             "if no perfguard is running, delete the lock file"
         ) from None
     except OSError as exc:
