@@ -29,13 +29,14 @@ from perfguard.measure.timers import (
     HostTimer,
     SamplingRule,
     check_finite,
+    eager_latency,
     graph_calls,
     sample,
+    warm_up,
 )
 from perfguard.model import CaseResult, DeviceInfo, thin_samples
 
 WARMUP_S = 0.025
-EAGER_REPS = 20
 
 
 def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "") -> CaseResult:
@@ -83,7 +84,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
     with _nvtx(f"{where}: warm-up", cuda):
         _first_call(instance, fn, device)
-        estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
+        estimate = _guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
     calls = 1
     if not cuda:
@@ -111,7 +112,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     eager_ms = mem = None
     if cuda:
         with _nvtx(f"{where}: eager+memory", cuda):
-            eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
+            eager_ms = _guard(where, "eager latency", lambda: eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
             mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
@@ -245,42 +246,6 @@ def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInf
         verdict = _guard(where, "check", lambda: check(out, **kwargs))
         if verdict is False:
             raise MeasurementError(f"{where}: check returned False: the output is wrong")
-
-
-def _warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, warmup_s: float) -> CallEstimate:
-    """Call until `warmup_s` has passed (at least twice), learning the host and total time per call."""
-    host, total = [], []
-    end = time.perf_counter() + warmup_s
-    while len(total) < 2 or time.perf_counter() < end:
-        if flush is not None:
-            flush()
-        t0 = time.perf_counter()
-        fn()
-        t1 = time.perf_counter()
-        if cuda:
-            torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        host.append(t1 - t0)
-        total.append(t2 - t0)
-    host.sort()
-    total.sort()
-    return CallEstimate(host_s=host[len(host) // 2], total_s=total[len(total) // 2])
-
-
-def _eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadline: float) -> float:
-    """Median wall time of a synchronised call, as the caller of the operator sees it (ms)."""
-    times = []
-    # One call at least, more only while the budget lasts: a 20 ms call's launch overhead is noise.
-    while not times or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
-        if flush is not None:
-            flush()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def _first_line(exc: BaseException) -> str:
