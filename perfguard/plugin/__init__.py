@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from perfguard.case import CaseSpec
+from perfguard.measure import watchdog
 from perfguard.plugin import workers
 from perfguard.plugin.items import STATE, Perf, collect
 from perfguard.plugin.options import add_options
@@ -26,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = State(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "perfguard-state")
+    watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
     if not hasattr(config, "workerinput"):

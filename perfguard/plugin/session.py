@@ -81,14 +81,15 @@ class State:
             if problem:
                 raise CaseFailure(f"{instance.id}: {problem}")
             self._pinned = None  # CUDA is up and sees its one GPU: that cannot change in this process
+        budget_s = instance.spec.budget_s or self.options.budget_s
+        timeout_s = self.options.timeout_for(budget_s)
         if self.options.enabled:
             baseline = self._baseline(device)
             if isinstance(baseline, BaselineFile) and baseline.calibration:
                 device = baseline.calibration.apply_to(device)
-            rule = SamplingRule(budget_s=instance.spec.budget_s or self.options.budget_s)
-            result = runner.measure(instance, device, rule, item.nodeid)
+            result = runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s)
         else:
-            result = runner.smoke(instance, device, item.nodeid)
+            result = runner.smoke(instance, device, item.nodeid, timeout_s)
         failure = result.error if result.status == "error" else None
         if self.options.enabled and failure is None:
             failure, regressed = self._judge(item, result, device)

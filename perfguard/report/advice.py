@@ -37,6 +37,25 @@ def launch_line(results: Iterable[CaseResult]) -> str | None:
     return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
 
 
+def case_lines(results: Iterable[CaseResult]) -> list[str]:
+    """What the cases did that their figures do not show: outputs nobody checked (NaN or inf among them),
+    and torch settings a case changed and left changed (perfguard put them back after it)."""
+    results = sorted(results, key=lambda r: r.id)
+    ran = [r for r in results if r.outputs]
+    lines = []
+    broken = [r.id for r in ran if r.outputs == "non-finite"]
+    if broken:
+        more = f" and {len(broken) - NAMED} more" if len(broken) > NAMED else ""
+        lines.append(f"NaN or inf in the output of {', '.join(broken[:NAMED])}{more}: "
+                     "measured all the same; declare check= to fail such a case")
+    unchecked = [r for r in ran if r.outputs != "checked"]
+    if unchecked:
+        lines.append(f"outputs not checked: {len(unchecked)} of {len(ran)} case(s) declare no check=")
+    lines += [f"{r.id} changed torch's {', '.join(r.restored_state)} and left it so; perfguard restored it after the case"
+              for r in results if r.restored_state]
+    return lines
+
+
 def ranked_scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[Scaling]:
     """Every scaling fit, the nearest to running out of device memory first: a swept suite has dozens,
     and a list cut short should keep the ones that matter before a larger run."""

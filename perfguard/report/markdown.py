@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import view
-from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, case_lines, launch_line, ranked_scalings, scaling_lines
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
     advice = launch_line(results)
     if advice:
         out.force("", f"_{_text(advice)}_")
+    notes = case_lines(results)
+    if notes:
+        out.force("", *(f"- {_text(line)}" for line in notes))
     if fits is None:
         fits = ranked_scalings(results, [d.info for d in devices])
     if fits:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.report.advice import NAMED, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, case_lines, launch_line, ranked_scalings, scaling_lines
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -75,6 +75,7 @@ def summary(
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
+    lines += [(line, {"yellow": True}) for line in case_lines(results)]
     if fits is None:
         fits = ranked_scalings(results, devices)
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
