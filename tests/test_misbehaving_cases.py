@@ -1,22 +1,26 @@
-"""Cases that misbehave fail alone, in one line, and leave the others' figures true.
+"""Cases that misbehave fail alone, in one line, and leave the others' figures and the files on disk true.
 
-A case that changes torch's global settings, exits, hangs or returns NaN. One suite of such cases
-is run once for the module (`run_pytest`). Nothing asserts on time: the hanging case's timeout is its
-own, 120 × a 0.01 s budget, while the others keep 120 × 0.1 s.
+A case that changes torch's global settings, exits, hangs, returns NaN, or ends the process. One
+suite of such cases is run once for the module (`run_pytest`); the cases that end the process get a
+`pytester` run each. Nothing asserts on time: the hanging case's timeout is its own, 120 × a 0.01 s
+budget, while the others keep 120 × 0.1 s.
 """
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
 from perfguard.measure import watchdog
 from perfguard.measure.torch_state import TorchState
-from perfguard.model import loads_record
+from perfguard.model import CaseResult, RunRecord, dumps, loads_record
 from perfguard.plugin.options import Options
+from perfguard.report.terminal import record_lines
 
 from test_bad_input import failure_lines
 
@@ -116,6 +120,67 @@ def test_outputs_are_flagged_as_unchecked_and_nan_is_named(misbehaving):
     assert nan_line.replace("_", "\\_") in (path / "reports" / "perfguard.md").read_text()  # Markdown-escaped
 
 
+OS_EXIT_SUITE = """
+    import os
+    import time
+
+    from perfguard import perf_case
+
+    @perf_case
+    def healthy(device):
+        return lambda: time.sleep(0.001)
+
+    @perf_case
+    def ends_the_process(device):
+        os._exit(3)
+"""
+
+
+def test_os_exit_in_a_case_leaves_a_record_that_says_unfinished_not_the_previous_one(pytester, inner_args, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    reports = pytester.path / "reports"
+    reports.mkdir()
+    previous = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
+                         results=(CaseResult(id="healthy", name="healthy", status="smoke"),))
+    (reports / "perfguard.json").write_text(dumps(previous))
+    (reports / "perfguard.html").write_text("<p>yesterday</p>")
+    (reports / "perfguard.md").write_text("yesterday")
+    pytester.makepyfile(test_dies=textwrap.dedent(OS_EXIT_SUITE))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", timeout=300)
+    assert result.ret == 3
+    record = loads_record((reports / "perfguard.json").read_text(), "record")
+    assert record.status == "unfinished" and record.results == ()
+    assert sorted(p.name for p in reports.iterdir()) == ["perfguard.json"]  # no report passes for this run's
+    assert record_lines(record)[0].startswith("run unfinished: its pytest ended before writing its record")
+
+
+STUCK_IN_C_SUITE = """
+    import signal
+    import time
+
+    from perfguard import perf_case
+
+    @perf_case(budget_s=0.01)
+    def stuck(device):
+        def run():
+            # As a call stuck in C code or in the CUDA driver: the alarm never reaches Python.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(3600)
+        return run
+"""
+
+
+def test_a_call_python_cannot_interrupt_ends_the_process_with_its_stack_and_an_unfinished_record(pytester, inner_args,
+                                                                                                 monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    pytester.makeconftest("import perfguard.measure.watchdog as w\nw.GRACE_S = 0.5\n")
+    pytester.makepyfile(test_stuck=textwrap.dedent(STUCK_IN_C_SUITE))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", timeout=300)
+    assert result.ret == 1
+    result.stderr.fnmatch_lines(["Timeout (0:00:01.700000)!", "*test_stuck.py*in run"])
+    assert loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record").status == "unfinished"
+
+
 # --- the parts, in this process ----------------------------------------------------------------------
 
 
@@ -153,3 +218,20 @@ def test_the_default_timeout_is_a_multiple_of_the_budget_and_zero_means_none():
     assert options.timeout_for(0.5) == 60 and options.timeout_for(0.01) == 1.2
     assert Options(**{**options.__dict__, "timeout_s": 5.0}).timeout_for(0.5) == 5.0
     assert Options(**{**options.__dict__, "timeout_s": 0.0}).timeout_for(0.5) is None
+
+
+def test_perfguard_ab_refuses_a_round_whose_record_is_the_unfinished_marker(tmp_path, monkeypatch, capsys):
+    from perfguard import ab
+    from perfguard.errors import MeasurementError
+
+    def died_with_exit_0(cmd, **kwargs):  # as a case calling os._exit(0) would leave it
+        folder = Path(next(a for a in cmd if a.startswith("--perfguard-report=")).split("=", 1)[1])
+        folder.mkdir(parents=True)
+        (folder / "perfguard.json").write_text(dumps(RunRecord(created_at="now", perfguard_version="0", status="unfinished")))
+        return subprocess.CompletedProcess(cmd, 0, "test_x.py .", "")
+
+    monkeypatch.setattr(ab.subprocess, "run", died_with_exit_0)
+    side = ab.Side(name="head", label="working tree", tree=tmp_path, cwd=tmp_path)
+    with pytest.raises(MeasurementError) as info:
+        ab._round(side, 0, 2, [], tmp_path, tmp_path, tmp_path, print)
+    assert str(info.value).startswith(f"working tree, round 1: pytest exited 0 in {tmp_path} with its perfguard record unfinished")

@@ -250,6 +250,10 @@ class RunRecord:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     verdicts: tuple[Verdict, ...] = ()  # empty when the run had no baseline to compare with
+    # "complete"; "interrupted" (Ctrl-C: the results are the cases that finished, no baseline was
+    # written); "unfinished" (written when the run starts: a process that died, or a record that
+    # could not be written at the end, leaves this, never the previous run's record looking current).
+    status: str = "complete"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from perfguard.errors import BaselineError, ConfigError, PerfguardError
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
-from perfguard.report import write_run_files
+from perfguard.report import mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -46,6 +46,8 @@ class State:
         self.owners: dict[str, str] = {}  # case id -> nodeid, to refuse duplicate ids
         self.written: list[Path] = []
         self.problems: list[str] = []  # files that could not be written, shown in red at the end
+        self.unwritten_baselines: list[Path] = []  # baseline writes that failed: they fail the run
+        self._marked = False  # the report folder's record says "unfinished" until this run's replaces it
         self.record: RunRecord | None = None
         self.fits: list[Scaling] | None = None  # the record's scaling fits, fitted once for the three renderers
         self._kind: str | None = None
@@ -69,6 +71,7 @@ class State:
         owner = self.owners.setdefault(instance.id, item.nodeid)
         if owner != item.nodeid:
             raise CaseFailure(f"{item.nodeid}: case id {instance.id!r} is already used by {owner}; give one of them name=...")
+        self._mark_unfinished()
         from perfguard.measure import runner
         from perfguard.measure.device import detect
         from perfguard.measure.timers import SamplingRule
@@ -101,6 +104,18 @@ class State:
         if failure:
             raise CaseFailure(failure)
         return result
+
+    def _mark_unfinished(self) -> None:
+        """Before this run's first case (on the controller, which writes the files): mark the previous
+        run's files stale (`report.mark_unfinished`), so that a run that dies, or cannot write its record
+        at the end, leaves nothing that passes for its own. Under xdist a worker that dies is replaced
+        and the run goes on: there the first result marks them, against the controller dying."""
+        if self._marked or not self.options.enabled or hasattr(self.config, "workerinput"):
+            return
+        self._marked = True
+        mark_unfinished(self.options.report_dir, RunRecord(
+            created_at=_now(), perfguard_version=perfguard.__version__, options=self._recorded_options(), status="unfinished",
+        ))
 
     def _profiled(self, instance: CaseInstance, result: CaseResult, device: DeviceInfo) -> CaseResult:
         """The result with the case's profile (its problem, if any, rides on the profile, not on the verdict)."""
@@ -154,6 +169,7 @@ class State:
             return
         for key, value in report.user_properties:
             if key == RESULT_KEY:
+                self._mark_unfinished()
                 result = from_jsonable(CaseResult, value, "test report")
                 self.results[result.id] = result
             elif key == DEVICE_KEY:
@@ -177,12 +193,13 @@ class State:
         except Exception:  # noqa: BLE001, S110 - finish renders again and reports what fails there
             pass
 
-    def finish(self) -> None:
-        """Missing cases, the run record, and (only when asked) the baseline update."""
-        if not self.options.enabled or not self.results:
+    def finish(self, interrupted: bool = False) -> None:
+        """Missing cases, the run record, and (only when asked, and never after Ctrl-C) the baseline update."""
+        if not self.options.enabled or not (self.results or self._marked):
             return
-        verdicts = [v for vs in self.verdicts.values() for v in vs] + self._missing()
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        # An interrupted run did not run the rest of the suite: those cases are not "missing".
+        verdicts = [v for vs in self.verdicts.values() for v in vs] + ([] if interrupted else self._missing())
+        now = _now()
         commit = _git_commit(self.config.rootpath)
         record = RunRecord(
             created_at=now,
@@ -191,8 +208,8 @@ class State:
             results=tuple(sorted(self.results.values(), key=lambda r: r.id)),
             verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))),
             commit=commit,
-            options={"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
-                     "profile": self.options.profile},
+            options=self._recorded_options(),
+            status="interrupted" if interrupted else "complete",
         )
         self.record = record
         self.fits = _fits(record)
@@ -202,7 +219,11 @@ class State:
                 self.problems.append(problem)
             else:
                 self.written.append(path)
-        if self.options.update:
+        if self.options.update and interrupted:
+            self.problems.append(
+                f"interrupted: no baseline written ({len(self.results)} case(s) had finished); run --perfguard-update again"
+            )
+        elif self.options.update:
             from perfguard import store
 
             for slug, device in self._models().items():
@@ -217,7 +238,12 @@ class State:
             write()
             self.written.append(path)
         except PerfguardError as exc:
-            self.problems.append(str(exc))
+            self.problems.append(f"{exc}; this run fails until its baseline is written")
+            self.unwritten_baselines.append(path)
+
+    def _recorded_options(self) -> dict[str, Any]:
+        return {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
+                "profile": self.options.profile}
 
     def _models(self) -> dict[str, DeviceInfo]:
         """One device per model (slug): several GPUs of one model share a baseline file."""
@@ -236,6 +262,10 @@ class State:
                 if case_id not in self.results:
                     missing += compare_case(None, entry, baseline_file=self._label(device))
         return missing
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _fits(record: RunRecord) -> list[Scaling] | None:

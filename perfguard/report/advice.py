@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import CaseResult, DeviceInfo
+from perfguard.model import CaseResult, DeviceInfo, RunRecord
 
 if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
     from perfguard.analysis.scaling import Scaling
@@ -35,6 +35,19 @@ def launch_line(results: Iterable[CaseResult]) -> str | None:
         named.append(f"{r.id} ({100 * share:.0f}% overhead)" if share is not None else r.id)
     more = f" and {len(cases) - NAMED} more" if len(cases) > NAMED else ""
     return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
+
+
+RUN_LINES = {
+    "interrupted": "run interrupted: the record holds the {n} case(s) that finished before it",
+    "unfinished": "run unfinished: its pytest ended before writing its record (killed, os._exit in a case, a case "
+                  "stuck past its timeout) or could not write it; this marker holds no figures",
+}
+
+
+def run_line(record: RunRecord) -> str | None:
+    """One line for a record of a run that did not complete; None for a complete one."""
+    text = RUN_LINES.get(record.status)
+    return text.format(n=len(record.results)) if text else None
 
 
 def case_lines(results: Iterable[CaseResult]) -> list[str]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.report.advice import NAMED, case_lines, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, case_lines, launch_line, ranked_scalings, run_line, scaling_lines
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -72,6 +72,9 @@ def summary(
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
     lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
+    status = run_line(record) if record else None
+    if status:
+        lines.insert(0, (status, {"red": True, "bold": True}))
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
