@@ -167,20 +167,26 @@ def _round(side: Side, k: int, rounds: int, args: Sequence[str], root: Path, shi
     proc = subprocess.run(cmd, cwd=side.cwd, env=env, capture_output=True, text=True)
     path = folder / RECORD_NAME
     if proc.returncode not in (0, 1) or not path.is_file():
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-        print("\n".join(tail), file=sys.stderr)
-        raise MeasurementError(
-            f"{side.label}, round {k + 1}: pytest exited {proc.returncode} in {side.cwd} without a perfguard record "
-            "(its last lines are above); check that the pytest arguments select perf cases"
-        )
+        raise _no_record(side, k, proc, "without a perfguard record")
     try:
         record = loads_record(path.read_text(encoding="utf-8"), str(path))
     except (OSError, PerfguardError) as exc:
         raise MeasurementError(f"{side.label}, round {k + 1}: {exc}") from None
+    if record.status != "complete":  # the record a run starts with: its process ended before writing its own
+        raise _no_record(side, k, proc, f"with its perfguard record {record.status}")
     failed = " (pytest exit 1: a test failed; the cases it measured still count)" if proc.returncode else ""
     out(f"round {k + 1}/{rounds} {side.name:<4}  {side.label}: {len(record.results)} case(s) "
         f"in {time.monotonic() - started:.1f} s{failed}")
     return record
+
+
+def _no_record(side: Side, k: int, proc: subprocess.CompletedProcess[str], why: str) -> MeasurementError:
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+    print("\n".join(tail), file=sys.stderr)
+    return MeasurementError(
+        f"{side.label}, round {k + 1}: pytest exited {proc.returncode} in {side.cwd} {why} "
+        "(its last lines are above); check that the pytest arguments select perf cases"
+    )
 
 
 def _perfguard_shim(tmp: Path) -> Path:

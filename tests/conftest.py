@@ -16,6 +16,11 @@ pytest_plugins = ["pytester"]
 # each to import and play no part in perfguard's runs (blocking one that is not installed is harmless).
 INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 
+# Inner runs (pytester's and `run_pytest`'s subprocesses) import perfguard as this process does: from
+# this checkout, not from whichever copy is installed (an editable install may point at another worktree).
+ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
 
 @pytest.fixture(scope="session")
 def run_pytest():

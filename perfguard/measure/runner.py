@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from perfguard.analysis import metrics as derived
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError, first_line
-from perfguard.measure import breakdown, memory, nvml, telemetry
+from perfguard.measure import breakdown, memory, nvml, telemetry, watchdog
 from perfguard.measure.timers import (
     CallEstimate,
     CudaEventTimer,
@@ -29,41 +30,52 @@ from perfguard.measure.timers import (
     HostTimer,
     SamplingRule,
     check_finite,
+    eager_latency,
     graph_calls,
     sample,
+    warm_up,
 )
+from perfguard.measure.torch_state import TorchState
 from perfguard.model import CaseResult, DeviceInfo, thin_samples
 
 WARMUP_S = 0.025
-EAGER_REPS = 20
 
 
-def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "") -> CaseResult:
+def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_s: float | None = None) -> CaseResult:
     """Run the callable once and its check: the case as a functional test, at almost no cost."""
-    base = _base_result(instance, device, nodeid)
-    with _case_scope(instance.id, device):
-        try:
-            fn = _setup(instance, device)
-            _first_call(instance, fn, device)
-            del fn
-            return _replace(base, status="smoke")
-        except MeasurementError as exc:
-            error = str(exc)
-    return _replace(base, status="error", error=error)
+
+    def once(base: CaseResult) -> CaseResult:
+        fn = _setup(instance, device)
+        return _replace(base, status="smoke", outputs=_first_call(instance, fn, device))
+
+    return _run(instance, device, nodeid, timeout_s, once)
 
 
 def measure(
-    instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = ""
+    instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = "", timeout_s: float | None = None
 ) -> CaseResult:
+    return _run(instance, device, nodeid, timeout_s, lambda base: _measure(instance, device, rule, base))
+
+
+def _run(
+    instance: CaseInstance, device: DeviceInfo, nodeid: str, timeout_s: float | None,
+    body: Callable[[CaseResult], CaseResult],
+) -> CaseResult:
+    """`body` in the case's scope and under its timeout; errors, a timeout included, make an error result."""
     base = _base_result(instance, device, nodeid)
     # The error is caught inside the scope: while it propagates, its traceback's frames still hold
     # the case's tensors, and the scope's exit must find them gone to hand the memory back.
-    with _case_scope(instance.id, device):
+    with watchdog.deadline(timeout_s) as stop_alarm, _case_scope(instance.id, device) as restored:
         try:
-            return _measure(instance, device, rule, base)
+            try:
+                result = body(base)
+            finally:
+                stop_alarm()
         except MeasurementError as exc:
-            error = str(exc)
-    return _replace(base, status="error", error=error)
+            result = _replace(base, status="error", error=str(exc))
+        except watchdog.CaseTimeout as exc:
+            result = _replace(base, status="error", error=_timed_out(instance.id, timeout_s, exc))
+    return _replace(result, restored_state=tuple(restored)) if restored else result
 
 
 def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult) -> CaseResult:
@@ -82,8 +94,8 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     start = time.perf_counter()
     deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
     with _nvtx(f"{where}: warm-up", cuda):
-        _first_call(instance, fn, device)
-        estimate = _guard(where, "warm-up", lambda: _warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
+        outputs = _first_call(instance, fn, device)
+        estimate = _guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
     calls = 1
     if not cuda:
@@ -111,7 +123,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     eager_ms = mem = None
     if cuda:
         with _nvtx(f"{where}: eager+memory", cuda):
-            eager_ms = _guard(where, "eager latency", lambda: _eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
+            eager_ms = _guard(where, "eager latency", lambda: eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
             mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
@@ -136,6 +148,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         setup_s=setup_s,
         wall_s=wall_s,
         memory_breakdown=parts,
+        outputs=outputs,
     )
 
 
@@ -163,13 +176,16 @@ def _replace(result: CaseResult, **changes: Any) -> CaseResult:
 
 
 @contextlib.contextmanager
-def _case_scope(case_id: str, device: DeviceInfo) -> Iterator[None]:
-    """An NVTX range named after the case, and the case's GPU memory released when it ends."""
+def _case_scope(case_id: str, device: DeviceInfo) -> Iterator[list[str]]:
+    """An NVTX range named after the case, the case's GPU memory released when it ends, and torch's
+    global settings put back as they were; yields a list that then names the settings restored."""
     cuda = device.kind == "cuda"
     live = torch.cuda.memory_allocated() if cuda else 0
+    before = TorchState.now()
+    restored: list[str] = []
     try:
         with _nvtx(case_id, cuda):
-            yield
+            yield restored
     finally:
         # The error path has already dropped every reference (see _guard), and reference counting
         # frees a finished case's tensors; only a reference cycle (the user's, or an exception's)
@@ -181,6 +197,7 @@ def _case_scope(case_id: str, device: DeviceInfo) -> Iterator[None]:
             if torch.cuda.memory_allocated() > live:
                 gc.collect()
             torch.cuda.empty_cache()
+        restored += before.restore()
 
 
 @contextlib.contextmanager
@@ -214,6 +231,9 @@ def _guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
         )
     except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
         message = f"{where}: {stage} raised {type(exc).__name__}: {_first_line(exc)}\n{_user_traceback(exc)}"
+    except SystemExit as exc:  # sys.exit() would end pytest's test with a traceback of pytest's frames
+        message = (f"{where}: {stage} called sys.exit({exc.code!r}); a case must return (or raise), not exit\n"
+                   f"{_user_traceback(exc)}")
     raise MeasurementError(message)
 
 
@@ -228,8 +248,9 @@ def _setup(instance: CaseInstance, device: DeviceInfo) -> Callable[[], Any]:
     return fn
 
 
-def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInfo) -> None:
-    """The first call (it absorbs compilation) and the case's correctness check."""
+def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInfo) -> str:
+    """The first call (it absorbs compilation) and the case's correctness check; what is known of the
+    outputs (CaseResult.outputs)."""
     where = instance.id
 
     def call() -> Any:
@@ -240,47 +261,38 @@ def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInf
 
     out = _guard(where, "the timed callable", call)
     check = instance.spec.check
-    if check is not None:
-        kwargs = call_kwargs(check, {**instance.kwargs, "device": device.kind}, f"{where}: check", skip=1)
-        verdict = _guard(where, "check", lambda: check(out, **kwargs))
-        if verdict is False:
-            raise MeasurementError(f"{where}: check returned False: the output is wrong")
+    if check is None:
+        return "non-finite" if _non_finite(out) else "unchecked"
+    kwargs = call_kwargs(check, {**instance.kwargs, "device": device.kind}, f"{where}: check", skip=1)
+    verdict = _guard(where, "check", lambda: check(out, **kwargs))
+    if verdict is False:
+        raise MeasurementError(f"{where}: check returned False: the output is wrong")
+    return "checked"
 
 
-def _warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, warmup_s: float) -> CallEstimate:
-    """Call until `warmup_s` has passed (at least twice), learning the host and total time per call."""
-    host, total = [], []
-    end = time.perf_counter() + warmup_s
-    while len(total) < 2 or time.perf_counter() < end:
-        if flush is not None:
-            flush()
-        t0 = time.perf_counter()
-        fn()
-        t1 = time.perf_counter()
-        if cuda:
-            torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        host.append(t1 - t0)
-        total.append(t2 - t0)
-    host.sort()
-    total.sort()
-    return CallEstimate(host_s=host[len(host) // 2], total_s=total[len(total) // 2])
+def _non_finite(out: Any, depth: int = 2) -> bool:
+    """Whether a floating tensor in the output (or in a tuple, list or dict of them) holds NaN or inf.
+
+    One reduction per tensor, outside the timing; aminmax propagates NaN, and allocates no copy of
+    the output (isfinite would, as large as the output). What it cannot reduce counts as finite.
+    """
+    if isinstance(out, torch.Tensor):
+        if not (out.is_floating_point() or out.is_complex()) or out.numel() == 0:
+            return False
+        try:
+            values = torch.view_as_real(out.detach()) if out.is_complex() else out.detach()
+            low, high = torch.aminmax(values)
+            return not (math.isfinite(low.item()) and math.isfinite(high.item()))
+        except (RuntimeError, TypeError):  # a dtype without aminmax (float8): not known
+            return False
+    items = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else ()
+    return depth > 0 and any(_non_finite(item, depth - 1) for item in items)
 
 
-def _eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadline: float) -> float:
-    """Median wall time of a synchronised call, as the caller of the operator sees it (ms)."""
-    times = []
-    # One call at least, more only while the budget lasts: a 20 ms call's launch overhead is noise.
-    while not times or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
-        if flush is not None:
-            flush()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-    times.sort()
-    return times[len(times) // 2]
+def _timed_out(where: str, timeout_s: float | None, exc: BaseException) -> str:
+    frames = _user_traceback(exc)
+    return (f"{where}: still running after {timeout_s:g} s, stopped (--perfguard-timeout); make it finish sooner "
+            "or raise the timeout" + (f"\n{frames}" if frames else ""))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -33,6 +33,7 @@ MAX_BATCH = 256
 # The device-side wait never exceeds this; a batch whose host enqueue takes longer is shortened.
 MAX_HOLD_S = 0.05
 MAX_SAMPLES = 200_000
+EAGER_REPS = 20  # synchronised calls timed on the host for the eager latency, budget permitting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +173,42 @@ class CudaGraphTimer(CudaEventTimer):
 
     def _scale(self) -> int:
         return self.calls
+
+
+def warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, warmup_s: float) -> CallEstimate:
+    """Call until `warmup_s` has passed (at least twice), learning the host and total time per call."""
+    host, total = [], []
+    end = time.perf_counter() + warmup_s
+    while len(total) < 2 or time.perf_counter() < end:
+        if flush is not None:
+            flush()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        if cuda:
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        host.append(t1 - t0)
+        total.append(t2 - t0)
+    host.sort()
+    total.sort()
+    return CallEstimate(host_s=host[len(host) // 2], total_s=total[len(total) // 2])
+
+
+def eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadline: float) -> float:
+    """Median wall time of a synchronised call, as the caller of the operator sees it (ms)."""
+    times = []
+    # One call at least, more only while the budget lasts: a 20 ms call's launch overhead is noise.
+    while not times or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
+        if flush is not None:
+            flush()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    times.sort()
+    return times[len(times) // 2]
 
 
 def graph_calls(cache: str, estimate: CallEstimate) -> int:

@@ -213,6 +213,13 @@ class CaseResult:
     error: str | None = None
     profile: Profile | None = None  # only when --perfguard-profile chose the case
     memory_breakdown: MemoryBreakdown | None = None  # only for cases declared with memory_breakdown=True
+    # What is known of the outputs timed: "checked" (the case's check= held on the first call),
+    # "unchecked" (no check=: the figures time whatever the callable computes), "non-finite" (no
+    # check=, and the first call's output held NaN or inf); None where the case errored.
+    outputs: str | None = None
+    # Global torch state the case changed and left changed ("default dtype float32 → float64"):
+    # perfguard put it back after the case, so that later cases are measured as they would be alone.
+    restored_state: tuple[str, ...] = ()
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
@@ -261,6 +268,10 @@ class RunRecord:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     verdicts: tuple[Verdict, ...] = ()  # empty when the run had no baseline to compare with
+    # "complete"; "interrupted" (Ctrl-C: the results are the cases that finished, no baseline was
+    # written); "unfinished" (written when the run starts: a process that died, or a record that
+    # could not be written at the end, leaves this, never the previous run's record looking current).
+    status: str = "complete"
 
 
 @dataclasses.dataclass(frozen=True)

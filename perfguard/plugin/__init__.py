@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from perfguard.case import CaseSpec
+from perfguard.measure import watchdog
 from perfguard.plugin import workers
 from perfguard.plugin.items import STATE, Perf, collect
 from perfguard.plugin.options import add_options
@@ -26,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = State(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "perfguard-state")
+    watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
     if not hasattr(config, "workerinput"):
@@ -70,9 +72,14 @@ def pytest_runtestloop(session: pytest.Session) -> object:
     return (yield)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    if not hasattr(session.config, "workerinput"):  # xdist workers leave the files to the controller
-        session.config.stash[STATE].finish()
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):  # xdist workers leave the files to the controller
+        return
+    state = session.config.stash[STATE]
+    # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
+    state.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+    if state.unwritten_baselines and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an update that wrote nothing must not pass for one
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -86,7 +93,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("perfguard")
     for line, style in summary(state.results.values(), state.devices.values(), state.record, state.fits):
         terminalreporter.write_line(line, **style)
-    if state.options.update and state.record and state.record.verdicts:
+    if state.options.update and state.record and state.record.verdicts and state.record.status == "complete":
         terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
     for path in state.written:
         terminalreporter.write_line(f"perfguard: wrote {path}")

@@ -9,6 +9,11 @@ from typing import Any
 
 import pytest
 
+# A case's default timeout, in budgets: a case's setup, first call (compilation) and memory passes lie
+# outside its budget, so the timeout allows for them many times over; only a call that does not end
+# should meet it (60 s at the default budget).
+TIMEOUT_BUDGETS = 120
+
 # name: (ini type, default, help). Each option is also an ini key spelt without the leading
 # dashes; the underscore spelling (perfguard_budget) is accepted too, as pytest users expect.
 _OPTIONS: dict[str, tuple[str, Any, str]] = {
@@ -23,12 +28,14 @@ _OPTIONS: dict[str, tuple[str, Any, str]] = {
                           "(default: regressed where the CI environment variable is set, else none)"),
     "perfguard-baseline-runs": ("string", 10, "runs kept per case in a baseline; each --perfguard-update adds one (default: 10)"),
     "perfguard-confirm": ("string", 2, "re-measurements that must agree before a slower case fails; 0: fail at once (default: 2)"),
+    "perfguard-timeout": ("string", None, "stop a case still running after SECONDS and fail it, the others run on "
+                          f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)"),
     "perfguard-allow-shared-gpu": ("bool", False, "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 }
 PROFILE_CHOICES = ("none", "regressed", "all")
 _FLAGS = ("perfguard", "perfguard-update", "perfguard-allow-shared-gpu")
 _METAVARS = {"perfguard-baselines": "DIR", "perfguard-report": "DIR", "perfguard-threshold": "PCT", "perfguard-budget": "SECONDS",
-             "perfguard-baseline-runs": "N", "perfguard-confirm": "N",
+             "perfguard-timeout": "SECONDS", "perfguard-baseline-runs": "N", "perfguard-confirm": "N",
              "perfguard-profile": "{" + ",".join(PROFILE_CHOICES) + "}"}
 
 
@@ -44,6 +51,7 @@ class Options:
     allow_shared_gpu: bool = False
     keep_runs: int = 10  # runs a baseline keeps per case
     confirm: int = 2  # re-measurements of a case that looks regressed before it fails
+    timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -69,7 +77,14 @@ class Options:
             allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
             keep_runs=_count(config, "perfguard-baseline-runs", 1),
             confirm=_count(config, "perfguard-confirm", 0),
+            timeout_s=_timeout(config),
         )
+
+    def timeout_for(self, budget_s: float) -> float | None:
+        """Seconds after which a case of this budget is stopped; None: never."""
+        if self.timeout_s is None:
+            return TIMEOUT_BUDGETS * budget_s
+        return self.timeout_s or None
 
 
 _STASHED = pytest.StashKey[Options]()
@@ -99,10 +114,7 @@ def _value(config: pytest.Config, name: str) -> Any:
 
 def _positive(config: pytest.Config, name: str, example: str) -> float:
     raw = _value(config, name)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = float("nan")
+    value = _number(raw)
     if not value > 0 or value == float("inf"):
         raise pytest.UsageError(f"--{name} (or ini {name}) must be {example}, got {raw!r}")
     return value
@@ -116,6 +128,25 @@ def _count(config: pytest.Config, name: str, least: int) -> int:
         value = least - 1
     if value < least:
         raise pytest.UsageError(f"--{name} (or ini {name}) must be a whole number of at least {least}, got {raw!r}")
+    return value
+
+
+def _number(raw: Any) -> float:
+    """`raw` as a float; NaN (which every range check refuses) when it is not a number."""
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _timeout(config: pytest.Config) -> float | None:
+    raw = _value(config, "perfguard-timeout")
+    if raw is None:
+        return None
+    value = _number(raw)
+    if not 0 <= value < float("inf"):
+        raise pytest.UsageError(f"--perfguard-timeout (or ini perfguard-timeout) must be a number of seconds such as 60, "
+                                f"or 0 for none, got {raw!r}")
     return value
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from perfguard.errors import BaselineError, ConfigError, PerfguardError, first_l
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable, to_jsonable
 from perfguard.plugin.options import Options
 from perfguard.plugin.workers import PIN_KEY
-from perfguard.report import write_run_files
+from perfguard.report import mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -51,6 +52,8 @@ class State:
         self.owners: dict[str, str] = {}  # case id -> nodeid, to refuse duplicate ids
         self.written: list[Path] = []
         self.problems: list[str] = []  # files that could not be written, shown in red at the end
+        self.unwritten_baselines: list[Path] = []  # baseline writes that failed: they fail the run
+        self._marked = False  # the report folder's record says "unfinished" until this run's replaces it
         self.record: RunRecord | None = None
         self.fits: list[Scaling] | None = None  # the record's scaling fits, fitted once for the three renderers
         self._kind: str | None = None
@@ -75,6 +78,7 @@ class State:
         owner = self.owners.setdefault(instance.id, item.nodeid)
         if owner != item.nodeid:
             raise CaseFailure(f"{item.nodeid}: case id {instance.id!r} is already used by {owner}; give one of them name=...")
+        self._mark_unfinished()
         from perfguard.measure import runner
         from perfguard.measure.device import detect
         from perfguard.measure.timers import SamplingRule
@@ -87,18 +91,22 @@ class State:
             if problem:
                 raise CaseFailure(f"{instance.id}: {problem}")
             self._pinned = None  # CUDA is up and sees its one GPU: that cannot change in this process
+        budget_s = instance.spec.budget_s or self.options.budget_s
+        timeout_s = self.options.timeout_for(budget_s)
         if self.options.enabled:
             baseline = self._baseline(device)
             if isinstance(baseline, BaselineFile) and baseline.calibration:
                 device = baseline.calibration.apply_to(device)
-            rule = SamplingRule(budget_s=instance.spec.budget_s or self.options.budget_s)
-            result = runner.measure(instance, device, rule, item.nodeid)
+
+            def measure() -> CaseResult:
+                return runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s)
+
+            result = measure()
         else:
-            rule = None
-            result = runner.smoke(instance, device, item.nodeid)
+            result = runner.smoke(instance, device, item.nodeid, timeout_s)
         failure = result.error if result.status == "error" else None
         if self.options.enabled and failure is None:
-            result, failure, regressed = self._judge(item, instance, result, device, rule)
+            result, failure, regressed = self._judge(item, result, device, measure)
             if self.options.profile == "all" or (self.options.profile == "regressed" and regressed):
                 result = self._profiled(instance, result, device)
         # Attached once judged (and profiled), so that the result on the report is the final one.
@@ -108,6 +116,18 @@ class State:
             raise CaseFailure(failure)
         return result
 
+    def _mark_unfinished(self) -> None:
+        """Before this run's first case (on the controller, which writes the files): mark the previous
+        run's files stale (`report.mark_unfinished`), so that a run that dies, or cannot write its record
+        at the end, leaves nothing that passes for its own. Under xdist a worker that dies is replaced
+        and the run goes on: there the first result marks them, against the controller dying."""
+        if self._marked or not self.options.enabled or hasattr(self.config, "workerinput"):
+            return
+        self._marked = True
+        mark_unfinished(self.options.report_dir, RunRecord(
+            created_at=_now(), perfguard_version=perfguard.__version__, options=self._recorded_options(), status="unfinished",
+        ))
+
     def _profiled(self, instance: CaseInstance, result: CaseResult, device: DeviceInfo) -> CaseResult:
         """The result with the case's profile (its problem, if any, rides on the profile, not on the verdict)."""
         from perfguard.measure.profile import profile_case
@@ -115,9 +135,9 @@ class State:
         return dataclasses.replace(result, profile=profile_case(instance, device, self.options.report_dir))
 
     def _judge(
-        self, item: pytest.Item, instance: CaseInstance, result: CaseResult, device: DeviceInfo, rule: Any
+        self, item: pytest.Item, result: CaseResult, device: DeviceInfo, measure: Callable[[], CaseResult]
     ) -> tuple[CaseResult, str | None, bool]:
-        """Compare with the baseline, re-measuring a case that looks slower before it may fail:
+        """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
         (the result to keep, why the case fails or None, whether a metric regressed)."""
         from perfguard.analysis.verdict import compare_case
 
@@ -133,7 +153,7 @@ class State:
 
         verdicts = judge(result)
         if _slower(verdicts) and not self.options.update and self.options.confirm:
-            result, verdicts = self._confirm(instance, device, rule, item.nodeid, result, verdicts, judge)
+            result, verdicts = self._confirm(measure, result, verdicts, judge)
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
         regressed = [v.message for v in verdicts if v.status == "regressed"]
         if regressed and not self.options.update:
@@ -141,20 +161,19 @@ class State:
         return result, None, bool(regressed)
 
     def _confirm(
-        self, instance: CaseInstance, device: DeviceInfo, rule: Any, nodeid: str,
-        first: CaseResult, verdicts: list[Verdict], judge: Any,
+        self, measure: Callable[[], CaseResult], first: CaseResult, verdicts: list[Verdict],
+        judge: Callable[[CaseResult], list[Verdict]],
     ) -> tuple[CaseResult, list[Verdict]]:
         """Measure a case that looks regressed again, from a fresh setup, and let the verdict settle on all
         the measurements (analysis.verdict.settle)."""
         from perfguard.analysis.verdict import note, settle
-        from perfguard.measure import runner
 
         if self._confirmations <= 0:
             return first, note(verdicts, f"not re-measured: this run's allowance of {CONFIRM_CASES} re-measured cases is spent")
         self._confirmations -= 1
         measured = [(first, verdicts)]
         for _ in range(self.options.confirm):
-            again = runner.measure(instance, device, rule, nodeid)
+            again = measure()
             if again.status != "ok":  # the first measurement stands: a failed re-run must not lift the gate
                 return first, note(verdicts, f"its re-measurement failed: {first_line(again.error or '')}")
             measured.append((again, judge(again)))
@@ -186,6 +205,7 @@ class State:
             return
         for key, value in report.user_properties:
             if key == RESULT_KEY:
+                self._mark_unfinished()
                 result = from_jsonable(CaseResult, value, "test report")
                 self.results[result.id] = result
             elif key == DEVICE_KEY:
@@ -209,12 +229,13 @@ class State:
         except Exception:  # noqa: BLE001, S110 - finish renders again and reports what fails there
             pass
 
-    def finish(self) -> None:
-        """Missing cases, the run record, and (only when asked) the baseline update."""
-        if not self.options.enabled or not self.results:
+    def finish(self, interrupted: bool = False) -> None:
+        """Missing cases, the run record, and (only when asked, and never after Ctrl-C) the baseline update."""
+        if not self.options.enabled or not (self.results or self._marked):
             return
-        verdicts = [v for vs in self.verdicts.values() for v in vs] + self._missing()
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        # An interrupted run did not run the rest of the suite: those cases are not "missing".
+        verdicts = [v for vs in self.verdicts.values() for v in vs] + ([] if interrupted else self._missing())
+        now = _now()
         commit = _git_commit(self.config.rootpath)
         record = RunRecord(
             created_at=now,
@@ -223,8 +244,8 @@ class State:
             results=tuple(sorted(self.results.values(), key=lambda r: r.id)),
             verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))),
             commit=commit,
-            options={"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
-                     "profile": self.options.profile},
+            options=self._recorded_options(),
+            status="interrupted" if interrupted else "complete",
         )
         self.record = record
         self.fits = _fits(record)
@@ -234,7 +255,11 @@ class State:
                 self.problems.append(problem)
             else:
                 self.written.append(path)
-        if self.options.update:
+        if self.options.update and interrupted:
+            self.problems.append(
+                f"interrupted: no baseline written ({len(self.results)} case(s) had finished); run --perfguard-update again"
+            )
+        elif self.options.update:
             from perfguard import store
 
             # A case whose latency moved past its tolerance starts a new series of runs: its old runs
@@ -253,7 +278,12 @@ class State:
             write()
             self.written.append(path)
         except PerfguardError as exc:
-            self.problems.append(str(exc))
+            self.problems.append(f"{exc}; this run fails until its baseline is written")
+            self.unwritten_baselines.append(path)
+
+    def _recorded_options(self) -> dict[str, Any]:
+        return {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
+                "profile": self.options.profile}
 
     def _models(self) -> dict[str, DeviceInfo]:
         """One device per model (slug): several GPUs of one model share a baseline file."""
@@ -276,6 +306,10 @@ class State:
 
 def _slower(verdicts: list[Verdict]) -> bool:
     return any(v.metric == "latency" and v.status == "regressed" for v in verdicts)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _fits(record: RunRecord) -> list[Scaling] | None:

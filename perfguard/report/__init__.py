@@ -48,3 +48,20 @@ def write_run_files(
         except PerfguardError as exc:
             outcome.append((path, str(exc)))
     return outcome
+
+
+def mark_unfinished(folder: Path, record: RunRecord) -> None:
+    """At the start of a run: replace the previous run's record with `record` (status "unfinished") and
+    remove its HTML report and Markdown summary. A run that dies (a killed process, `os._exit` in a
+    case) or cannot write its files at the end then leaves a record that says so, not the previous
+    one looking current. Best effort: the run's end reports a folder it cannot write."""
+    from perfguard.errors import PerfguardError
+    from perfguard.model import dumps
+    from perfguard.store.atomic import write_atomic
+
+    try:
+        write_atomic(folder / RECORD_NAME, dumps(record))
+        for name in (HTML_NAME, MARKDOWN_NAME):
+            (folder / name).unlink(missing_ok=True)
+    except (OSError, PerfguardError):
+        pass

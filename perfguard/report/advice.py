@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import CaseResult, DeviceInfo
+from perfguard.model import CaseResult, DeviceInfo, RunRecord
 
 if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
     from perfguard.analysis.scaling import Scaling
@@ -44,8 +44,8 @@ CLOCK_SPREAD = 0.02
 def clock_line(results: Iterable[CaseResult]) -> str | None:
     """One line when the run's SM clocks moved (not locked), naming the command that holds them; else None.
 
-    Under the power cap a compute-bound kernel's time follows the clock, which differs between cards
-    and runs; the gate compares such cases at equal clock, but locked clocks remove the doubt.
+    Under the power cap a compute-bound kernel's time moves with the clock, which differs between
+    cards and runs; the gate's tolerance for such cases is wide, and locked clocks narrow it.
     """
     tel = [r.telemetry for r in results if r.telemetry is not None and r.telemetry.sm_clock_mhz_mean]
     if len(tel) < 2:
@@ -57,8 +57,40 @@ def clock_line(results: Iterable[CaseResult]) -> str | None:
         return None
     held = f", {capped} case(s) held down by the power cap" if capped else ""
     return (f"clocks are not locked: the SM clock ran at {low:.0f}-{high:.0f} MHz over this run{held}; compute-bound "
-            "cases are compared at equal clock, with a wider tolerance. A runner admin can lock them with "
+            "cases move with it and get wide tolerances. A runner admin can lock them with "
             f"`sudo nvidia-smi --lock-gpu-clocks={low:.0f},{low:.0f}` (a clock the card holds under load)")
+
+
+RUN_LINES = {
+    "interrupted": "run interrupted: the record holds the {n} case(s) that finished before it",
+    "unfinished": "run unfinished: its pytest ended before writing its record (killed, os._exit in a case, a case "
+                  "stuck past its timeout) or could not write it; this marker holds no figures",
+}
+
+
+def run_line(record: RunRecord) -> str | None:
+    """One line for a record of a run that did not complete; None for a complete one."""
+    text = RUN_LINES.get(record.status)
+    return text.format(n=len(record.results)) if text else None
+
+
+def case_lines(results: Iterable[CaseResult]) -> list[str]:
+    """What the cases did that their figures do not show: outputs nobody checked (NaN or inf among them),
+    and torch settings a case changed and left changed (perfguard put them back after it)."""
+    results = sorted(results, key=lambda r: r.id)
+    ran = [r for r in results if r.outputs]
+    lines = []
+    broken = [r.id for r in ran if r.outputs == "non-finite"]
+    if broken:
+        more = f" and {len(broken) - NAMED} more" if len(broken) > NAMED else ""
+        lines.append(f"NaN or inf in the output of {', '.join(broken[:NAMED])}{more}: "
+                     "measured all the same; declare check= to fail such a case")
+    unchecked = [r for r in ran if r.outputs != "checked"]
+    if unchecked:
+        lines.append(f"outputs not checked: {len(unchecked)} of {len(ran)} case(s) declare no check=")
+    lines += [f"{r.id} changed torch's {', '.join(r.restored_state)} and left it so; perfguard restored it after the case"
+              for r in results if r.restored_state]
+    return lines
 
 
 def ranked_scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[Scaling]:

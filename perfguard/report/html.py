@@ -21,7 +21,7 @@ from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, view
-from perfguard.report.advice import NAMED, clock_line, launch_line, ranked_scalings, scaling_cells
+from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_cells
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
@@ -114,8 +114,10 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
         notes.append(f"merged from {merged.records} run records; per device and case the latest record wins")
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
+    notes += [line for line in map(run_line, records) if line]
+    notes += case_lines(e.result for e in merged.entries() if e.result)
     advice, scaling = _advice(merged, devices, fits)
-    clocks = clock_line(e.result for by_device in merged.cases.values() for e in by_device.values() if e.result)
+    clocks = clock_line(e.result for e in merged.entries() if e.result)
     context = {
         "headline": headline,
         "devices": devices,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import view
-from perfguard.report.advice import NAMED, clock_line, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_lines
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         out.force(_device_line(d))
     if merged.records > 1:
         out.force("", f"_Merged from {merged.records} run records; per device and case the latest record wins._")
+    for line in filter(None, map(run_line, records)):
+        out.force("", f"**{_text(line)}**")
     multi = len(devices) > 1
     entries = sorted(merged.entries(), key=lambda e: (view.rank(e.status), e.case_id, e.device))
     for status, title in SECTIONS:
@@ -77,6 +79,9 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
     for advice in (launch_line(results), clock_line(results)):
         if advice:
             out.force("", f"_{_text(advice)}_")
+    notes = case_lines(results)
+    if notes:
+        out.force("", *(f"- {_text(line)}" for line in notes))
     if fits is None:
         fits = ranked_scalings(results, [d.info for d in devices])
     if fits:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.report.advice import NAMED, clock_line, launch_line, ranked_scalings, scaling_lines
+from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_lines
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -75,12 +75,16 @@ def summary(
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
     lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
+    status = run_line(record) if record else None
+    if status:
+        lines.insert(0, (status, {"red": True, "bold": True}))
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
     clocks = clock_line(results)
     if clocks:
         lines.append((clocks, {"yellow": True}))
+    lines += [(line, {"yellow": True}) for line in case_lines(results)]
     if fits is None:
         fits = ranked_scalings(results, devices)
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]

@@ -20,8 +20,13 @@ def temp_prefix(path: Path) -> str:
 
 
 def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigError) -> None:
-    """Write `text` to `path` through a temporary file and a rename; failures raise `error` naming the file."""
-    path = Path(path)
+    """Write `text` to `path` through a temporary file and a rename; failures raise `error` naming the file.
+
+    A symbolic link is followed: its target is replaced (the temporary file beside it, so that the
+    rename stays on the target's file system) and the link stays, pointing at the new text.
+    Replacing the link itself would leave its target, the file the link shares, silently stale.
+    """
+    path = followed(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
@@ -42,6 +47,12 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def followed(path: Path | str) -> Path:
+    """`path`, or where its symbolic links lead (a dangling link: the file it names, made by the write)."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _mode_for(path: Path) -> int:

@@ -35,7 +35,7 @@ from perfguard.model import (
     thin_samples,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import temp_prefix, write_atomic
+from perfguard.store.atomic import followed, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
@@ -184,16 +184,19 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
 
 
 def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
+    # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
+    # temporary files are the target's: two links to one file share its lock.
+    target = followed(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         with held(_lock_of(path), LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
-            _remove_stale_temps(path)
+            _remove_stale_temps(target)
             merged = check_baseline(merge(existing), str(path), advice=NOT_WRITTEN)  # never write what load refuses
             write_atomic(path, dumps(merged), error=BaselineError)
     except LockTimeout:
         raise BaselineError(
-            f"{path}: another process has held {path.name}.lock for over {LOCK_TIMEOUT_S:.0f} s; "
+            f"{path}: another process has held {_lock_of(path)} for over {LOCK_TIMEOUT_S:.0f} s; "
             "wait for it to finish, or stop the perfguard run that holds it"
         ) from None
     except OSError as exc:
@@ -221,7 +224,9 @@ def _model_of(device: DeviceInfo) -> DeviceInfo:
 
 
 def _lock_of(path: Path) -> Path:
-    return path.with_name(f"{path.name}.lock")
+    # A linked baseline's lock is its target's: two links to one file share it.
+    target = followed(path)
+    return target.with_name(f"{target.name}.lock")
 
 
 def _remove_stale_temps(path: Path) -> None:
@@ -234,6 +239,7 @@ def _remove_stale_temps(path: Path) -> None:
 def _clean_after_killed_writers(path: Path) -> None:
     """What a killed update left beside the file (a temporary copy of it, the lock file), removed by a run
     that only reads it: only when the lock can be taken at once, i.e. when no writer is alive."""
+    path = followed(path)  # a linked baseline's leftovers lie beside its target
     if not path.parent.is_dir():
         return
     if not any(path.parent.glob(f"{temp_prefix(path)}*.tmp")) and not _lock_of(path).exists():

@@ -1,0 +1,136 @@
+"""The gate cannot be switched off without a failure: an update that was interrupted, could not be
+written, or would have replaced a linked baseline leaves the baseline as the user expects and says so.
+
+End-to-end runs use `pytester` (a real pytest in a subprocess); the file-level cases call the store.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+from perfguard import store
+from perfguard.errors import BaselineError
+from perfguard.model import CaseResult, DeviceInfo, Latency, loads_record
+
+NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap(device):\n    return lambda: time.sleep(0.001)\n"
+
+CTRL_C_SUITE = """
+    import os
+    import signal
+    import time
+
+    from perfguard import perf_case
+
+    @perf_case
+    def finished(device):
+        return lambda: time.sleep(0.001)
+
+    @perf_case
+    def pressed_ctrl_c(device):
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does: SIGINT to pytest, in the middle of a case
+        return lambda: None
+
+    @perf_case
+    def never_ran(device):
+        return lambda: None
+"""
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+
+def test_ctrl_c_during_an_update_writes_no_baseline_and_a_record_that_says_interrupted(pytester, inner_args, no_gpu):
+    from perfguard.measure.device import detect
+
+    baselines = pytester.path / "baselines"
+    path = store.update(baselines, detect("cpu"), [], commit="earlier", recorded_at="earlier")  # a baseline of no case
+    before = path.read_bytes()
+    pytester.makepyfile(test_suite=textwrap.dedent(CTRL_C_SUITE))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard-update", "--perfguard-budget=0.1")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert path.read_bytes() == before
+    problems = [line for line in result.outlines if line.startswith("perfguard: interrupted")]
+    assert problems == ["perfguard: interrupted: no baseline written (1 case(s) had finished); run --perfguard-update again"]
+    record = loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record")
+    assert record.status == "interrupted"
+    assert [r.id for r in record.results] == ["finished"]
+    assert [(v.case_id, v.status) for v in record.verdicts] == [("finished", "new")]  # the rest is not "missing"
+    result.stdout.fnmatch_lines(["run interrupted: the record holds the 1 case(s) that finished before it"])
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A folder this process cannot write: chmod for a user, chattr +i for root (chmod does not stop root)."""
+    folder = tmp_path / "frozen"
+    folder.mkdir()
+    folder.chmod(0o555)
+    if os.access(folder, os.W_OK):
+        folder.chmod(0o755)
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+            pytest.skip("no way to make a folder read-only for this user here")
+    yield folder
+    subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+    folder.chmod(0o755)
+
+
+def test_a_baseline_that_cannot_be_written_fails_the_run_with_one_line_and_keeps_the_record(pytester, inner_args,
+                                                                                            no_gpu, read_only):
+    pytester.makepyfile(test_nap=NAP)
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard-update", "--perfguard-budget=0.1",
+                                           f"--perfguard-baselines={read_only}")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (problem,) = [line for line in result.outlines if line.startswith(f"perfguard: {read_only}")]
+    assert problem.startswith(f"perfguard: {read_only}/cpu-") and ".json: cannot update the baseline (" in problem
+    assert problem.endswith("; choose a writable --perfguard-baselines folder; this run fails until its baseline is written")
+    assert list(read_only.iterdir()) == []
+    record = loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record")
+    assert [r.id for r in record.results] == ["nap"]  # the figures are kept: `perfguard baseline accept` can take them
+
+
+DEVICE = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
+LATENCY = Latency(median_ms=1.0, mean_ms=1.0, min_ms=0.9, max_ms=1.1, p10_ms=0.95, p90_ms=1.05, iqr_ms=0.05,
+                  ci_low_ms=0.99, ci_high_ms=1.01, n=10, stop_reason="converged")
+
+
+def result(case_id: str) -> CaseResult:
+    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, latency=LATENCY, samples_ms=(1.0,) * 10)
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp_path, monkeypatch):
+    path = store.update(tmp_path, DEVICE, [result("a")], commit="c1", recorded_at="t1")
+    before = path.read_bytes()
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)  # the text is written; flushing it to disk finds no room
+    with pytest.raises(BaselineError) as info:
+        store.update(tmp_path, DEVICE, [result("b")], commit="c2", recorded_at="t2")
+    assert str(info.value) == f"cannot write {path} (No space left on device); choose a writable folder"
+    assert path.read_bytes() == before
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_linked_baseline_is_updated_where_it_lives_and_stays_a_link(tmp_path):
+    shared = tmp_path / "shared" / "nvidia-h200.json"  # e.g. a folder of baselines shared by several repositories
+    store.update(shared.parent, DEVICE, [result("a")], commit="c1", recorded_at="t1")
+    link = tmp_path / "baselines" / "nvidia-h200.json"
+    link.parent.mkdir()
+    link.symlink_to(os.path.relpath(shared, link.parent))
+
+    assert store.update(link.parent, DEVICE, [result("b")], commit="c2", recorded_at="t2") == link
+    assert link.is_symlink() and link.resolve() == shared
+    assert sorted(store.load_file(shared).cases) == ["a", "b"]  # the target holds the update, not a copy beside it
+    assert sorted(p.name for p in link.parent.iterdir()) == ["nvidia-h200.json"]
+    # Two links to one file share the target's lock (beside the target), deleted again after the write.
+    assert store.baselines._lock_of(link) == shared.parent / "nvidia-h200.json.lock"
+    assert sorted(p.name for p in shared.parent.iterdir()) == ["nvidia-h200.json"]
