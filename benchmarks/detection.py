@@ -18,7 +18,8 @@ know, and slowed cases go through the plugin's re-measurement before they fail.
         how many runs a baseline needs: each case's detectable change with its first 1, 2, ... runs
         (judging its newest run, on the same card), median per roofline bound; no GPU needed
     python benchmarks/detection.py table DIR [DIR ...]
-        the README's table from the summaries the commands above wrote (DIR/summary.json)
+        the README's tables from the summaries the commands above wrote (DIR/summary.json, or a copy of
+        one: `python benchmarks/detection.py table benchmarks/data/judge-*.json benchmarks/data/inject-*.json`)
 
 Targets (issue 11): unchanged runs on another host never fail, at most 1% of comparisons regressed;
 >= 95% of 3% slowdowns caught where the detectable change is <= 2%; every 10% slowdown caught where
@@ -139,8 +140,8 @@ def _inject_line(name: str, cases: dict[str, dict[str, object]]) -> str:
 
 def table(args: argparse.Namespace) -> None:
     pooled: dict[str, dict[str, dict[str, object]]] = {}
-    for folder in args.dirs:
-        summary = json.loads(Path(folder, "summary.json").read_text())
+    summaries = {folder: json.loads(_summary_path(folder).read_text()) for folder in args.dirs}
+    for folder, summary in summaries.items():
         print(f"## {folder}: {summary['mode']} on {summary['machine']} ({summary['date']})")
         if summary["mode"] == "inject":
             for name, row in summary["rows"].items():
@@ -149,7 +150,7 @@ def table(args: argparse.Namespace) -> None:
         else:
             for run in summary["runs"]:
                 print(f"  run {run['run']}: exit {run['rc']}, {_line(run)}")
-    if len([f for f in args.dirs if json.loads(Path(f, "summary.json").read_text())["mode"] == "inject"]) > 1:
+    if sum(summary["mode"] == "inject" for summary in summaries.values()) > 1:
         print("## all inject experiments together")
         for name, cases in pooled.items():
             print(f"  {name}: {_inject_line(name, cases)}")
@@ -176,6 +177,11 @@ def runs_needed(args: argparse.Namespace) -> None:
     print(f"{'bound':>10} {'cases':>5} " + " ".join(f"{k:>6}" for k in range(1, most)))
     for bound, by_k in sorted(table.items()):
         print(f"{bound:>10} {len(by_k[1]):>5} " + " ".join(f"{_median(by_k[k]) or 0:6.1f}" for k in range(1, most)))
+
+
+def _summary_path(folder: str) -> Path:
+    """A run folder's summary.json, or a summary saved under a name of its own (benchmarks/data/)."""
+    return Path(folder) if folder.endswith(".json") else Path(folder, "summary.json")
 
 
 def main(argv: list[str] | None = None) -> int:
