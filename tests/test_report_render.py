@@ -289,3 +289,40 @@ def test_perfguard_report_of_a_bad_record_is_one_line_and_writes_nothing(tmp_pat
     assert done.returncode == 2
     assert done.stderr.startswith(f"perfguard: {bad}: ") and done.stderr.count("\n") == 1
     assert not out.exists()
+
+
+# --- what the gate rests on, and clocks that were not locked ----------------------------------------------
+
+
+def test_every_report_shows_each_cases_detectable_change_and_the_html_what_it_rests_on():
+    confirmed = dataclasses.replace(verdict("add[n=1024]", "regressed", 12.0), remeasured_ms=(0.561, 0.559),
+                                    confirmed=True)
+    run = record(result("add[n=1024]"), result("fresh"), verdicts=(confirmed, verdict("fresh", "new")))
+    page = render_html([run])
+    assert ">detects<" in page and "5.4% · 3 runs" in page
+    for fragment in ("baseline runs", "run-to-run spread", "±0.20% (1 s.d.)", "tolerance", "±5.0% (threshold 5%)",
+                     "5.4% slowdowns, 19 times in 20", "measurements", "561 µs, 559 µs (confirmed)"):
+        assert fragment in page, fragment
+    markdown = render_markdown([run])
+    assert "| detects |" in markdown and "5.4% · 3 runs" in markdown
+    from perfguard.report.terminal import table
+
+    lines = table(run.results, run.devices, run.verdicts)
+    assert "detects" in lines[1] and "5.4%" in next(line for line in lines if line.startswith("add[n=1024]"))
+
+
+def test_clocks_that_moved_over_a_run_are_said_once_with_the_command_that_locks_them():
+    from perfguard.model import Telemetry
+    from perfguard.report.advice import clock_line
+    from perfguard.report.terminal import record_lines
+
+    steady = [result(f"a{i}", telemetry=Telemetry(sm_clock_mhz_mean=1980.0)) for i in range(3)]
+    assert clock_line(steady) is None
+    moved = steady + [result("heavy", telemetry=Telemetry(sm_clock_mhz_mean=1755.0, power_capped=True))]
+    line = clock_line(moved)
+    assert "1755-1980 MHz" in line and "1 case(s) held down by the power cap" in line
+    assert "sudo nvidia-smi --lock-gpu-clocks=1755,1755" in line
+    run = record(*moved)
+    assert sum("clocks are not locked" in x for x in record_lines(run)) == 1
+    assert render_html([run]).count("clocks are not locked") == 1
+    assert render_markdown([run]).count("clocks are not locked") == 1
