@@ -92,7 +92,8 @@ def estimate(
     """The noise of `current`'s case over `baseline`'s runs, its tolerance and what the gate can detect."""
     runs = baseline.runs
     bound = current.metrics.bound if current.metrics else None
-    logs = np.log(np.array([r.median_ms for r in runs], dtype=float))
+    medians = np.array([r.median_ms for r in runs], dtype=float)
+    logs = np.log(medians)
     k = len(runs)
     host_clock = current.timer == "host-clock"
     prior = PRIOR_PCT_HOST_CLOCK if host_clock else PRIOR_PCT.get(bound, PRIOR_PCT[None])
@@ -103,7 +104,7 @@ def estimate(
     cards = {r.device_uuid for r in runs if r.device_uuid}
     card = 0.0 if seen or len(cards) > 1 else CARD_PCT_HOST_CLOCK if host_clock else CARD_PCT.get(bound, CARD_PCT[None])
     predicted = math.sqrt(spread**2 * (1.0 + 1.0 / k) + card**2)
-    centre = float(np.exp(np.median(logs)))
+    centre = float(np.median(medians))
     floor = 0.0 if seen else 100.0 * ABS_FLOOR_MS["cpu" if host_clock else "cuda"] / centre
     tolerance = max(threshold_pct, alarm_quantile(k) * predicted + floor)
     return Noise(

@@ -227,7 +227,7 @@ def env_differences(
 
 def _latency(ctx: _Context, current: CaseResult, entry: BaselineEntry, threshold: float, host: str | None) -> Verdict:
     est = noise.estimate(current, entry, threshold, host=host)
-    old, new = _centre(entry), _median(current)
+    old, new = est.centre_ms, _median(current)
     change = 100.0 * (new / old - 1.0)
     tol = est.tolerance_pct
     figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
@@ -343,10 +343,8 @@ def _measured(result: CaseResult) -> bool:
 
 
 def _centre(entry: BaselineEntry) -> float:
-    """The median of the baseline runs' medians: the figure a run is compared with."""
-    medians = sorted(r.median_ms for r in entry.runs) or [_median(entry.result)]
-    mid = len(medians) // 2
-    return medians[mid] if len(medians) % 2 else (medians[mid - 1] + medians[mid]) / 2
+    """The median of the baseline runs' medians: the figure a run is compared with (as noise.estimate's)."""
+    return statistics.median(r.median_ms for r in entry.runs) if entry.runs else _median(entry.result)
 
 
 def _median(result: CaseResult) -> float:
