@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from perfguard.case import CaseSpec
+from perfguard.case import CaseSpec, InvalidCase
 from perfguard.plugin import workers
 from perfguard.plugin.items import STATE, Perf, collect
 from perfguard.plugin.options import add_options
@@ -52,7 +52,7 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
-    return collect(collector, obj) if isinstance(obj, CaseSpec) else None
+    return collect(collector, obj) if isinstance(obj, (CaseSpec, InvalidCase)) else None
 
 
 @pytest.fixture
