@@ -90,8 +90,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def write_baseline():
-    """`write_baseline(folder, {case_id: ms})`: `folder`/baselines/ holding this CPU's baseline, as
-    --perfguard-update writes it, in which each case took about `ms` (20 samples within ±1%).
+    """`write_baseline(folder, {"test_file.py::case_id": ms})`: `folder`/baselines/ holding this CPU's
+    baseline, as --perfguard-update writes it, in which each case (recorded under that node id) took
+    about `ms` (20 samples within ±1%).
 
     For an end-to-end verdict that no machine load can flip: a baseline 10x faster than a case's
     sleep makes it regress (load only slows a sleep down), one 10x slower never does."""
@@ -103,9 +104,10 @@ def write_baseline():
     def write(folder: Path, cases: dict[str, float]) -> Path:
         device = detect("cpu")  # the inner runs' device: the same CPU, torch and python
         results = []
-        for case_id, ms in cases.items():
+        for nodeid, ms in cases.items():
+            case_id = nodeid.partition("::")[2]
             samples = [ms * (0.99 + 0.001 * i) for i in range(20)]
-            results.append(CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=device.slug,
+            results.append(CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", nodeid=nodeid, device=device.slug,
                                       timer="host-clock", latency=summarize(samples, "converged"), samples_ms=tuple(samples)))
         return store.update(folder / "baselines", device, results, commit=None, recorded_at="2026-11-29T00:00:00+00:00")
 

@@ -61,7 +61,7 @@ NAPS = """
     def slowed(device):
         return nap
 """
-NAPS_BASELINE = {"steady": 20.0, "slowed": 0.2}
+NAPS_BASELINE = {"test_naps.py::steady": 20.0, "test_naps.py::slowed": 0.2}
 
 
 def read(path: Path) -> RunRecord:

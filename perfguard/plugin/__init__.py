@@ -15,6 +15,7 @@ from perfguard.case import CaseSpec, InvalidCase
 from perfguard.plugin import workers
 from perfguard.plugin.items import STATE, Perf, collect
 from perfguard.plugin.options import add_options
+from perfguard.plugin.selection import Selection
 from perfguard.plugin.session import State
 
 
@@ -26,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = State(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "perfguard-state")
+    config.pluginmanager.register(Selection.of(config), "perfguard-selection")
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
     if not hasattr(config, "workerinput"):
@@ -86,6 +88,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("perfguard")
     for line, style in summary(state.results.values(), state.devices.values(), state.record, state.fits):
         terminalreporter.write_line(line, **style)
+    left_out = Selection.of(config).left_out
+    if left_out:
+        terminalreporter.write_line(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
+                                    "(-k, -m, --deselect or the test paths): not compared")
     if state.options.update and state.record and state.record.verdicts:
         terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
     for path in state.written:
