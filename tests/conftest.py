@@ -45,13 +45,13 @@ def run_pytest(tmp_path_factory):
         env.update({k: v for k, v in changes.items() if v is not None})
         env["PY_COLORS"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = ""
-        argv = [*INNER_ARGS, f"--basetemp={path / 'basetemp'}", *args]
+        n = next(runs)
+        argv = [*INNER_ARGS, f"--basetemp={outputs / f'{n}-basetemp'}", *args]  # out of `path`, which may be a checkout
         start = time.monotonic()
         if fresh:
             out = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=path, env=env,
                                  capture_output=True, text=True, timeout=TIMEOUT_S)
             return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
-        n = next(runs)
         stdout, stderr = outputs / f"{n}.out", outputs / f"{n}.err"
         process = forked_pytest.start(path, argv, env, stdout, stderr)
         process.join(TIMEOUT_S)
