@@ -255,30 +255,48 @@ def test_a_profile_without_operators_or_with_a_problem_says_so_in_the_report():
 
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory, run_pytest, write_baseline):
-    """The two napping cases against a baseline in which `slowed` regressed, under each choice."""
+    """The two napping cases against a baseline in which `slowed` regressed, on CI: profiled by default,
+    and with --perfguard-profile=none. (Which choice each environment and option gives is tested on
+    the options themselves, below.)"""
     root = tmp_path_factory.mktemp("gate")
-    scenarios = {  # name: (CI variable, arguments)
-        "regressed": (None, ("--perfguard-profile=regressed",)),
-        "ci_default": ("true", ()),
-        "local_default": (None, ()),
-        "none_on_ci": ("true", ("--perfguard-profile=none",)),
-    }
+    scenarios = {"ci_default": (), "none_on_ci": ("--perfguard-profile=none",)}
 
     def run(name: str) -> tuple[Path, pytest.RunResult]:
-        ci, args = scenarios[name]
         path = root / name
         path.mkdir()
         (path / "test_naps.py").write_text(textwrap.dedent(NAPS))
         write_baseline(path, NAPS_BASELINE)
-        return path, run_pytest(path, "--perfguard", *BUDGET, *args, env={"CI": ci})
+        return path, run_pytest(path, "--perfguard", *BUDGET, *scenarios[name], env={"CI": "true"})
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # one a core: wall time, not verdicts
         return dict(zip(scenarios, pool.map(run, scenarios)))
 
 
-@pytest.mark.parametrize("scenario", ["regressed", "ci_default"])
-def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
-    path, result = gate[scenario]
+CHOICES = {  # CI variable, arguments: the choice
+    "local default": (None, (), "none"),
+    "CI=true default": ("true", (), "regressed"),
+    "CI=false default": ("false", (), "none"),
+    "CI=0 default": ("0", (), "none"),
+    "none on CI": ("true", ("--perfguard-profile=none",), "none"),
+    "regressed locally": (None, ("--perfguard-profile=regressed",), "regressed"),
+    "all, in capitals": (None, ("--perfguard-profile=ALL",), "all"),
+}
+
+
+@pytest.mark.parametrize("case", CHOICES)
+def test_the_profile_choice_defaults_to_regressed_on_ci_and_to_none_elsewhere(pytester, monkeypatch, case):
+    from perfguard.plugin.options import Options
+
+    ci, args, choice = CHOICES[case]
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    assert Options.from_config(pytester.parseconfig("--perfguard", *args)).profile == choice
+
+
+def test_regressed_profiles_only_the_case_that_regressed(gate):
+    path, result = gate["ci_default"]
     result.assert_outcomes(passed=1, failed=1)
     record = read(path / "reports" / "perfguard.json")
     assert record.options["profile"] == "regressed"
@@ -296,9 +314,8 @@ def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
     assert "· top operator `aten::" in line and "self CPU time per call (trace `traces/slowed.json`)" in line
 
 
-@pytest.mark.parametrize("scenario", ["local_default", "none_on_ci"])
-def test_none_profiles_nothing(gate, scenario):
-    path, result = gate[scenario]
+def test_none_profiles_nothing(gate):
+    path, result = gate["none_on_ci"]
     result.assert_outcomes(passed=1, failed=1)  # the slowdown still fails the case
     record = read(path / "reports" / "perfguard.json")
     assert record.options["profile"] == "none"
