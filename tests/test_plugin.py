@@ -365,11 +365,20 @@ INI_FILES = {
 
 
 @pytest.mark.parametrize("variant", INI_FILES, ids=list(INI_FILES))
-def test_options_can_be_set_in_the_ini_file(tmp_path, run_pytest, variant):
+def test_options_can_be_set_in_the_ini_file(pytester, variant):
+    from perfguard.plugin.options import Options
+
     ini_name, ini_text, args, budget = INI_FILES[variant]
+    (pytester.path / ini_name).write_text(ini_text)
+    options = Options.from_config(pytester.parseconfig(*args))
+    assert (options.enabled, options.budget_s, options.report_dir) == (True, budget, pytester.path / "from_ini")
+
+
+def test_options_from_the_ini_file_reach_the_run_and_its_record(tmp_path, run_pytest):
+    ini_name, ini_text, _, budget = INI_FILES["pytest.ini, dashed keys"]
     (tmp_path / ini_name).write_text(ini_text)
     write(tmp_path, "test_one.py", ONE_CASE)
-    result = run_pytest(tmp_path, *args)
+    result = run_pytest(tmp_path)  # no --perfguard: the ini file turns measuring on
     result.assert_outcomes(passed=1)
     record = read_record(tmp_path / "from_ini" / "perfguard.json")
     assert [r.id for r in record.results] == ["nap"]
@@ -378,11 +387,19 @@ def test_options_can_be_set_in_the_ini_file(tmp_path, run_pytest, variant):
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf"])
-def test_a_bad_budget_is_a_usage_error(tmp_path, run_pytest, value):
+def test_a_bad_budget_is_a_usage_error(pytester, value):
+    from perfguard.plugin.options import Options
+
+    config = pytester.parseconfig("--perfguard", "--perfguard-budget", value)
+    with pytest.raises(pytest.UsageError, match=rf"^--perfguard-budget \(or ini perfguard-budget\) must be .*, got '{value}'$"):
+        Options.from_config(config)
+
+
+def test_a_usage_error_stops_the_run_with_its_one_line(tmp_path, run_pytest):
     write(tmp_path, "test_one.py", ONE_CASE)
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", value)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "abc")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: --perfguard-budget* must be *, got *{value}*"])
+    result.stderr.fnmatch_lines(["ERROR: --perfguard-budget (or ini perfguard-budget) must be *, got 'abc'"])
 
 
 def decorator_lines(path: Path) -> list[int]:
@@ -449,10 +466,9 @@ DECLARATION_MISTAKES = """
 """
 
 
-@pytest.mark.parametrize("mode", ["smoke", "measure"])
-def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_path, run_pytest, mode):
-    write(tmp_path, "test_mistakes.py", DECLARATION_MISTAKES)
-    result = run_pytest(tmp_path, *(("--perfguard", "--perfguard-budget", "0.1") if mode == "measure" else ()))
+def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_path, run_pytest):
+    write(tmp_path, "test_mistakes.py", DECLARATION_MISTAKES)  # (the same at collection with or without --perfguard)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1")
     result.assert_outcomes(passed=2, errors=4)  # the rest of the file ran
     assert "Interrupted" not in str(result.stdout) and "Traceback" not in str(result.stdout)
     assert [failure_text(result, f"ERROR at setup of {case}").strip() for case in ("softmax", "empty_grid", "misspelt", "sized")] == [

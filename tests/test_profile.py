@@ -324,17 +324,18 @@ def test_none_profiles_nothing(gate):
 
 
 @pytest.mark.parametrize("where", ["command line", "ini"])
-def test_a_bad_profile_choice_is_a_usage_error(tmp_path, run_pytest, where):
-    (tmp_path / "test_ops.py").write_text(textwrap.dedent(OPERATORS))
+def test_a_bad_profile_choice_is_a_usage_error(pytester, where):
+    # (That a usage error stops the run with its one line is test_plugin.py's.)
+    from perfguard.plugin.options import Options
+
     if where == "ini":
-        (tmp_path / "pytest.ini").write_text("[pytest]\nperfguard-profile = sometimes\n")
-        result = run_pytest(tmp_path, "--perfguard")
+        pytester.makeini("[pytest]\nperfguard-profile = sometimes\n")
+        config = pytester.parseconfig("--perfguard")
     else:
-        result = run_pytest(tmp_path, "--perfguard", "--perfguard-profile=sometimes")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([
-        "ERROR: --perfguard-profile (or ini perfguard-profile) must be one of none, regressed, all, got 'sometimes'"
-    ])
+        config = pytester.parseconfig("--perfguard", "--perfguard-profile=sometimes")
+    with pytest.raises(pytest.UsageError) as info:
+        Options.from_config(config)
+    assert str(info.value) == "--perfguard-profile (or ini perfguard-profile) must be one of none, regressed, all, got 'sometimes'"
 
 
 # --- on a GPU -------------------------------------------------------------------------------------

@@ -30,29 +30,48 @@ MORE = OPS.replace("kept", "elsewhere").split("@perf_case\n    def other")[0]
 # in it, so the ones that run improve whatever the load, and no verdict fails the run.
 BASELINE = {f"test_ops.py::{case}": 100.0 for case in ("kept", "other", "gpu_only", "gone")} | {"test_more.py::elsewhere": 100.0}
 
-RUNS = {  # arguments: (missing, how many not selected)
-    "-k kept or gpu_only": (("-k", "kept or gpu_only"), ["gpu_only"], 3),
-    "a test file": (("test_ops.py",), ["gone", "gpu_only"], 1),
-    "a test": (("test_ops.py::kept",), [], 4),
-    "everything": ((), ["gone", "gpu_only"], 0),
-}
 
 
-@pytest.mark.parametrize("selection", RUNS)
-def test_only_selected_cases_are_missing_and_the_rest_is_one_line(tmp_path, run_pytest, write_baseline, selection):
-    args, missing, left_out = RUNS[selection]
+def test_only_selected_cases_are_missing_and_the_rest_is_one_line(tmp_path, run_pytest, write_baseline):
     (tmp_path / "test_ops.py").write_text(textwrap.dedent(OPS))
     (tmp_path / "test_more.py").write_text(textwrap.dedent(MORE))
     write_baseline(tmp_path, BASELINE)
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", *args)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", "-k", "kept or gpu_only")
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
-    assert sorted(v.case_id for v in record.verdicts if v.status == "missing") == missing
-    lines = [line for line in result.outlines if "latency missing" in line]
-    assert sorted(line.split(":")[0] for line in lines) == missing
-    counted = [line for line in result.outlines if "not selected" in line]
-    if left_out:
-        assert counted == [f"perfguard: {left_out} baseline case(s) not selected in this run "
-                           "(-k, -m, --deselect or the test paths): not compared"]
-    else:
-        assert counted == []
+    assert [v.case_id for v in record.verdicts if v.status == "missing"] == ["gpu_only"]
+    assert [line.split(":")[0] for line in result.outlines if "latency missing" in line] == ["gpu_only"]
+    assert [line for line in result.outlines if "not selected" in line] == [
+        "perfguard: 3 baseline case(s) not selected in this run (-k, -m, --deselect or the test paths): not compared"
+    ]
+
+
+# --- which cases a run selected, on its parsed options ------------------------------------------------
+
+NODEIDS = ["test_ops.py::kept", "test_ops.py::other", "test_ops.py::gone", "test_more.py::elsewhere",
+           "sub/test_deep.py::deep[n=1]", "sub/test_deep.py::deep_too"]
+SELECTIONS = {  # arguments, the node ids collected (`gone` never is): those selected
+    "everything": ((), set(NODEIDS) - {"test_ops.py::gone"}, set(NODEIDS)),
+    "-k": (("-k", "kept"), {"test_ops.py::kept"}, {"test_ops.py::kept"}),
+    "-m": (("-m", "slow"), {"test_ops.py::other"}, {"test_ops.py::other"}),
+    "--deselect": (("--deselect", "test_ops.py::other"), {"test_ops.py::kept"}, {"test_ops.py::kept"}),
+    "a file": (("test_ops.py",), {"test_ops.py::kept", "test_ops.py::other"},
+               {"test_ops.py::kept", "test_ops.py::other", "test_ops.py::gone"}),
+    "a folder": (("sub",), {"sub/test_deep.py::deep[n=1]", "sub/test_deep.py::deep_too"},
+                 {"sub/test_deep.py::deep[n=1]", "sub/test_deep.py::deep_too"}),
+    "a test": (("sub/test_deep.py::deep",), {"sub/test_deep.py::deep[n=1]"}, {"sub/test_deep.py::deep[n=1]"}),
+}
+
+
+@pytest.mark.parametrize("how", SELECTIONS)
+def test_a_case_that_did_not_run_was_selected_when_the_run_took_it_in(pytester, how):
+    from perfguard.plugin.selection import Selection
+
+    args, collected, selected = SELECTIONS[how]
+    for name in ("test_ops.py", "test_more.py", "sub/test_deep.py"):
+        (pytester.path / name).parent.mkdir(exist_ok=True)
+        (pytester.path / name).write_text("")
+    selection = Selection(pytester.parseconfig(*args))
+    selection.selected = set(collected)
+    assert {nodeid for nodeid in NODEIDS if selection.selects(nodeid)} == selected
+    assert not selection.selects("")  # an entry without a node id (made by hand): not selected
