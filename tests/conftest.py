@@ -62,7 +62,8 @@ def run_pytest(tmp_path_factory):
         lines = [p.read_text(encoding="utf-8", errors="replace").splitlines() for p in (stdout, stderr)]
         return pytest.RunResult(process.exitcode, *lines, time.monotonic() - start)
 
-    return run
+    yield run
+    forked_pytest.stop()
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,13 @@ def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err
     return process
 
 
+def stop() -> None:
+    """Stop the fork server, if it started, and wait for it (its CPU time then counts in the session's)."""
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()  # noqa: SLF001 - the one way to wait for it
+
+
 def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
     """In the forked process: become `python -m pytest ARGS` run in `cwd` with `env`."""
     os.chdir(cwd)
