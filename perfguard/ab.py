@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,7 +108,13 @@ def run_ab(
     tally = verdict.counts(verdicts)
     out(f"perfguard ab: {head.label} against {base.label}, {rounds} round(s) each: "
         + ", ".join(f"{n} {status}" for status, n in tally.items()))
-    return 1 if tally["regressed"] else 0
+    return exit_status(tally)
+
+
+def exit_status(tally: Mapping[str, int]) -> int:
+    """What perfguard ab exits with, from how many verdicts of each status there are: 1 when a case
+    regressed, else 0 (unstable, improved, missing and new cases pass, as in the baseline gate)."""
+    return 1 if tally.get("regressed") else 0
 
 
 # --- git ---------------------------------------------------------------------------------------

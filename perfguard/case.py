@@ -2,7 +2,9 @@
 
 A case is declared once and expanded per device into instances, one per point of its parameter grid.
 Everything a user can get wrong in a declaration is caught here, at import (that is, collection)
-time, with a message that names the case and the keyword.
+time, with one line that names the case, where it is declared and the keyword. The decorator does not
+raise it: it returns an InvalidCase holding it, which the plugin collects as that case's error, so
+that one bad declaration never stops the rest of its file from running.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import inspect
 import itertools
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from perfguard.errors import ConfigError
@@ -70,8 +72,8 @@ class CaseSpec:
             try:
                 grid = self.params(device)
             except Exception as exc:  # noqa: BLE001 - any failure is the user's grid callable
-                raise ConfigError(f"perf_case {self.name!r}: params({device!r}) raised {exc!r}") from None
-            return _check_grid(self.name, grid, self.setup)
+                raise ConfigError(f"{label(self.name, self.location)}: params({device!r}) raised {exc!r}") from None
+            return _check_grid(label(self.name, self.location), grid, self.setup)
         return dict(self.params)
 
     def instances(self, device: str) -> list[CaseInstance]:
@@ -81,6 +83,26 @@ class CaseSpec:
             CaseInstance(self, tuple(zip(names, values)))
             for values in itertools.product(*(grid[n] for n in names))
         ]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class InvalidCase:
+    """A declaration @perf_case refused: the plugin collects it as one case that errors with `error`
+    (one line, naming the case and where it is declared). Used any other way, it raises that error."""
+
+    name: str
+    setup: Callable[..., Any]
+    error: str
+    location: str = ""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConfigError(self.error)
+
+    def grid(self, device: str) -> dict[str, tuple[Any, ...]]:
+        raise ConfigError(self.error)
+
+    def instances(self, device: str) -> list[CaseInstance]:
+        raise ConfigError(self.error)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -167,13 +189,19 @@ def perf_case(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """Declare a performance case. The setup function returns the callable that is timed.
 
     Used bare (`@perf_case`) or with keywords (`@perf_case(params=..., bytes=...)`); the keywords are
-    listed in `OPTIONS` and described in the README.
+    listed in `OPTIONS` and described in the README. A declaration mistake gives an InvalidCase.
     """
 
-    def decorate(setup: Callable[..., Any]) -> CaseSpec:
+    def decorate(setup: Callable[..., Any]) -> CaseSpec | InvalidCase:
         # The function's own name labels errors until `name=` is known to be a usable one.
         name = getattr(setup, "__name__", None)
-        return build_spec(setup, options, default_name=name, location=_location(setup))
+        location = _location(setup)
+        try:
+            return build_spec(setup, options, default_name=name, location=location)
+        except ConfigError as exc:
+            given = options.get("name")
+            usable = given if isinstance(given, str) and given else name
+            return InvalidCase(name=usable or "perf_case", setup=setup, error=str(exc), location=location)
 
     if fn is not None:
         if not callable(fn):
@@ -186,85 +214,94 @@ def build_spec(
     setup: Callable[..., Any], options: Mapping[str, Any], *, default_name: str | None, location: str = ""
 ) -> CaseSpec:
     """Validate `options` and build a CaseSpec; shared by the decorator and the `perf` fixture."""
-    label = f"perf_case {default_name!r}" + (f" ({location})" if location else "")
-    for key in options:
-        if key not in OPTIONS:
-            close = difflib.get_close_matches(key, OPTIONS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(f"{label}: unknown keyword {key!r}; {hint}known keywords: {', '.join(OPTIONS)}")
+    where = label(default_name, location)
+    check_keywords(where, options, OPTIONS)
     if not callable(setup):
-        raise ConfigError(f"{label}: decorate a function, not {setup!r}")
+        raise ConfigError(f"{where}: decorate a function, not {setup!r}")
     name = options.get("name")
     if name is None:
         name = default_name
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{label}: name must be a non-empty string")
-    label = f"perf_case {name!r}" + (f" ({location})" if location else "")
+        raise ConfigError(f"{where}: name must be a non-empty string")
+    where = label(name, location)
     opts = dict(options)
     opts["name"] = name
     params = opts.get("params", {})
     if not callable(params):
-        opts["params"] = _check_grid(name, params, setup)
+        opts["params"] = _check_grid(where, params, setup)
         # The models and the check get the parameters they name: ask their signatures now, so a
         # misspelt parameter fails at collection, not when the case runs.
         probe = {**{k: v[0] for k, v in opts["params"].items()}, "device": "cpu"}
         for key, skip in (("bytes", 0), ("flops", 0), ("check", 1)):
             if callable(opts.get(key)):
-                call_kwargs(opts[key], probe, f"{label}: {key}", skip=skip)
+                call_kwargs(opts[key], probe, f"{where}: {key}", skip=skip)
     for key in ("bytes", "flops"):
         value = opts.get(key)
         if value is not None and not callable(value):
-            _nonnegative(f"{label}: {key}", value)
-    _choice(label, "cache", opts.get("cache", "cold"), CACHE_MODES)
-    _choice(label, "mode", opts.get("mode", "eager"), TIMING_MODES)
+            _nonnegative(f"{where}: {key}", value)
+    _choice(where, "cache", opts.get("cache", "cold"), CACHE_MODES)
+    _choice(where, "mode", opts.get("mode", "eager"), TIMING_MODES)
     for key in ("threshold", "memory_threshold", "budget_s"):
         value = opts.get(key)
         if value is not None and not (_is_number(value) and value > 0):
-            raise ConfigError(f"{label}: {key} must be a positive number, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
     kinds = opts.get("device_kinds", DEVICE_KINDS)
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     for kind in kinds:
-        _choice(label, "device_kinds", kind, DEVICE_KINDS)
+        _choice(where, "device_kinds", kind, DEVICE_KINDS)
     opts["device_kinds"] = kinds
     if opts.get("check") is not None and not callable(opts["check"]):
-        raise ConfigError(f"{label}: check must be callable, got {opts['check']!r}")
+        raise ConfigError(f"{where}: check must be callable, got {opts['check']!r}")
     opts["memory_breakdown"] = bool(opts.get("memory_breakdown", False))
     return CaseSpec(setup=setup, location=location, **opts)
 
 
-def _check_grid(name: str, grid: Any, setup: Callable[..., Any]) -> dict[str, tuple[Any, ...]]:
-    label = f"perf_case {name!r}"
+def label(name: str | None, location: str = "") -> str:
+    """How messages name a case: "perf_case 'softmax' (tests/test_ops.py:12)"."""
+    return f"perf_case {name!r}" + (f" ({location})" if location else "")
+
+
+def check_keywords(where: str, given: Iterable[str], known: Sequence[str]) -> None:
+    """A ConfigError for the first keyword of `given` not in `known`, with the closest known one."""
+    for key in given:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"{where}: unknown keyword {key!r}; {hint}known keywords: {', '.join(known)}")
+
+
+def _check_grid(where: str, grid: Any, setup: Callable[..., Any]) -> dict[str, tuple[Any, ...]]:
     if not isinstance(grid, Mapping):
-        raise ConfigError(f"{label}: params must be a dict of name -> list of values, got {type(grid).__name__}")
+        raise ConfigError(f"{where}: params must be a dict of name -> list of values, got {type(grid).__name__}")
     checked: dict[str, tuple[Any, ...]] = {}
     for key, values in grid.items():
         if not isinstance(key, str) or not key.isidentifier():
-            raise ConfigError(f"{label}: parameter name {key!r} is not a Python identifier")
+            raise ConfigError(f"{where}: parameter name {key!r} is not a Python identifier")
         if key == "device":
-            raise ConfigError(f"{label}: 'device' is injected by perfguard; remove it from params")
+            raise ConfigError(f"{where}: 'device' is injected by perfguard; remove it from params")
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-            raise ConfigError(f"{label}: params[{key!r}] must be a list of values, e.g. [{values!r}]")
+            raise ConfigError(f"{where}: params[{key!r}] must be a list of values, e.g. [{values!r}]")
         values = tuple(values)
         if not values:
-            raise ConfigError(f"{label}: params[{key!r}] is empty; give at least one value")
+            raise ConfigError(f"{where}: params[{key!r}] is empty; give at least one value")
         checked[key] = values
     # Ask the setup's signature now, so a missing or misspelt parameter fails at collection.
     probe = {k: v[0] for k, v in checked.items()}
-    call_kwargs(setup, {**probe, "device": "cpu"}, label)
+    call_kwargs(setup, {**probe, "device": "cpu"}, where)
     try:
         sig = inspect.signature(setup)
         if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
             unknown = [k for k in checked if k not in sig.parameters]
             if unknown:
-                raise ConfigError(f"{label}: setup does not take parameter(s) {', '.join(unknown)}; add them to its signature")
+                raise ConfigError(f"{where}: setup does not take parameter(s) {', '.join(unknown)}; add them to its signature")
     except (TypeError, ValueError):
         pass
     return checked
 
 
-def _choice(label: str, key: str, value: Any, allowed: tuple[str, ...]) -> None:
+def _choice(where: str, key: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise ConfigError(f"{label}: {key} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise ConfigError(f"{where}: {key} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
 
 
 def _is_number(value: Any) -> bool:

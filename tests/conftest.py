@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -10,11 +11,20 @@ from pathlib import Path
 
 import pytest
 
+import perfguard
+
 pytest_plugins = ["pytester"]
+
+# Every process these tests start (inner pytest runs, the console command, perfguard ab's rounds) imports
+# the perfguard under test: without this, a subprocess outside this checkout imports the installed one,
+# an editable install of whichever checkout ran `pip install -e` (and half-edited there, perhaps).
+CHECKOUT = Path(perfguard.__file__).resolve().parent.parent
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))
 
 # Arguments of every inner pytest run: no cache folder, and without two plugins that take a second
 # each to import and play no part in perfguard's runs (blocking one that is not installed is harmless).
 INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
+TIMEOUT_S = 300  # for one inner run; a few seconds is usual
 
 # Inner runs (pytester's and `run_pytest`'s subprocesses) import perfguard as this process does: from
 # this checkout, not from whichever copy is installed (an editable install may point at another worktree).
@@ -23,23 +33,42 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 
 
 @pytest.fixture(scope="session")
-def run_pytest():
-    """`run_pytest(path, *args, env={...})`: pytest in a subprocess in `path`, isolated as `pytester.runpytest_subprocess`
-    isolates it, for a module-scoped fixture whose one run several tests look at. The run sees no GPU,
-    so that it takes the CPU path on any machine."""
+def run_pytest(tmp_path_factory):
+    """`run_pytest(path, *args, env={...})`: `python -m pytest` in a process of its own in `path`, isolated
+    as `pytester.runpytest_subprocess` isolates it, for a module-scoped fixture whose one run several
+    tests look at. The process is forked from one that has imported torch, scipy and pytest already
+    (forked_pytest.py); `fresh=True` starts a new interpreter instead, for a test of what a run imports.
+    The run sees no GPU, so that it takes the CPU path on any machine."""
+    import forked_pytest
 
-    def run(path: Path, *args: str, env: dict[str, str | None] | None = None) -> pytest.RunResult:
+    outputs = tmp_path_factory.mktemp("inner-output")
+    runs = itertools.count()
+
+    def run(path: Path, *args: str, env: dict[str, str | None] | None = None, fresh: bool = False) -> pytest.RunResult:
         changes = env or {}  # variables to set, or to remove (None), for this run only
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in changes}
         env.update({k: v for k, v in changes.items() if v is not None})
         env["PY_COLORS"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = ""
-        cmd = [sys.executable, "-m", "pytest", *INNER_ARGS, f"--basetemp={path / 'basetemp'}", *args]
+        n = next(runs)
+        argv = [*INNER_ARGS, f"--basetemp={outputs / f'{n}-basetemp'}", *args]  # out of `path`, which may be a checkout
         start = time.monotonic()
-        out = subprocess.run(cmd, cwd=path, env=env, capture_output=True, text=True, timeout=300)
-        return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
+        if fresh:
+            out = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=path, env=env,
+                                 capture_output=True, text=True, timeout=TIMEOUT_S)
+            return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
+        stdout, stderr = outputs / f"{n}.out", outputs / f"{n}.err"
+        process = forked_pytest.start(path, argv, env, stdout, stderr)
+        process.join(TIMEOUT_S)
+        if process.exitcode is None:
+            process.kill()
+            process.join()
+            raise TimeoutError(f"pytest {' '.join(argv)} in {path} ran over {TIMEOUT_S} s; its output is in {stdout}")
+        lines = [p.read_text(encoding="utf-8", errors="replace").splitlines() for p in (stdout, stderr)]
+        return pytest.RunResult(process.exitcode, *lines, time.monotonic() - start)
 
-    return run
+    yield run
+    forked_pytest.stop()
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +92,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def write_baseline():
+    """`write_baseline(folder, {"test_file.py::case_id": ms})`: `folder`/baselines/ holding this CPU's
+    baseline, as --perfguard-update writes it, in which each case (recorded under that node id) took
+    about `ms` (20 samples within ±1%).
+
+    For an end-to-end verdict that no machine load can flip: a baseline 10x faster than a case's
+    sleep makes it regress (load only slows a sleep down), one 10x slower never does."""
+    from perfguard import store
+    from perfguard.analysis.stats import summarize
+    from perfguard.measure.device import detect
+    from perfguard.model import CaseResult
+
+    def write(folder: Path, cases: dict[str, float]) -> Path:
+        device = detect("cpu")  # the inner runs' device: the same CPU, torch and python
+        results = []
+        for nodeid, ms in cases.items():
+            case_id = nodeid.partition("::")[2]
+            samples = [ms * (0.99 + 0.001 * i) for i in range(20)]
+            results.append(CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", nodeid=nodeid, device=device.slug,
+                                      timer="host-clock", latency=summarize(samples, "converged"), samples_ms=tuple(samples)))
+        return store.update(folder / "baselines", device, results, commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+
+    return write

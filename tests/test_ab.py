@@ -28,9 +28,14 @@ SUITE = textwrap.dedent(
     @perf_case
     def nap():
         return mylib.work
+
+    @perf_case(threshold=500)  # the same code on both sides: no load makes it 6x slower on one
+    def steady():
+        return mylib.steady
     """
 )
-LIB = "import time\n\nDELAY = {delay}\n\n\ndef work():\n    time.sleep(DELAY)\n"
+LIB = ("import time\n\nDELAY = {delay}\n\n\ndef work():\n    if DELAY:\n        time.sleep(DELAY)\n\n\n"
+       "def steady():\n    time.sleep(0.001)\n")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -44,17 +49,18 @@ def commit(repo: Path, delay: float) -> None:
     git(repo, "commit", "-q", "-m", f"delay {delay}")
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A project whose only case sleeps for mylib.DELAY: 2 ms at HEAD~1, 6 ms at HEAD (two rounds on a CPU
-    give a baseline of two runs, whose tolerance is tens of percent)."""
-    repo = tmp_path / "project"
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """A project whose only case sleeps for mylib.DELAY: not at all at HEAD~1, 5 ms at HEAD. A thousandfold
+    slowdown: no load on this machine makes the base side as slow as the head's sleep. (Each test
+    leaves the repository as it found it: perfguard ab removes its worktree.)"""
+    repo = tmp_path_factory.mktemp("ab") / "project"
     (repo / "src").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "tests" / "test_nap.py").write_text(SUITE)
     git(repo, "init", "-q")
-    commit(repo, 0.002)
-    commit(repo, 0.006)
+    commit(repo, 0)
+    commit(repo, 0.005)
     return repo
 
 
@@ -71,29 +77,46 @@ def worktrees(repo: Path) -> list[str]:
     return [line for line in git(repo, "worktree", "list").splitlines() if line.strip()]
 
 
-def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, inner_args):
-    out = perfguard_ab(repo, inner_args, "--base", "HEAD~1")
+@pytest.fixture(scope="module")
+def against_the_parent(repo, inner_args) -> subprocess.CompletedProcess[str]:
+    """`perfguard ab --base HEAD~1`: two rounds a side."""
+    return perfguard_ab(repo, inner_args, "--base", "HEAD~1")
+
+
+def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, against_the_parent):
+    out = against_the_parent
     assert out.returncode == 1, out.stdout + out.stderr
     assert "nap: latency regressed" in out.stdout and "against base HEAD~1" in out.stdout
     rounds = [line.split()[2] for line in out.stdout.splitlines() if line.startswith("round ")]
     assert rounds == ["base", "head", "head", "base"]  # two rounds, alternating
     head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
     base = loads_record((repo / "reports" / "perfguard-base.json").read_text(), "base")
-    assert [v.status for v in head.verdicts] == ["regressed"]
-    assert head.results[0].latency.median_ms > 1.2 * base.results[0].latency.median_ms
+    assert {v.case_id: v.status for v in head.verdicts}["nap"] == "regressed"
+    assert head.options["rounds"] == base.options["rounds"] == 2  # each side's two rounds, pooled
+    heads, bases = ({r.id: r for r in record.results} for record in (head, base))
+    assert heads["nap"].latency.median_ms > 1.2 * bases["nap"].latency.median_ms
     assert (repo / "reports" / "perfguard.html").is_file() and (repo / "reports" / "perfguard.md").is_file()
     assert len(worktrees(repo)) == 1  # the base's worktree is gone
 
 
-def test_no_change_passes(repo, inner_args):
-    # A generous threshold: the two sides are one round each of a sleep on a shared CPU.
-    out = perfguard_ab(repo, inner_args, "--base", "HEAD", "--rounds", "1", "--threshold", "20")
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "1 case(s)" in out.stdout and "0 regressed" in out.stdout
+def test_a_case_that_did_not_change_passes(repo, against_the_parent):
+    head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
+    (steady,) = [v for v in head.verdicts if v.case_id == "steady"]
+    assert steady.status != "regressed" and steady.threshold_pct == 500
+    assert "steady: latency regressed" not in against_the_parent.stdout
+
+
+@pytest.mark.parametrize(("statuses", "code"), [
+    ({}, 0), ({"same": 3, "new": 1, "missing": 1}, 0), ({"unstable": 1, "improved": 2}, 0), ({"regressed": 1, "same": 5}, 1),
+])
+def test_ab_exits_1_when_a_case_regressed_and_0_otherwise(statuses, code):
+    from perfguard.analysis.verdict import STATUSES
+
+    assert ab.exit_status({**dict.fromkeys(STATUSES, 0), **statuses}) == code
 
 
 def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args):
-    out = perfguard_ab(repo, inner_args, "--base", "HEAD~1", pytest_args=("-k", "no_such_case"))
+    out = perfguard_ab(repo, inner_args, "--base", "HEAD~1", pytest_args=("--ignore=tests/test_nap.py",))
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1].startswith("perfguard: base HEAD~1 (")
     assert "pytest exited 5" in out.stderr

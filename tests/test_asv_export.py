@@ -409,33 +409,29 @@ SUITE = """
 """
 
 
-def measured_in_a_checkout(tmp_path: Path, hide_gpu: bool) -> tuple[Path, RunRecord]:
-    """`pytest --perfguard` over SUITE, committed in a fresh repository; the record it wrote."""
+def measured_in_a_checkout(tmp_path: Path, run) -> tuple[Path, RunRecord]:
+    """`pytest --perfguard` over SUITE, committed in a fresh repository, run by `run(path, *args)`; the
+    record it wrote."""
     path, _ = make_repo(tmp_path / "measured", 1)
     (path / "test_suite.py").write_text(textwrap.dedent(SUITE))
     git(path, "add", "test_suite.py")
     git(path, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-m", "suite")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    if hide_gpu:
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perfguard", "--perfguard-budget",
-                          "0.2", "test_suite.py"], cwd=path, env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout + out.stderr
+    out = run(path, "--perfguard", "--perfguard-budget", "0.2", "test_suite.py")
+    assert out.ret == 0, "\n".join(out.outlines + out.errlines)
     record = path / "reports" / "perfguard.json"
     return record, loads_record(record.read_text(), str(record))
 
 
-def export_in(checkout: Path, record: Path, to: Path) -> None:
+def export_in(checkout: Path, record: Path, to: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`perfguard asv-export` as a person runs it: from the checkout, with the defaults."""
-    out = subprocess.run([sys.executable, "-m", "perfguard.cli", "asv-export", str(record), "--to", str(to)],
-                         cwd=checkout, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
+    monkeypatch.chdir(checkout)
+    assert main(["asv-export", str(record), "--to", str(to)]) == 0
 
 
-def test_a_record_of_pytest_perfguard_exports_from_its_checkout_with_the_defaults(tmp_path):
-    record_path, record = measured_in_a_checkout(tmp_path, hide_gpu=True)
+def test_a_record_of_pytest_perfguard_exports_from_its_checkout_with_the_defaults(tmp_path, run_pytest, monkeypatch):
+    record_path, record = measured_in_a_checkout(tmp_path, run_pytest)
     checkout = record_path.parents[1]
-    export_in(checkout, record_path, tmp_path / "asv")
+    export_in(checkout, record_path, tmp_path / "asv", monkeypatch)
     (device,) = record.devices
     assert record.commit == git(checkout, "rev-parse", "HEAD")
     (stored,) = (tmp_path / "asv" / "results" / device.slug).glob("*-perfguard.json")
@@ -447,10 +443,18 @@ def test_a_record_of_pytest_perfguard_exports_from_its_checkout_with_the_default
     assert json.loads((tmp_path / "asv" / "asv.conf.json").read_text())["branches"] == ["main"]
 
 
+def run_on_the_gpu(path: Path, *args: str) -> pytest.RunResult:
+    """pytest in a new interpreter that sees the GPUs (run_pytest hides them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), 0.0)
+
+
 @pytest.mark.gpu
-def test_a_gpu_record_exports_one_machine_per_card_with_its_peak_memory(tmp_path):
-    record_path, record = measured_in_a_checkout(tmp_path, hide_gpu=False)
-    export_in(record_path.parents[1], record_path, tmp_path / "asv")
+def test_a_gpu_record_exports_one_machine_per_card_with_its_peak_memory(tmp_path, monkeypatch):
+    record_path, record = measured_in_a_checkout(tmp_path, run_on_the_gpu)
+    export_in(record_path.parents[1], record_path, tmp_path / "asv", monkeypatch)
     (device,) = record.devices
     assert device.kind == "cuda" and device.uuid.startswith("GPU-")
     machine = f"{device.slug}-{device.uuid[4:12].lower()}"  # the first 8 hex digits of the card's UUID

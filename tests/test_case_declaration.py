@@ -1,11 +1,19 @@
-"""`@perf_case`: grids expand to readable ids, models get the parameters they name, mistakes fail at declaration."""
+"""`@perf_case`: grids expand to readable ids, models get the parameters they name, mistakes are caught at
+declaration (and given to the plugin as that case's one-line error: see test_plugin.py)."""
 
 from __future__ import annotations
+
+import os
+import re
 
 import pytest
 import torch
 
 from perfguard import CaseSpec, ConfigError, perf_case
+from perfguard.case import InvalidCase
+
+
+HERE = os.path.relpath(__file__)  # how messages name this file: relative to the current folder
 
 
 def vector_add(n, dtype, device):
@@ -14,6 +22,17 @@ def vector_add(n, dtype, device):
 
 def declare(setup=vector_add, **options):
     return perf_case(**options)(setup)
+
+
+def refusal(setup=vector_add, **options) -> str:
+    """The one line of a declaration @perf_case refused: it returns an InvalidCase holding it, which
+    raises it when the case is used."""
+    case = declare(setup, **options)
+    assert isinstance(case, InvalidCase), case
+    for use in (lambda: case.instances("cpu"), lambda: case(device="cpu")):
+        with pytest.raises(ConfigError, match=re.escape(case.error)):
+            use()
+    return case.error
 
 
 GRID = {"n": [2**20, 2**24], "dtype": [torch.float16, torch.float32]}
@@ -85,10 +104,10 @@ def test_params_may_be_a_callable_of_the_device_kind():
 
 def test_a_grid_callable_is_validated_when_it_is_expanded():
     spec = declare(params=lambda device: {"m": [1]}, setup=lambda n=1: (lambda: None), name="sized")
-    with pytest.raises(ConfigError, match=r"perf_case 'sized'.*does not take parameter\(s\) m"):
+    with pytest.raises(ConfigError, match=rf"perf_case 'sized' \({re.escape(HERE)}:\d+\): setup does not take parameter\(s\) m"):
         spec.instances("cpu")
     broken = declare(params=lambda device: 1 / 0, setup=lambda: (lambda: None), name="broken")
-    with pytest.raises(ConfigError, match=r"perf_case 'broken': params\('cpu'\) raised ZeroDivisionError"):
+    with pytest.raises(ConfigError, match=r"perf_case 'broken' \(.*\): params\('cpu'\) raised ZeroDivisionError"):
         broken.instances("cpu")
 
 
@@ -127,13 +146,13 @@ def test_absent_bytes_and_flops_are_none():
 
 
 def test_a_bytes_model_naming_an_unknown_parameter_fails_at_declaration():
-    with pytest.raises(ConfigError, match=r"perf_case 'vector_add'.*bytes.*needs argument 'm'"):
-        declare(params={"n": [1], "dtype": [torch.float32]}, bytes=lambda n, m: n * m)
+    error = refusal(params={"n": [1], "dtype": [torch.float32]}, bytes=lambda n, m: n * m)
+    assert re.search(r"perf_case 'vector_add'.*bytes.*needs argument 'm'", error)
 
 
 def test_a_check_naming_an_unknown_parameter_fails_at_declaration():
-    with pytest.raises(ConfigError, match=r"perf_case 'vector_add'.*check.*needs argument 'expected'"):
-        declare(params={"n": [1], "dtype": [torch.float32]}, check=lambda out, expected: out == expected)
+    error = refusal(params={"n": [1], "dtype": [torch.float32]}, check=lambda out, expected: out == expected)
+    assert re.search(r"perf_case 'vector_add'.*check.*needs argument 'expected'", error)
 
 
 def test_a_bytes_model_that_raises_or_goes_negative_is_a_config_error_naming_the_instance():
@@ -149,9 +168,7 @@ def test_a_bytes_model_that_raises_or_goes_negative_is_a_config_error_naming_the
 
 
 def test_an_unknown_keyword_fails_at_declaration_naming_it_and_the_close_one():
-    with pytest.raises(ConfigError) as info:
-        declare(params=GRID, thresold=5)
-    message = str(info.value)
+    message = refusal(params=GRID, thresold=5)
     assert "perf_case 'vector_add'" in message
     assert "unknown keyword 'thresold'" in message
     assert "did you mean 'threshold'?" in message
@@ -159,8 +176,7 @@ def test_an_unknown_keyword_fails_at_declaration_naming_it_and_the_close_one():
 
 
 def test_an_unknown_keyword_with_no_close_match_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown keyword 'colour'; known keywords: name, params, bytes"):
-        declare(params=GRID, colour="red")
+    assert re.search(r"unknown keyword 'colour'; known keywords: name, params, bytes", refusal(params=GRID, colour="red"))
 
 
 @pytest.mark.parametrize(
@@ -186,16 +202,19 @@ def test_an_unknown_keyword_with_no_close_match_lists_the_known_ones():
         ({"params": GRID, "name": 3}, r"name must be a non-empty string"),
     ],
 )
-def test_a_bad_declaration_is_a_config_error_naming_the_case(options, expected):
-    with pytest.raises(ConfigError, match=expected) as info:
-        declare(**options)
-    assert str(info.value).startswith("perf_case 'vector_add'")
-    assert "\n" not in str(info.value)
+def test_a_bad_declaration_is_one_line_naming_the_case_and_where_it_is_declared(options, expected):
+    error = refusal(**options)
+    assert re.search(expected, error), error
+    line = vector_add.__code__.co_firstlineno
+    assert error.startswith(f"perf_case 'vector_add' ({HERE}:{line}): ")
+    assert "\n" not in error
 
 
-def test_errors_after_the_name_is_known_use_it():
-    with pytest.raises(ConfigError, match=r"^perf_case 'add_fp16' \(.*test_case_declaration.py:\d+\): cache must be"):
-        declare(params=GRID, name="add_fp16", cache="warm")
+def test_errors_after_the_name_is_known_use_it_and_so_does_the_invalid_case():
+    error = refusal(params=GRID, name="add_fp16", cache="warm")
+    assert re.match(r"^perf_case 'add_fp16' \(.*test_case_declaration.py:\d+\): cache must be", error)
+    assert declare(params=GRID, name="add_fp16", cache="warm").name == "add_fp16"
+    assert declare(params=GRID, name="", cache="warm").name == "vector_add"  # an unusable name= falls back
 
 
 def test_a_positional_argument_to_the_decorator_is_refused():

@@ -29,10 +29,19 @@ def test_the_public_core_imports_without_pytest_torch_or_jinja2(tmp_path):
     assert loaded == set()
 
 
-@pytest.mark.parametrize("module", ["perfguard.analysis.stats", "perfguard.analysis.metrics", "perfguard.report.terminal"])
-def test_analysis_and_terminal_rendering_import_without_torch_or_pytest(module, tmp_path):
-    loaded = modules_loaded_after(f"import {module}", tmp_path)
-    assert not loaded & {"torch", "pytest"}
+# Modules that must not load torch or pytest, checked together in one interpreter: what importing all
+# of them loads is what any one of them loads, and more.
+WITHOUT_TORCH = {
+    "analysis and terminal rendering": ("perfguard.analysis.stats", "perfguard.analysis.metrics", "perfguard.report.terminal"),
+    # The xdist controller lists GPUs before any worker starts, and must not pay for torch (nor touch CUDA).
+    "the xdist controller and perfguard ab": ("perfguard.measure.gpus", "perfguard.ab", "perfguard.analysis.pooling"),
+}
+
+
+def test_analysis_terminal_rendering_the_xdist_controller_and_perfguard_ab_import_without_torch_or_pytest(tmp_path):
+    modules = [m for group in WITHOUT_TORCH.values() for m in group]
+    loaded = modules_loaded_after(f"import {', '.join(modules)}", tmp_path)
+    assert not loaded & {"torch", "pytest"}, modules
 
 
 def test_the_measurement_engine_imports_without_pytest(tmp_path):
@@ -48,10 +57,3 @@ def test_the_public_names_are_a_sorted_all():
     assert perfguard.__all__ == sorted(perfguard.__all__)
     for name in perfguard.__all__:
         assert hasattr(perfguard, name), name
-
-
-@pytest.mark.parametrize("module", ["perfguard.measure.gpus", "perfguard.ab", "perfguard.analysis.pooling"])
-def test_the_xdist_controller_and_perfguard_ab_import_without_torch_or_pytest(module, tmp_path):
-    # The controller lists GPUs before any worker starts, and must not pay for torch (nor touch CUDA).
-    loaded = modules_loaded_after(f"import {module}", tmp_path)
-    assert not loaded & {"torch", "pytest"}

@@ -23,12 +23,6 @@ from perfguard.model import RunRecord, loads_record
 BUDGET = 0.2
 
 
-@pytest.fixture(autouse=True)
-def no_gpu(monkeypatch):
-    """The runs here test the plugin's CPU path, on any machine: they see no GPU."""
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-
-
 def write(path: Path, name: str, source: str) -> None:
     (path / name).write_text(textwrap.dedent(source))
 
@@ -38,6 +32,11 @@ def read_record(path: Path) -> RunRecord:
 
 
 SECTION = re.compile(r"^(_{3,}|={3,}) (.+) (_{3,}|={3,})$")
+
+
+def line_of(source: str, code: str) -> int:
+    """The number of the first line of `source`, as written to a file, that is `code`."""
+    return [line.strip() for line in textwrap.dedent(source).splitlines()].index(code) + 1
 
 
 def failure_text(result: pytest.RunResult, test_name: str) -> str:
@@ -314,17 +313,22 @@ def test_a_check_that_raises_fails_its_case_with_its_message(smoke):
     assert "in must_be_sorted" in text  # the user's frame
 
 
-def test_calling_perf_twice_without_names_is_a_clear_error(smoke):
+def test_calling_perf_twice_without_names_is_one_line_naming_the_second_call(smoke):
     _, result, _ = smoke
-    assert (
-        "test_smoke.py::test_fixture_called_twice_without_names: perf() called more than once; "
-        "give each call its own name=" in failure_text(result, "test_fixture_called_twice_without_names")
+    line = line_of(SMOKE_SUITE, "perf(lambda: None)") + 1  # the second of the two calls
+    assert failure_text(result, "test_fixture_called_twice_without_names").strip() == (
+        f"perf() in test_smoke.py::test_fixture_called_twice_without_names (test_smoke.py:{line}): "
+        "called more than once; give each call its own name="
     )
 
 
-def test_an_unknown_perf_keyword_is_a_clear_error(smoke):
+def test_an_unknown_perf_keyword_is_one_line_with_the_close_one(smoke):
     _, result, _ = smoke
-    assert "perf() got unknown keyword(s) byts" in failure_text(result, "test_fixture_with_an_unknown_keyword")
+    line = line_of(SMOKE_SUITE, "perf(lambda: None, byts=8)")
+    assert failure_text(result, "test_fixture_with_an_unknown_keyword").strip() == (
+        f"perf() in test_smoke.py::test_fixture_with_an_unknown_keyword (test_smoke.py:{line}): unknown keyword 'byts'; "
+        "did you mean 'bytes'? known keywords: name, bytes, flops, cache, mode, threshold, memory_threshold, budget_s, check"
+    )
 
 
 # --- options ---------------------------------------------------------------------------------------
@@ -361,81 +365,124 @@ INI_FILES = {
 
 
 @pytest.mark.parametrize("variant", INI_FILES, ids=list(INI_FILES))
-def test_options_can_be_set_in_the_ini_file(pytester, inner_args, variant):
+def test_options_can_be_set_in_the_ini_file(pytester, variant):
+    from perfguard.plugin.options import Options
+
     ini_name, ini_text, args, budget = INI_FILES[variant]
-    pytester.makefile(Path(ini_name).suffix, **{Path(ini_name).stem: ini_text})
-    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
-    result = pytester.runpytest_subprocess(*inner_args, *args)
+    (pytester.path / ini_name).write_text(ini_text)
+    options = Options.from_config(pytester.parseconfig(*args))
+    assert (options.enabled, options.budget_s, options.report_dir) == (True, budget, pytester.path / "from_ini")
+
+
+def test_options_from_the_ini_file_reach_the_run_and_its_record(tmp_path, run_pytest):
+    ini_name, ini_text, _, budget = INI_FILES["pytest.ini, dashed keys"]
+    (tmp_path / ini_name).write_text(ini_text)
+    write(tmp_path, "test_one.py", ONE_CASE)
+    result = run_pytest(tmp_path)  # no --perfguard: the ini file turns measuring on
     result.assert_outcomes(passed=1)
-    record = read_record(pytester.path / "from_ini" / "perfguard.json")
+    record = read_record(tmp_path / "from_ini" / "perfguard.json")
     assert [r.id for r in record.results] == ["nap"]
     assert record.results[0].status == "ok"
     assert record.options["budget_s"] == budget
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf"])
-def test_a_bad_budget_is_a_usage_error(pytester, inner_args, value):
-    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget", value)
+def test_a_bad_budget_is_a_usage_error(pytester, value):
+    from perfguard.plugin.options import Options
+
+    config = pytester.parseconfig("--perfguard", "--perfguard-budget", value)
+    with pytest.raises(pytest.UsageError, match=rf"^--perfguard-budget \(or ini perfguard-budget\) must be .*, got '{value}'$"):
+        Options.from_config(config)
+
+
+def test_a_usage_error_stops_the_run_with_its_one_line(tmp_path, run_pytest):
+    write(tmp_path, "test_one.py", ONE_CASE)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "abc")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: --perfguard-budget* must be *, got *{value}*"])
+    result.stderr.fnmatch_lines(["ERROR: --perfguard-budget (or ini perfguard-budget) must be *, got 'abc'"])
 
 
-def test_a_case_id_used_in_two_files_is_an_error_for_the_second(pytester, inner_args):
-    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE), test_two=textwrap.dedent(ONE_CASE))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget", "0.1")
-    result.assert_outcomes(passed=1, failed=1)
-    assert failure_text(result, "nap").strip() == (
-        "test_two.py::nap: case id 'nap' is already used by test_one.py::nap; give one of them name=..."
-    )
-    record = read_record(pytester.path / "reports" / "perfguard.json")  # the default report folder
-    assert [(r.id, r.nodeid) for r in record.results] == [("nap", "test_one.py::nap")]
+def decorator_lines(path: Path) -> list[int]:
+    return [n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("@perf_case")]
 
 
-def test_a_report_folder_that_cannot_be_written_does_not_fail_the_run(pytester, inner_args):
-    pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE))
-    (pytester.path / "blocker").write_text("a file where the report folder should go\n")
-    result = pytester.runpytest_subprocess(
-        *inner_args, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-report=blocker/reports"
-    )
+def test_a_case_id_used_twice_is_an_error_of_the_second_naming_the_first(tmp_path, run_pytest):
+    write(tmp_path, "test_one.py", ONE_CASE + """
+    @perf_case(name="nap")  # the same id in the same file: its result would replace the first's
+    def nap_again(device):
+        return lambda: time.sleep(0.001)
+    """)
+    write(tmp_path, "test_two.py", ONE_CASE)  # and in another file
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1")
+    result.assert_outcomes(passed=1, errors=2)
+    one, again = decorator_lines(tmp_path / "test_one.py")
+    (two,) = decorator_lines(tmp_path / "test_two.py")
+    first = f"the case at test_one.py:{one}; give one of them name=..."
+    assert [line for line in result.outlines if "is already used by" in line and "ERROR" not in line] == [
+        f"perf_case 'nap' (test_one.py:{again}): case id 'nap' is already used by {first}",
+        f"perf_case 'nap' (test_two.py:{two}): case id 'nap' is already used by {first}",
+    ]
+    record = read_record(tmp_path / "reports" / "perfguard.json")  # the default report folder
+    (nap,) = record.results
+    assert (nap.id, nap.nodeid, nap.bytes) == ("nap", "test_one.py::nap", 1000)  # the first's, measured once
+
+
+def test_a_report_folder_that_cannot_be_written_does_not_fail_the_run(tmp_path, run_pytest):
+    write(tmp_path, "test_one.py", ONE_CASE)
+    (tmp_path / "blocker").write_text("a file where the report folder should go\n")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-report=blocker/reports")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines([f"perfguard: cannot write {pytester.path / 'blocker' / 'reports' / 'perfguard.json'} (*)*"])
+    result.stdout.fnmatch_lines([f"perfguard: cannot write {tmp_path / 'blocker' / 'reports' / 'perfguard.json'} (*)*"])
     assert "INTERNALERROR" not in str(result.stdout) + str(result.stderr)
     assert "Traceback" not in str(result.stdout)
 
 
-def test_declaration_mistakes_fail_collection_naming_the_case(pytester, inner_args):
-    pytester.makepyfile(
-        test_typo=textwrap.dedent(
-            """
-            from perfguard import perf_case
+DECLARATION_MISTAKES = """
+    from perfguard import perf_case
 
-            @perf_case(thresold=5)
-            def softmax(device):
-                return lambda: None
-            """
-        ),
-        test_grid=textwrap.dedent(
-            """
-            from perfguard import perf_case
+    @perf_case(thresold=5)
+    def softmax(device):
+        return lambda: None
 
-            @perf_case(params=lambda device: {"m": [1]})
-            def sized(n=1, device="cpu"):
-                return lambda: None
-            """
-        ),
-    )
-    result = pytester.runpytest_subprocess(*inner_args)
-    result.assert_outcomes(errors=2)
-    out = str(result.stdout)
-    assert "perf_case 'softmax' (test_typo.py:3): unknown keyword 'thresold'; did you mean 'threshold'?" in out
-    assert "perf_case 'sized': setup does not take parameter(s) m" in out
+    @perf_case(params={"n": []})
+    def empty_grid(n, device):
+        return lambda: None
+
+    @perf_case(params={"m": [1]})
+    def misspelt(n=1, device="cpu"):
+        return lambda: None
+
+    @perf_case(params=lambda device: {"m": [1]})
+    def sized(n=1, device="cpu"):
+        return lambda: None
+
+    @perf_case
+    def healthy(device):
+        return lambda: None
+
+    def test_plain():
+        pass
+"""
 
 
-def test_nothing_is_measured_or_written_when_no_case_ran(pytester, inner_args):
-    pytester.makepyfile(test_one="def test_plain():\n    assert True\n")
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard")
+def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_path, run_pytest):
+    write(tmp_path, "test_mistakes.py", DECLARATION_MISTAKES)  # (the same at collection with or without --perfguard)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1")
+    result.assert_outcomes(passed=2, errors=4)  # the rest of the file ran
+    assert "Interrupted" not in str(result.stdout) and "Traceback" not in str(result.stdout)
+    assert [failure_text(result, f"ERROR at setup of {case}").strip() for case in ("softmax", "empty_grid", "misspelt", "sized")] == [
+        "perf_case 'softmax' (test_mistakes.py:4): unknown keyword 'thresold'; did you mean 'threshold'? known keywords: "
+        "name, params, bytes, flops, cache, mode, threshold, memory_threshold, budget_s, memory_breakdown, device_kinds, check",
+        "perf_case 'empty_grid' (test_mistakes.py:8): params['n'] is empty; give at least one value",
+        "perf_case 'misspelt' (test_mistakes.py:12): setup does not take parameter(s) m; add them to its signature",
+        "perf_case 'sized' (test_mistakes.py:16): setup does not take parameter(s) m; add them to its signature",
+    ]
+
+
+def test_nothing_is_measured_or_written_when_no_case_ran(tmp_path, run_pytest):
+    write(tmp_path, "test_one.py", "def test_plain():\n    assert True\n")
+    result = run_pytest(tmp_path, "--perfguard")
     result.assert_outcomes(passed=1)
-    assert not (pytester.path / "reports").exists()
+    assert not (tmp_path / "reports").exists()
     assert "perfguard: wrote" not in str(result.stdout)

@@ -39,37 +39,29 @@ OPERATORS = """
 """
 
 # Cases that sleep (a cost no CPU speed changes) and then call one operator, so that a profile of
-# them has a top operator; sleeps.json beside the suite slows one of them down, as in test_gate.py.
+# them has a top operator. Their baseline (conftest's write_baseline) makes one regress whatever the
+# machine's load: it says `slowed` took a tenth of its sleep, and `steady` ten times its sleep.
 NAPS = """
-    import json
-    import pathlib
     import time
 
     import torch
     from perfguard import perf_case
 
-    SLEEPS = pathlib.Path(__file__).with_name("sleeps.json")
-    SECONDS = json.loads(SLEEPS.read_text()) if SLEEPS.exists() else {}
     X = torch.ones(256)
 
-    def nap(case_id):
-        seconds = SECONDS.get(case_id, 0.002)
+    def nap():
+        time.sleep(0.002)
+        return X * 2
 
-        def call():
-            time.sleep(seconds)
-            return X * 2
-
-        return call
-
-    @perf_case(threshold=50)  # loose: a loaded machine's noise must not make it regress
+    @perf_case
     def steady(device):
-        return nap("steady")
+        return nap
 
     @perf_case
     def slowed(device):
-        return nap("slowed")
+        return nap
 """
-SLOWDOWN = json.dumps({"slowed": 0.004})  # 2 ms -> 4 ms: far over the 5% threshold
+NAPS_BASELINE = {"test_naps.py::steady": 20.0, "test_naps.py::slowed": 0.2}
 
 
 def read(path: Path) -> RunRecord:
@@ -244,15 +236,15 @@ def test_the_html_report_shows_the_operator_table_and_links_the_trace(profiled_a
     assert "not captured (profile with --perfguard-profile)" not in page
 
 
-def test_a_traces_folder_that_cannot_be_written_is_one_line_not_a_failure(pytester, inner_args):
-    pytester.makepyfile(test_ops=textwrap.dedent(OPERATORS))
-    (pytester.path / "reports").mkdir()
-    (pytester.path / "reports" / "traces").write_text("a file where the traces folder should go\n")
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", *BUDGET, "--perfguard-profile=all", "-k", "softmax")
+def test_a_traces_folder_that_cannot_be_written_is_one_line_not_a_failure(tmp_path, run_pytest):
+    (tmp_path / "test_ops.py").write_text(textwrap.dedent(OPERATORS))
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "traces").write_text("a file where the traces folder should go\n")
+    result = run_pytest(tmp_path, "--perfguard", *BUDGET, "--perfguard-profile=all", "-k", "softmax")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["perfguard: softmax: cannot write the trace */reports/traces/softmax.json (*); "
                                  "make */reports/traces a writable folder or choose another --perfguard-report"])
-    (p,) = profiles(read(pytester.path / "reports" / "perfguard.json")).values()
+    (p,) = profiles(read(tmp_path / "reports" / "perfguard.json")).values()
     assert p.trace is None and "aten::_softmax" in [op.operator for op in p.ops]
 
 
@@ -265,52 +257,54 @@ def test_a_profile_without_operators_or_with_a_problem_says_so_in_the_report():
 
 
 @pytest.fixture(scope="module")
-def gate(tmp_path_factory, run_pytest):
-    """A baseline of two napping cases, then runs where one of them is slower, under each choice."""
+def gate(tmp_path_factory, run_pytest, write_baseline):
+    """The two napping cases against a baseline in which `slowed` regressed, on CI: profiled by default,
+    and with --perfguard-profile=none. (Which choice each environment and option gives is tested on
+    the options themselves, below.)"""
     root = tmp_path_factory.mktemp("gate")
+    scenarios = {"ci_default": (), "none_on_ci": ("--perfguard-profile=none",)}
 
-    def folder(name: str, slow: bool) -> Path:
+    def run(name: str) -> tuple[Path, pytest.RunResult]:
         path = root / name
         path.mkdir()
         (path / "test_naps.py").write_text(textwrap.dedent(NAPS))
-        if slow:
-            (path / "sleeps.json").write_text(SLOWDOWN)
-        return path
+        write_baseline(path, NAPS_BASELINE)
+        return path, run_pytest(path, "--perfguard", *BUDGET, *scenarios[name], env={"CI": "true"})
 
-    recorded = folder("recorded", slow=False)
-    first = run_pytest(recorded, "--perfguard", *BUDGET, "--perfguard-update", env={"CI": None})
-    assert first.ret == 0, "\n".join(first.outlines + first.errlines)
-    scenarios = {  # name: (CI variable, arguments)
-        "regressed": (None, ("--perfguard-profile=regressed",)),
-        "ci_default": ("true", ()),
-        "local_default": (None, ()),
-        "none_on_ci": ("true", ("--perfguard-profile=none",)),
-    }
-    runs = {}
-
-    def run(name: str) -> None:
-        path = folder(name, slow=True)
-        (path / "baselines").mkdir()
-        for f in (recorded / "baselines").iterdir():
-            (path / "baselines" / f.name).write_bytes(f.read_bytes())
-        ci, args = scenarios[name]
-        runs[name] = (path, run_pytest(path, "--perfguard", *BUDGET, *args, env={"CI": ci}))
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        for job in [pool.submit(run, name) for name in scenarios]:
-            job.result()
-    return runs
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # one a core: wall time, not verdicts
+        return dict(zip(scenarios, pool.map(run, scenarios)))
 
 
-@pytest.mark.parametrize("scenario", ["regressed", "ci_default"])
-def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
-    path, result = gate[scenario]
+CHOICES = {  # CI variable, arguments: the choice
+    "local default": (None, (), "none"),
+    "CI=true default": ("true", (), "regressed"),
+    "CI=false default": ("false", (), "none"),
+    "CI=0 default": ("0", (), "none"),
+    "none on CI": ("true", ("--perfguard-profile=none",), "none"),
+    "regressed locally": (None, ("--perfguard-profile=regressed",), "regressed"),
+    "all, in capitals": (None, ("--perfguard-profile=ALL",), "all"),
+}
+
+
+@pytest.mark.parametrize("case", CHOICES)
+def test_the_profile_choice_defaults_to_regressed_on_ci_and_to_none_elsewhere(pytester, monkeypatch, case):
+    from perfguard.plugin.options import Options
+
+    ci, args, choice = CHOICES[case]
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    assert Options.from_config(pytester.parseconfig("--perfguard", *args)).profile == choice
+
+
+def test_regressed_profiles_only_the_case_that_regressed(gate):
+    path, result = gate["ci_default"]
     result.assert_outcomes(passed=1, failed=1)
     record = read(path / "reports" / "perfguard.json")
     assert record.options["profile"] == "regressed"
     status = {v.case_id: v.status for v in record.verdicts}
-    # steady is the same code as its baseline; a loaded CPU may call it unstable, never regressed.
-    assert status["slowed"] == "regressed" and status["steady"] in ("same", "unstable")
+    assert status["slowed"] == "regressed" and status["steady"] != "regressed"
     got = profiles(record)
     assert got["steady"] is None
     assert "aten::mul" in [op.operator for op in got["slowed"].ops]
@@ -323,9 +317,8 @@ def test_regressed_profiles_only_the_case_that_regressed(gate, scenario):
     assert "· top operator `aten::" in line and "self CPU time per call (trace `traces/slowed.json`)" in line
 
 
-@pytest.mark.parametrize("scenario", ["local_default", "none_on_ci"])
-def test_none_profiles_nothing(gate, scenario):
-    path, result = gate[scenario]
+def test_none_profiles_nothing(gate):
+    path, result = gate["none_on_ci"]
     result.assert_outcomes(passed=1, failed=1)  # the slowdown still fails the case
     record = read(path / "reports" / "perfguard.json")
     assert record.options["profile"] == "none"
@@ -334,17 +327,18 @@ def test_none_profiles_nothing(gate, scenario):
 
 
 @pytest.mark.parametrize("where", ["command line", "ini"])
-def test_a_bad_profile_choice_is_a_usage_error(pytester, inner_args, where):
-    pytester.makepyfile(test_ops=textwrap.dedent(OPERATORS))
+def test_a_bad_profile_choice_is_a_usage_error(pytester, where):
+    # (That a usage error stops the run with its one line is test_plugin.py's.)
+    from perfguard.plugin.options import Options
+
     if where == "ini":
         pytester.makeini("[pytest]\nperfguard-profile = sometimes\n")
-        result = pytester.runpytest_subprocess(*inner_args, "--perfguard")
+        config = pytester.parseconfig("--perfguard")
     else:
-        result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-profile=sometimes")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([
-        "ERROR: --perfguard-profile (or ini perfguard-profile) must be one of none, regressed, all, got 'sometimes'"
-    ])
+        config = pytester.parseconfig("--perfguard", "--perfguard-profile=sometimes")
+    with pytest.raises(pytest.UsageError) as info:
+        Options.from_config(config)
+    assert str(info.value) == "--perfguard-profile (or ini perfguard-profile) must be one of none, regressed, all, got 'sometimes'"
 
 
 # --- on a GPU -------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ CONTROLLER_PROBE = textwrap.dedent(
 def test_two_workers_send_every_case_to_the_controller_once(tmp_path, run_pytest):
     (tmp_path / "test_naps.py").write_text(SUITE)
     (tmp_path / "conftest.py").write_text(CONTROLLER_PROBE)
-    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update")
+    # A new interpreter: the controller's probe asks which modules it loaded, and when.
+    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True)
     assert result.ret == 0, "\n".join(result.outlines[-30:])
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     assert sorted(r.id for r in record.results) == [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from perfguard.case import CaseSpec
+from perfguard.case import CaseSpec, InvalidCase
 from perfguard.measure import watchdog
 from perfguard.plugin import workers
 from perfguard.plugin.items import STATE, Perf, collect
 from perfguard.plugin.options import add_options
+from perfguard.plugin.selection import Selection
 from perfguard.plugin.session import State
 
 
@@ -28,6 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     config.pluginmanager.register(state, "perfguard-state")
     watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
+    config.pluginmanager.register(Selection.of(config), "perfguard-selection")
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
     if not hasattr(config, "workerinput"):
@@ -54,7 +56,7 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
-    return collect(collector, obj) if isinstance(obj, CaseSpec) else None
+    return collect(collector, obj) if isinstance(obj, (CaseSpec, InvalidCase)) else None
 
 
 @pytest.fixture
@@ -93,6 +95,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("perfguard")
     for line, style in summary(state.results.values(), state.devices.values(), state.record, state.fits):
         terminalreporter.write_line(line, **style)
+    left_out = Selection.of(config).left_out
+    if left_out:
+        terminalreporter.write_line(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
+                                    "(-k, -m, --deselect or the test paths): not compared")
     if state.options.update and state.record and state.record.verdicts and state.record.status == "complete":
         terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
     for path in state.written:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import pytest
 
-from perfguard.case import CaseInstance, CaseSpec, build_spec
+from perfguard.case import CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.session import CaseFailure, State
 
 STATE = pytest.StashKey[State]()
+# Case id -> the case that took it: a second case of the same id errors, naming where the first is declared.
+DECLARED = pytest.StashKey[dict[str, CaseSpec]]()
 
 
 class PerfCaseItem(pytest.Item):
@@ -34,14 +38,40 @@ class PerfCaseItem(pytest.Item):
         return self.path, (code.co_firstlineno - 1) if code else None, self.name
 
 
-def collect(collector: pytest.Collector, spec: CaseSpec) -> list[pytest.Item]:
+class InvalidCaseItem(pytest.Item):
+    """A case whose declaration is wrong: an error of this case alone, in one line, at its setup."""
+
+    def __init__(self, *, error: str, declared_at: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.error, self.declared_at = error, declared_at  # "file.py:12"
+        self.add_marker("perfguard")
+
+    def setup(self) -> None:
+        pytest.fail(self.error, pytrace=False)  # an error in setup, reported as the message alone
+
+    def runtest(self) -> None:  # never reached: setup fails
+        pytest.fail(self.error, pytrace=False)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        line = self.declared_at.rpartition(":")[2]
+        return self.path, int(line) - 1 if line.isdigit() else None, self.name
+
+
+def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[pytest.Item]:
     state = collector.config.stash[STATE]
     try:
         instances = spec.instances(state.kind)
-    except ConfigError as exc:
-        raise collector.CollectError(str(exc)) from None
+    except ConfigError as exc:  # a bad declaration, or a grid callable that fails on this device
+        return [InvalidCaseItem.from_parent(collector, name=spec.name, error=str(exc), declared_at=spec.location)]
+    declared = collector.config.stash.setdefault(DECLARED, {})
     items = []
     for instance in instances:
+        first = declared.setdefault(instance.id, spec)
+        if first is not spec:  # two declarations of one id: the second is an error naming the first
+            error = (f"{label(instance.id, spec.location)}: case id {instance.id!r} is already used by the case at "
+                     f"{first.location}; give one of them name=...")
+            items.append(InvalidCaseItem.from_parent(collector, name=instance.id, error=error, declared_at=spec.location))
+            continue
         item = PerfCaseItem.from_parent(collector, name=instance.id, instance=instance)
         if state.kind not in spec.device_kinds:
             reason = f"{instance.id} runs on {', '.join(spec.device_kinds)} only, this is {state.kind}"
@@ -77,19 +107,27 @@ class Perf:
 
     def __call__(self, fn: Any, *, name: str | None = None, **options: Any) -> Any:
         node = self._request.node
-        bad = [k for k in options if k not in FIXTURE_OPTIONS]
-        if bad:
-            raise ConfigError(
-                f"{node.nodeid}: perf() got unknown keyword(s) {', '.join(bad)}; it takes name, {', '.join(FIXTURE_OPTIONS)}"
-            )
+        caller = sys._getframe(1)  # where the test calls perf(): the line its one-line errors name
+        location = f"{_relative(caller.f_code.co_filename)}:{caller.f_lineno}"
+        try:
+            spec = self._spec(fn, name, options, f"perf() in {node.nodeid} ({location})", location)
+            return self._state.run(node, CaseInstance(spec))
+        except (ConfigError, CaseFailure) as exc:  # a misuse of the fixture, or the case's failure: one line,
+            reason = str(exc)  # not perfguard's source (and failed outside this block, so without a chain)
+        pytest.fail(reason, pytrace=False)
+
+    def _spec(self, fn: Any, name: str | None, options: dict[str, Any], where: str, location: str) -> CaseSpec:
+        check_keywords(where, options, ("name", *FIXTURE_OPTIONS))
         if not callable(fn):
-            raise ConfigError(f"{node.nodeid}: perf() needs the callable to time, got {type(fn).__name__}")
+            raise ConfigError(f"{where}: needs the callable to time, got {type(fn).__name__}")
         self._calls += 1
         if self._calls > 1 and name is None:
-            raise ConfigError(f"{node.nodeid}: perf() called more than once; give each call its own name=")
-        spec = build_spec(lambda: fn, options, default_name=name or node.name)
-        try:
-            return self._state.run(node, CaseInstance(spec))
-        except CaseFailure as exc:  # the reason alone, as for a @perf_case item: no perfguard traceback
-            reason = str(exc)
-        pytest.fail(reason, pytrace=False)
+            raise ConfigError(f"{where}: called more than once; give each call its own name=")
+        return build_spec(lambda: fn, options, default_name=name or self._request.node.name, location=location)
+
+
+def _relative(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path

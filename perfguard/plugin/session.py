@@ -290,17 +290,24 @@ class State:
         return {d.slug: d for d in self.devices.values()}
 
     def _missing(self) -> list[Verdict]:
-        """Cases of this run's devices' baselines that did not run (informational, never a failure)."""
+        """Cases of this run's devices' baselines that this run selected and did not run (informational,
+        never a failure); those it did not select are only counted, in `Selection.left_out`."""
         from perfguard.analysis.verdict import compare_case
+        from perfguard.plugin.selection import Selection
 
+        selection = Selection.of(self.config)
         missing = []
         for slug, device in self._models().items():
             baseline = self._baseline(device)
             if not isinstance(baseline, BaselineFile):
                 continue
             for case_id, entry in sorted(baseline.cases.items()):
-                if case_id not in self.results:
+                if case_id in self.results:
+                    continue
+                if selection.selects(entry.result.nodeid):
                     missing += compare_case(None, entry, baseline_file=self._label(device))
+                else:
+                    selection.left_out.append(case_id)
         return missing
 
 

@@ -1,0 +1,63 @@
+"""Inner pytest runs in processes forked from one that has already imported torch, scipy and pytest.
+
+A new interpreter spends 3-5 s of CPU importing them before its first test, and the suite starts a few
+dozen inner runs. Each run here is still a process of its own (its own folder, environment, test
+modules, exit status, stdout and stderr) but is forked, by multiprocessing's fork server, from a
+process that imported PRELOAD once. What a fork cannot show is which modules a run imports and when:
+a test about that asks `run_pytest(..., fresh=True)` for a new interpreter.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+# What every measured inner run imports anyway; plain modules, none of which starts work at import.
+PRELOAD = ["torch", "numpy", "scipy.stats", "jinja2", "pytest", "perfguard.plugin", "perfguard.measure.runner", __name__]
+
+_context = multiprocessing.get_context("forkserver")
+_context.set_forkserver_preload(PRELOAD)
+
+
+def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path) -> multiprocessing.Process:
+    """`python -m pytest ARGS` in `cwd`, its output going to the files `out` and `err`; join it for the status."""
+    process = _context.Process(target=_main, args=(str(cwd), list(args), dict(env), str(out), str(err)), daemon=True)
+    process.start()
+    return process
+
+
+def stop() -> None:
+    """Stop the fork server, if it started, and wait for it (its CPU time then counts in the session's)."""
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()  # noqa: SLF001 - the one way to wait for it
+
+
+def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
+    """In the forked process: become `python -m pytest ARGS` run in `cwd` with `env`."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path.insert(0, cwd)  # where `python -m` puts the current folder
+    for fd, path in ((1, out), (2, err)):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    # Both names: pytest sizes its lines from sys.__stdout__ (not a terminal here: 80 columns, as in a pipe).
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    import pytest
+
+    try:
+        status = int(pytest.main(args))
+    except BaseException:  # noqa: BLE001 - shown as a crashed interpreter would show it
+        traceback.print_exc()
+        status = 3  # pytest's INTERNAL_ERROR
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
