@@ -86,11 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record = synthetic_record(args.cases, args.samples)
     render_html([record])  # first render: template compilation and imports, reported apart
-    html_s, md_s = [], []
+    # Wall time is what a person waits; the process's CPU time is what the render costs on a
+    # machine that other jobs share (the wall time there moves with their load).
+    html_s, html_cpu, md_s = [], [], []
     for _ in range(args.repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         html = render_html([record])
         html_s.append(time.perf_counter() - start)
+        html_cpu.append(time.process_time() - cpu)
         start = time.perf_counter()
         md = render_markdown([record])
         md_s.append(time.perf_counter() - start)
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = {True: "met", False: "MISSED"}
     print(describe())
     print(f"{args.cases} cases, {args.samples} samples each, median of {args.repeats} renders")
-    print(f"html:     {statistics.median(html_s):.3f} s (min {min(html_s):.3f}), {html_bytes / 1e6:.2f} MB"
+    print(f"html:     {statistics.median(html_s):.3f} s (min {min(html_s):.3f}, CPU {statistics.median(html_cpu):.3f}), {html_bytes / 1e6:.2f} MB"
           f"  [targets: < {TARGET_S:g} s {verdict[ok_time]}, < {TARGET_BYTES / 1e6:g} MB {verdict[ok_size]}]")
     print(f"markdown: {statistics.median(md_s):.3f} s, {md_bytes / 1e3:.1f} KB  [target: < 60 KB {verdict[ok_md]}]")
     return 0 if ok_time and ok_size and ok_md else 1
