@@ -104,20 +104,26 @@ def fit(xs: Sequence[float], ys: Sequence[float]) -> Growth | None:
     scale_x, scale_y = x.max(), max(float(np.abs(y).max()), 1e-300)  # keep the least squares well conditioned
     xn, yn = x / scale_x, y / scale_y
     total = float(((yn - yn.mean()) ** 2).sum())
+    if total == 0:  # every y the same (y / max|y| is exactly ±1): a constant, or nothing the model says
+        return Growth(constant=float(y[0]), coefficient=0.0, exponent=0.0, r2=1.0) if y[0] > 0 else None
+    # Every exponent at once, one row each: the straight line through (x^k, y) in closed form (a
+    # report fits hundreds of series, and a polyfit call per exponent was most of its render time).
+    basis = xn[None, :] ** EXPONENTS[:, None]
+    centred = basis - basis.mean(axis=1, keepdims=True)
+    spread = (centred**2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # x all equal: no slope, nothing grows
+        b = centred @ (yn - yn.mean()) / spread
+        c = yn.mean() - b * basis.mean(axis=1)
+        through_zero = basis @ yn / (basis**2).sum(axis=1)  # no negative floor: fit through zero instead
+    b, c = np.where(c < 0, through_zero, b), np.where(c < 0, 0.0, c)
+    sse = ((c[:, None] + b[:, None] * basis - yn) ** 2).sum(axis=1)
     best = None
-    for k in EXPONENTS:
-        basis = xn**k
-        b, c = (float(v) for v in np.polyfit(basis, yn, 1))
-        if c < 0:  # no negative floor: fit through zero instead
-            c, b = 0.0, float(basis @ yn / (basis @ basis))
-        if b <= 0:
-            continue
-        sse = float(((c + b * basis - yn) ** 2).sum())
-        if best is None or sse < best[0] - 1e-12:
-            best = (sse, float(k), float(c), float(b))
+    for i in np.flatnonzero(b > 0):  # the smallest exponent of those that fit equally well
+        if best is None or sse[i] < sse[best] - 1e-12:
+            best = i
     if best is None:
         return None
-    sse, k, c, b = best
+    k, c, b, sse = float(EXPONENTS[best]), float(c[best]), float(b[best]), float(sse[best])
     r2 = 1 - sse / total if total > 0 else 1.0
     if b < FLAT_SHARE * (c + b):  # the growing part is under 5% at the largest x: nothing grows
         return Growth(constant=float(y.mean()), coefficient=0.0, exponent=0.0, r2=r2)

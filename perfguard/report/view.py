@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ class Entry:
     created_at: str
     commit: str | None
 
-    @property
+    @functools.cached_property  # asked for by every column, count, sort and filter of a report
     def status(self) -> str:
         if self.result is not None and self.result.status == "error":
             return "error"
