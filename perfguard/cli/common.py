@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from perfguard import defaults
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
 
-DEFAULT_BASELINES = "baselines"
-DEFAULT_KEEP_RUNS = 10  # perfguard.store's, without importing the store (filelock) to draw the help
+DEFAULT_BASELINES = defaults.BASELINES_DIR
 
 
 def read_record(path: Path | str) -> RunRecord:
@@ -33,11 +35,17 @@ def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
 
 
-def percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 1000:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as 5, got {text!r}")
-    return value
+def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """One of perfguard.defaults' parsers (which the plugin's options use too) as an argparse type."""
+
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parsed
+
+
+percent = argument(defaults.percent)
+seconds = argument(defaults.seconds)

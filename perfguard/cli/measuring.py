@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perfguard import units
-from perfguard.ab import DEFAULT_ROUNDS
-from perfguard.cli.common import DEFAULT_BASELINES, columns, percent
+from perfguard import defaults, units
+from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, percent, seconds
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -46,22 +45,12 @@ def _ab(args: argparse.Namespace) -> int:
         return 130
 
 
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"expected a number of rounds from 1 to 100, got {text!r}")
-    return value
-
-
 def add_commands(commands: argparse._SubParsersAction) -> None:
     calibrate = commands.add_parser("calibrate", help="measure this device's copy bandwidth and matmul rates; store them with its baseline")
     calibrate.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
                            help=f"baseline folder (default: {DEFAULT_BASELINES})")
-    calibrate.add_argument("--budget", metavar="SECONDS", type=float, default=2.0,
-                           help="wall-time budget per measurement (default: 2)")
+    calibrate.add_argument("--budget", metavar="SECONDS", type=seconds, default=defaults.CALIBRATE_BUDGET_S,
+                           help=f"wall-time budget per measurement (default: {defaults.CALIBRATE_BUDGET_S:g})")
     calibrate.set_defaults(command=_calibrate)
 
     ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
@@ -70,10 +59,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "alternating rounds of `pytest --perfguard`, and give the verdicts between them. "
                              "Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`.")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
-    ab.add_argument("--rounds", metavar="N", type=_rounds, default=DEFAULT_ROUNDS,
-                    help="rounds per side, base and head alternating (default: 2, i.e. base head head base)")
+    ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 1, 100)),
+                    default=defaults.AB_ROUNDS,
+                    help=f"rounds per side, base and head alternating (default: {defaults.AB_ROUNDS}, i.e. base head head base)")
     ab.add_argument("--threshold", metavar="PCT", type=percent, default=None,
-                    help="latency change that counts, in percent (default: 5, or the case's own)")
+                    help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
+                    "or the case's own)")
     ab.add_argument("--report", metavar="DIR", default="reports",
                     help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the reports (default: reports)")
     ab.set_defaults(command=_ab)
