@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,29 @@ def read_record(path: Path | str) -> RunRecord:
         raise ConfigError(f"{path}: no such file; pass a run record such as reports/perfguard.json") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: cannot read it as a run record ({getattr(exc, 'strerror', None) or exc})") from None
-    return loads_record(text, str(path))
+    try:
+        return loads_record(text, str(path))
+    except BaselineError:
+        if file_kind(text) != "baseline":
+            raise
+    raise ConfigError(f"{path}: a baseline file, not a run record; list its cases with "
+                      f"`perfguard baseline show --baselines {path.parent} --device {path.stem}`")
+
+
+def file_kind(text: str) -> str | None:
+    """"baseline" or "record" when `text` is a JSON object shaped like one at the top, else None: for
+    pointing a command given the other kind of file at the command that reads it."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if "cases" in data and "device" in data:
+        return "baseline"
+    if "results" in data and "created_at" in data:
+        return "record"
+    return None
 
 
 def summary(tally: dict[str, int]) -> str:

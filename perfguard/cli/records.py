@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfguard import defaults, units
-from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, percent, read_record, summary
+from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import BaselineEntry, CaseResult, DeviceInfo
 
@@ -116,13 +116,26 @@ def _baseline_merge(args: argparse.Namespace) -> int:
 
     others = []
     for name in args.files:
-        baseline = load_file(name)
+        try:
+            baseline = load_file(name)
+        except BaselineError:
+            if _file_kind(name) != "record":
+                raise
+            raise ConfigError(f"{name}: a run record, not a baseline file; add its runs with "
+                              f"`perfguard baseline accept {name}`") from None
         if baseline is None:
             raise ConfigError(f"{name}: no such file; pass baseline files such as other-host/nvidia-h200.json")
         others.append(baseline)
     path = merge_files(args.baselines, others, keep_runs=args.keep_runs)
     print(f"merged {len(others)} file(s) into {path}")
     return 0
+
+
+def _file_kind(name: str) -> str | None:
+    try:
+        return file_kind(Path(name).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _compare(args: argparse.Namespace) -> int:
