@@ -381,6 +381,41 @@ def test_a_bad_budget_is_a_usage_error(pytester, inner_args, value):
     result.stderr.fnmatch_lines([f"ERROR: --perfguard-budget* must be *, got *{value}*"])
 
 
+def test_pytest_help_says_what_each_ini_spelling_does(pytester, inner_args):
+    result = pytester.runpytest_subprocess(*inner_args, "--help")
+    ini = [line.strip() for line in result.outlines if line.strip().startswith("perfguard")]
+    # Once, with its own help (before: a second entry, "perfguard (bool): alias of perfguard").
+    assert [line.split()[:4] for line in ini if line.startswith("perfguard (")] == [["perfguard", "(bool):", "measure", "perf"]]
+    assert not [line for line in ini if "alias of" in line]
+    underscored = next(i for i, line in enumerate(result.outlines) if line.strip().startswith("perfguard_budget ("))
+    said = " ".join(line.strip() for line in result.outlines[underscored:underscored + 3])
+    assert "same as perfguard-budget: wall-time budget per case in seconds" in said
+
+
+FIXTURE_KEYWORDS = """
+    import torch
+
+    def test_on_a_gpu_only(perf):
+        perf(lambda: torch.ones(8), device_kinds=("cuda",))
+        raise AssertionError("measured on a CPU")
+
+    def test_with_a_memory_breakdown(perf):
+        weight = torch.ones(256, 256, requires_grad=True)
+        perf(lambda: (weight * 2).sum().backward(), memory_breakdown=True)
+"""
+
+
+def test_the_perf_fixture_takes_device_kinds_and_memory_breakdown(pytester, inner_args):
+    pytester.makepyfile(test_fixture=textwrap.dedent(FIXTURE_KEYWORDS))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED * test_on_a_gpu_only runs on cuda only, this is cpu"])
+    (measured,) = read_record(pytester.path / "reports" / "perfguard.json").results
+    assert measured.id == "test_with_a_memory_breakdown"
+    assert measured.memory_breakdown is not None and measured.memory_breakdown.error is None
+    assert measured.memory_breakdown.parameters + measured.memory_breakdown.gradients > 0
+
+
 def test_a_case_id_used_in_two_files_is_an_error_for_the_second(pytester, inner_args):
     pytester.makepyfile(test_one=textwrap.dedent(ONE_CASE), test_two=textwrap.dedent(ONE_CASE))
     result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget", "0.1")

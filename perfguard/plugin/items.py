@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from perfguard.case import CaseInstance, CaseSpec, build_spec
+from perfguard.case import OPTIONS, CaseInstance, CaseSpec, build_spec
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.session import CaseFailure, State
 
@@ -44,14 +44,14 @@ def collect(collector: pytest.Collector, spec: CaseSpec) -> list[pytest.Item]:
     for instance in instances:
         item = PerfCaseItem.from_parent(collector, name=instance.id, instance=instance)
         if state.kind not in spec.device_kinds:
-            reason = f"{instance.id} runs on {', '.join(spec.device_kinds)} only, this is {state.kind}"
-            item.add_marker(pytest.mark.skip(reason=reason))
+            item.add_marker(pytest.mark.skip(reason=_elsewhere(instance.id, spec, state.kind)))
         items.append(item)
     return items
 
 
-# The fixture measures one callable per call; it takes every decorator keyword but the grid.
-FIXTURE_OPTIONS = ("bytes", "flops", "cache", "mode", "threshold", "memory_threshold", "budget_s", "check")
+# The fixture measures one callable per call; it takes every decorator keyword but the grid (and the
+# name, which is its own argument).
+FIXTURE_OPTIONS = tuple(k for k in OPTIONS if k not in ("name", "params"))
 
 
 class Perf:
@@ -88,8 +88,15 @@ class Perf:
         if self._calls > 1 and name is None:
             raise ConfigError(f"{node.nodeid}: perf() called more than once; give each call its own name=")
         spec = build_spec(lambda: fn, options, default_name=name or node.name)
+        if self.device not in spec.device_kinds:
+            pytest.skip(_elsewhere(spec.name, spec, self.device))
         try:
             return self._state.run(node, CaseInstance(spec))
         except CaseFailure as exc:  # the reason alone, as for a @perf_case item: no perfguard traceback
             reason = str(exc)
         pytest.fail(reason, pytrace=False)
+
+
+def _elsewhere(case_id: str, spec: CaseSpec, kind: str) -> str:
+    """Why a case declared for other devices (`device_kinds`) is skipped here."""
+    return f"{case_id} runs on {', '.join(spec.device_kinds)} only, this is {kind}"

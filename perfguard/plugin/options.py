@@ -106,7 +106,8 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             group.addoption(f"--{name}", metavar=_METAVARS[name], default=None, help=text)
         parser.addini(name, text, type=kind, default=None)
-        parser.addini(name.replace("-", "_"), f"alias of {name}", type=kind, default=None)
+        if "-" in name:  # `perfguard` has no other spelling
+            parser.addini(name.replace("-", "_"), f"same as {name}: {text}", type=kind, default=None)
 
 
 def _value(config: pytest.Config, name: str) -> Any:
