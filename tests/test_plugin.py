@@ -91,7 +91,8 @@ def measured(tmp_path_factory, run_pytest):
     path = tmp_path_factory.mktemp("measured")
     write(path, "test_cases.py", MEASURED_SUITE)
     result = run_pytest(
-        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report=out/run1", "-rs"
+        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report=out/run1", "-rs",
+        env={"OMP_NUM_THREADS": None},  # perfguard's own choice of threads, whatever this shell says
     )
     return path, result
 
@@ -124,7 +125,8 @@ def test_the_record_holds_every_measured_case_by_id_and_nothing_else(record):
     case = by_id(record)["sleep_2ms[n=2000000]"]
     assert (case.name, case.nodeid) == ("sleep_2ms", "test_cases.py::sleep_2ms[n=2000000]")
     assert case.params == {"n": 2000000}
-    assert (case.cache, case.mode, case.timer) == ("cold", "eager", "host-clock")
+    # Declared cold, but a CPU has no cache flush: the record says what was done.
+    assert (case.cache, case.mode, case.timer) == ("none", "eager", "host-clock")
 
 
 def test_each_case_has_at_least_ten_samples_summarised_in_the_record(record):
@@ -191,6 +193,42 @@ def test_the_terminal_shows_a_perfguard_table_of_the_cases(measured):
     assert header[0] == "case" and {"median", "±CI", "GB/s"} <= set(header)
     assert sorted(row.split()[0] for row in table[2:]) == MEASURED_IDS
     assert all(" ms " in row for row in table[2:] if row.startswith("sleep_2ms")), table  # 2 ms, in ms
+
+
+def test_a_cpu_run_says_its_figures_are_rough_and_marks_the_unsettled_ones(measured, record):
+    _, result = measured
+    said = [line for line in result.outlines if line.startswith("CPU figures (host clock) are rough: ")]
+    assert len(said) == 1, result.outlines[-20:]
+    assert f"of {len(MEASURED_IDS)} case(s) ran out of budget" in said[0]
+    assert "torch measured with 1 thread(s)" in said[0] and record.options["cpu_threads"] == 1
+    rows = {line.split()[0]: line.split()[2] for line in result.outlines if line.split()[:1] and line.split()[0] in MEASURED_IDS}
+    assert {case: rows[case].startswith("~") for case in MEASURED_IDS} == {
+        r.id: r.latency.stop_reason != "converged" for r in record.results}
+
+
+THREADS = """
+    import torch
+    from perfguard import perf_case
+
+    @perf_case
+    def threads(device):
+        with open("threads.txt", "a") as f:
+            f.write(f"{torch.get_num_threads()}\\n")
+        return lambda: torch.ones(64) + 1
+"""
+
+
+@pytest.mark.parametrize(("omp", "threads"), [(None, 1), ("2", 2)])
+def test_a_cpu_run_measures_with_one_torch_thread_unless_omp_num_threads_says(pytester, inner_args, monkeypatch, omp, threads):
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    pytester.makepyfile(test_threads=textwrap.dedent(THREADS))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "threads.txt").read_text().split() == [str(threads)]
+    assert read_record(pytester.path / "reports" / "perfguard.json").options["cpu_threads"] == threads
 
 
 def test_a_cuda_only_case_is_skipped_on_a_cpu_with_a_reason_naming_it(measured, record):

@@ -120,7 +120,7 @@ def test_a_measured_run_prints_the_fit_of_a_grid_over_a_size(pytester, inner_arg
     run = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.2")
     assert run.ret == 0
     line = next(line for line in run.outlines if line.startswith("scaling: nap over n"))
-    assert "latency linear in n" in line
+    assert "latency ~linear in n" in line  # marked: a CPU's host-clock medians are rough (report.advice.cpu_line)
 
 
 def test_a_series_that_only_shrinks_gets_no_line():

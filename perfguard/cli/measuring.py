@@ -17,7 +17,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     from perfguard.store import calibrate as store_calibration
 
     device = detect(default_kind())
-    print(f"calibrating {device.name} ({device.slug}): a large copy and an n×n×n matmul per dtype")
+    threads = ""
+    if device.kind == "cpu":  # as `pytest --perfguard` measures on a CPU, so that its copy_util compares like with like
+        from perfguard.measure.torch_state import measuring_threads
+
+        threads = f", with {measuring_threads()} torch thread(s)"
+    print(f"calibrating {device.name} ({device.slug}): a large copy and an n×n×n matmul per dtype{threads}")
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     calibration, results = calibrate(device, now, budget_s=args.budget)
     theoretical = device.peak_bandwidth_gbps
