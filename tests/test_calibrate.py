@@ -95,6 +95,8 @@ def test_calibrate_on_the_cpu_measures_copy_and_matmul_and_keeps_the_recorded_ca
     root, before, out, _run = calibrated
     assert out.returncode == 0, out.stderr
     assert "copy" in out.stdout and "matmul fp32" in out.stdout and "stored in baselines" in out.stdout
+    # What a CPU's calibration is used for: copy_util, not a roofline it does not get.
+    assert "a CPU gets no roofline" in out.stdout and "(copy_util)" in out.stdout and "places cases" not in out.stdout
     assert "with 1 torch thread(s)" in out.stdout  # as `pytest --perfguard` measures on a CPU
     after = json.loads(next((root / "baselines").glob("*.json")).read_text(encoding="utf-8"))
     assert after["cases"] == before["cases"]

@@ -36,7 +36,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     for line in columns(("roof", "measured", "of spec", "spec"), rows):
         print(f"  {line}")
     path = store_calibration(args.baselines, device, calibration)
-    print(f"stored in {path}: `pytest --perfguard` now places cases against these roofs on {device.slug}")
+    if device.kind == "cuda":
+        print(f"stored in {path}: `pytest --perfguard` now places cases against these roofs on {device.slug}")
+    else:  # a CPU gets no roofline (analysis/roofline.py): only the copy is used
+        print(f"stored in {path}: a CPU gets no roofline; `pytest --perfguard` on {device.slug} now gives each case's "
+              "achieved GB/s as a share of this copy (copy_util)")
     return 0
 
 
