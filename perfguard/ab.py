@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import perfguard
-from perfguard import git
+from perfguard import defaults, git
 from perfguard.errors import ConfigError, MeasurementError, PerfguardError
 from perfguard.model import RunRecord, loads_record
 from perfguard.report import RECORD_NAME, write_run_files
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
 SIDES = ("base", "head")
-DEFAULT_ROUNDS = 2
+DEFAULT_ROUNDS = defaults.AB_ROUNDS
 BASE_RECORD_NAME = "perfguard-base.json"
 WORKTREE_TIMEOUT_S = 300  # checking out a large repository takes a while
 

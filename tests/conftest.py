@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -77,6 +78,31 @@ def inner_args() -> tuple[str, ...]:
     return INNER_ARGS
 
 
+@pytest.fixture
+def freeze():
+    """`freeze(folder)`: make an existing folder one this process cannot write, root included (chmod for
+    a user; root writes through permissions, so chattr +i for root), undone after the test. The tests
+    that use it run as a user (.github/workflows/ci.yml) and as root (.ci/run, in a container)."""
+    frozen: list[Path] = []
+
+    def freeze_(folder: Path) -> Path:
+        folder.chmod(0o555)
+        frozen.append(folder)
+        if os.access(folder, os.W_OK):  # root
+            chattr = shutil.which("chattr")
+            if chattr is None or subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode:
+                pytest.skip("root writes through chmod, and chattr +i failed on this file system; this test runs as a "
+                            "user in .github/workflows/ci.yml, and as root where chattr works (ext4, xfs, overlayfs)")
+        return folder
+
+    yield freeze_
+    chattr = shutil.which("chattr")
+    for folder in frozen:
+        if chattr:
+            subprocess.run([chattr, "-i", str(folder)], capture_output=True)
+        folder.chmod(0o755)
+
+
 def _cuda_available() -> bool:
     try:
         import torch
@@ -88,7 +114,8 @@ def _cuda_available() -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _cuda_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here); on a GPU machine "
+                            "`bash benchmarks/gpu.sh OUTDIR tests` runs these")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -252,22 +251,13 @@ def test_unwritable_baselines_folder_names_the_file(tmp_path):
     assert blocker.read_text().startswith("a regular file")
 
 
-@pytest.fixture
-def immutable(tmp_path):
-    """A folder no one can write, root included (chmod does not stop root; chattr +i does)."""
+def test_read_only_baselines_folder_gives_a_clear_error_and_keeps_the_file(tmp_path, freeze):
     folder = tmp_path / "frozen"
-    folder.mkdir()
-    yield folder
-    subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
-
-
-def test_read_only_baselines_folder_gives_a_clear_error_and_keeps_the_file(immutable):
-    path = write_baseline(immutable)
+    path = write_baseline(folder)
     before = path.read_bytes()
-    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(immutable)], capture_output=True).returncode:
-        pytest.skip("chattr +i is not available on this file system")
+    freeze(folder)  # this process cannot write it, root included (conftest.py)
     with pytest.raises(BaselineError) as info:
-        write_baseline(immutable, result("c"))
+        write_baseline(folder, result("c"))
     assert str(path) in str(info.value) and "writable" in str(info.value)
     assert path.read_bytes() == before
 

@@ -33,7 +33,8 @@ SUITE = """
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU path on any machine
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU path on any machine
     return subprocess.run([sys.executable, "-m", "perfguard.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -94,6 +95,9 @@ def test_calibrate_on_the_cpu_measures_copy_and_matmul_and_keeps_the_recorded_ca
     root, before, out, _run = calibrated
     assert out.returncode == 0, out.stderr
     assert "copy" in out.stdout and "matmul fp32" in out.stdout and "stored in baselines" in out.stdout
+    # What a CPU's calibration is used for: copy_util, not a roofline it does not get.
+    assert "a CPU gets no roofline" in out.stdout and "(copy_util)" in out.stdout and "places cases" not in out.stdout
+    assert "with 1 torch thread(s)" in out.stdout  # as `pytest --perfguard` measures on a CPU
     after = json.loads(next((root / "baselines").glob("*.json")).read_text(encoding="utf-8"))
     assert after["cases"] == before["cases"]
     cal = after["calibration"]

@@ -211,3 +211,47 @@ def test_baseline_merge_folds_another_hosts_baseline_in_keeping_every_run_once(t
     assert [r.host for r in cases["b"].runs] == ["host-b"]
     assert main(["baseline", "merge", str(tmp_path / "absent.json"), "--baselines", str(here)]) == 2
     assert "absent.json: no such file" in capsys.readouterr().err
+
+
+def test_show_of_a_baseline_file_points_at_baseline_show(tmp_path, rng, capsys):
+    store.update(tmp_path, CPU, [result("a", rng)], commit=None, recorded_at="now")
+    baseline = tmp_path / f"{CPU.slug}.json"
+    assert main(["show", str(baseline)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"perfguard: {baseline}: a baseline file, not a run record; list its cases with "
+                   f"`perfguard baseline show --baselines {tmp_path} --device {CPU.slug}`\n")
+    assert main(["baseline", "show", "--baselines", str(tmp_path), "--device", CPU.slug]) == 0  # and that works
+    assert "a " in capsys.readouterr().out
+
+
+def test_baseline_merge_of_a_run_record_points_at_baseline_accept(tmp_path, rng, capsys):
+    run = record(tmp_path / "run.json", result("a", rng))
+    assert main(["baseline", "merge", str(run), "--baselines", str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err == (f"perfguard: {run}: a run record, not a baseline file; add its runs with "
+                                       f"`perfguard baseline accept {run}`\n")
+    assert not (tmp_path / "b").exists()
+
+
+def test_ab_with_pytests_arguments_before_the_double_dash_says_where_they_go(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["ab", "--base", "HEAD", "suites/", "-k", "add"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "pytest's arguments go after `--`" in err and "(got suites/ -k add before it)" in err
+    with pytest.raises(SystemExit):  # other commands keep argparse's own message
+        main(["show", "a.json", "b.json"])
+    assert "unrecognized arguments: b.json" in capsys.readouterr().err
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(tmp_path, rng):
+    # More output than a pipe holds (64 KiB), so that the command is still writing when `head` has gone.
+    run = record(tmp_path / "run.json", *(result(f"case_{i:04d}[n={i}]", rng) for i in range(1500)))
+    for args in (["show", str(run)], ["--help"]):
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", '"$0" -m perfguard.cli "$@" | head -1', sys.executable, *args],
+                              capture_output=True, text=True, timeout=120)
+        assert done.stdout.count("\n") == 1, done.stdout
+        assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+        assert done.returncode in (0, 141)  # 141: perfguard stopped at the closed pipe (--help may fit in it)
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", '"$0" -m perfguard.cli show "$1" | head -1', sys.executable, str(run)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 141

@@ -1,54 +1,149 @@
-"""The core imports without pytest, torch or jinja2 (DESIGN §2), checked in a fresh interpreter."""
+"""The design's layering (DESIGN §2), for every module of the package: only measure/ imports torch, only
+report/ imports jinja2, only the pytest layer (plugin/) imports pytest. Checked twice: each module
+imported alone in a fresh interpreter (what loading it costs), and every import statement in the
+sources, those inside functions too (what calling it may load)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "perfguard"
 HEAVY = ("pytest", "torch", "jinja2")
+# Who may import what: the package (or its part) each heavy module belongs to.
+OWNER = {"torch": "perfguard.measure", "jinja2": "perfguard.report", "pytest": "perfguard.plugin"}
+# Import statements that stand for those: their own packages, and what only they use.
+ALIASES = {"torch": ("torch", "triton"), "jinja2": ("jinja2", "markupsafe"), "pytest": ("pytest", "_pytest", "xdist")}
 
 
-def modules_loaded_after(statement: str, tmp_path) -> set[str]:
-    """Which of HEAVY are in sys.modules after running `statement` in a new interpreter."""
-    code = f"import sys, json\n{statement}\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+# `python -m perfguard.cli` runs the command when imported; it is the CLI's entry point, not a module.
+MODULES = sorted(module_name(p) for p in PACKAGE.rglob("*.py") if p.name != "__main__.py")
+
+
+def allowed(module: str, heavy: str) -> bool:
+    owner = OWNER[heavy]
+    return module == owner or module.startswith(owner + ".")
+
+
+# Each module is imported in a child forked from an interpreter that has loaded nothing of perfguard
+# nor of HEAVY: as fresh as a new interpreter, without paying for sixty of them. The modules of
+# measure/ may load torch, so their children fork from a parent that has it already (one import of
+# torch, not one per module), and are checked for pytest and jinja2 alone.
+PROBE = textwrap.dedent(
+    """
+    import importlib, json, os, sys
+
+    def loaded_by(name):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            try:
+                importlib.import_module(name)
+                out = sorted(m for m in {heavy!r} if m in sys.modules)
+            except BaseException as exc:
+                out = {{"error": repr(exc)}}
+            os.write(write, json.dumps(out).encode())
+            os._exit(0)
+        os.close(write)
+        data = b""
+        while chunk := os.read(read, 65536):
+            data += chunk
+        os.waitpid(pid, 0)
+        return json.loads(data)
+
+    if sys.argv[1] == "torch":
+        import torch  # noqa: F401
+    print(json.dumps({{name: loaded_by(name) for name in sys.argv[2:]}}))
+    """
+)
+
+
+def loaded_after_import(modules: list[str], preload_torch: bool, tmp_path: Path) -> dict[str, list[str]]:
+    if not modules:
+        return {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    # cwd outside the repository: the import must come from the installed package, not from "."
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), "torch" if preload_torch else "-", *modules],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_the_public_core_imports_without_pytest_torch_or_jinja2(tmp_path):
-    loaded = modules_loaded_after("import perfguard, perfguard.case, perfguard.model, perfguard.errors", tmp_path)
-    assert loaded == set()
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory) -> dict[str, list[str]]:
+    """module -> which of HEAVY importing it alone loaded (torch is not reported for measure/)."""
+    tmp = tmp_path_factory.mktemp("imports")
+    measure = [m for m in MODULES if allowed(m, "torch")]
+    found = loaded_after_import([m for m in MODULES if m not in measure], False, tmp)
+    found.update(loaded_after_import(measure, True, tmp))
+    return found
 
 
-# Modules that must not load torch or pytest, checked together in one interpreter: what importing all
-# of them loads is what any one of them loads, and more.
-WITHOUT_TORCH = {
-    "analysis and terminal rendering": ("perfguard.analysis.stats", "perfguard.analysis.metrics", "perfguard.report.terminal"),
-    # The xdist controller lists GPUs before any worker starts, and must not pay for torch (nor touch CUDA).
-    "the xdist controller and perfguard ab": ("perfguard.measure.gpus", "perfguard.ab", "perfguard.analysis.pooling"),
-}
+def test_every_module_of_the_package_is_probed(loaded):
+    assert len(MODULES) > 50 and set(loaded) == set(MODULES)
+    assert {"perfguard.defaults", "perfguard.cli", "perfguard.report.html", "perfguard.plugin.session"} <= set(MODULES)
+    errors = {m: r["error"] for m, r in loaded.items() if isinstance(r, dict)}
+    assert not errors, errors
 
 
-def test_analysis_terminal_rendering_the_xdist_controller_and_perfguard_ab_import_without_torch_or_pytest(tmp_path):
-    modules = [m for group in WITHOUT_TORCH.values() for m in group]
-    loaded = modules_loaded_after(f"import {', '.join(modules)}", tmp_path)
-    assert not loaded & {"torch", "pytest"}, modules
+@pytest.mark.parametrize("heavy", HEAVY)
+def test_importing_a_module_loads_a_heavy_dependency_only_in_its_layer(loaded, heavy):
+    wrong = sorted(m for m, found in loaded.items() if isinstance(found, list) and heavy in found and not allowed(m, heavy))
+    assert wrong == [], f"importing these loads {heavy}, which only {OWNER[heavy]} may"
 
 
-def test_the_measurement_engine_imports_without_pytest(tmp_path):
-    loaded = modules_loaded_after("import perfguard.measure.runner", tmp_path)
-    assert "pytest" not in loaded
-    assert "jinja2" not in loaded  # only report/ may use jinja2
-    assert "torch" in loaded  # the probe itself works: measure/ is torch's one user
+def test_the_xdist_controller_lists_gpus_without_torch(tmp_path):
+    # measure/ may use torch, but the controller lists GPUs before any worker starts and must not pay
+    # for it, nor touch CUDA.
+    assert loaded_after_import(["perfguard.measure.gpus"], False, tmp_path) == {"perfguard.measure.gpus": []}
+
+
+def test_the_probe_sees_an_import_when_there_is_one(loaded):
+    # Without this, a probe that reported nothing would pass every test above.
+    assert "pytest" in loaded["perfguard.plugin.options"]
+    assert "jinja2" not in loaded["perfguard.report.html"]  # jinja2 is loaded when a report is rendered, not before
+    assert loaded["perfguard.analysis.stats"] == [] and loaded["perfguard.defaults"] == []
+
+
+def imports_in(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package) of every import statement in a file, those inside functions included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+@pytest.mark.parametrize("heavy", HEAVY)
+def test_no_source_outside_its_layer_imports_a_heavy_dependency_even_lazily(heavy):
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        if allowed(module, heavy):
+            continue
+        wrong += [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in imports_in(path) if name in ALIASES[heavy]]
+    assert wrong == [], f"only {OWNER[heavy]} may import {heavy}"
+
+
+def test_the_shared_defaults_import_nothing_but_the_standard_library():
+    # perfguard/defaults.py serves the CLI's help, which must start without numpy, scipy, torch or pytest.
+    assert {name for _line, name in imports_in(PACKAGE / "defaults.py")} <= {"__future__", "math", "typing"}
 
 
 def test_the_public_names_are_a_sorted_all():

@@ -1,7 +1,9 @@
-"""On a CUDA GPU: timers against a hand-made measurement, device identity, telemetry, memory, graph mode,
-cold and hot cache, running out of GPU memory, and the suites in suites/ under `pytest --perfguard`.
+"""On a CUDA GPU: timers against a hand-made measurement, the device-side wait before a batch, device
+identity, telemetry, memory, graph mode (per call), cold against hot cache, running out of GPU memory,
+and the suites in suites/ under `pytest --perfguard`.
 
-Every test here is marked `gpu` and skipped on a machine without CUDA (tests/conftest.py).
+Every test here is marked `gpu` and skipped on a machine without CUDA (tests/conftest.py); each is
+written to fail without the feature it names. `bash benchmarks/gpu.sh OUTDIR tests` runs them.
 """
 
 from __future__ import annotations
@@ -108,29 +110,86 @@ def test_a_bf16_matmul_is_held_to_the_bf16_peak_of_the_table():
     assert 0.2 < m.flop_util < 1.1 and m.efficiency == pytest.approx(m.flop_util)
 
 
-def test_graph_mode_times_replays_per_call():
+def test_graph_mode_reports_the_time_of_one_call_not_of_a_replay():
+    import torch
+
+    from perfguard.measure.timers import CallEstimate, graph_calls
+
+    # About 40 µs of memory traffic at this card's peak: a hot-cache graph then holds about 1 ms of
+    # calls, many per replay, so a replay's time not divided by its calls would read many times a call.
+    n = int(cuda_device().peak_bandwidth_gbps * 1e9 * 40e-6 / 12)
+    x = torch.randn(n, device="cuda")
+    y, z = torch.randn_like(x), torch.empty_like(x)
+    events = measure(perf_case(name="add_events", cache="hot")(lambda device: (lambda: torch.add(x, y, out=z))))
+    graph = measure(perf_case(name="add_graph", cache="hot", mode="graph")(lambda device: (lambda: torch.add(x, y, out=z))))
+    assert (events.status, graph.status, graph.timer, graph.mode) == ("ok", "ok", "cuda-graph", "graph"), graph.error
+    calls = graph_calls("hot", CallEstimate(host_s=0.0, total_s=events.metrics.eager_latency_ms / 1e3))
+    assert calls >= 4, f"a call of {events.metrics.eager_latency_ms:.3f} ms leaves {calls} per graph: nothing to divide"
+    # A memory-bound kernel of tens of µs takes the same time replayed as launched (the events wait on
+    # the device, not on the host): per call, the two agree; per replay, they would be `calls` apart.
+    assert 0.7 < graph.latency.median_ms / events.latency.median_ms < 1.3, (graph.latency.median_ms, events.latency.median_ms, calls)
+
+
+def test_graph_mode_with_a_cold_cache_flushes_before_each_replay_of_one_call():
     import torch
 
     x = torch.randn(2**20, device="cuda")
     y = torch.randn_like(x)
-    for cache in ("hot", "cold"):
-        result = measure(perf_case(name=f"graph_{cache}", mode="graph", cache=cache)(lambda device: (lambda: x + y)))
-        assert (result.status, result.timer, result.mode) == ("ok", "cuda-graph", "graph"), result.error
-        assert result.latency.n >= 10
-        assert 0 < result.latency.median_ms < 1.0  # a 1M-element add takes microseconds, not a millisecond
+    result = measure(perf_case(name="graph_cold", mode="graph", cache="cold")(lambda device: (lambda: x + y)))
+    assert (result.status, result.timer, result.mode, result.cache) == ("ok", "cuda-graph", "graph", "cold"), result.error
+    assert result.latency.n >= 10
+    assert 0 < result.latency.median_ms < 1.0  # a 1M-element add takes microseconds, not a millisecond
 
 
-def test_cold_and_hot_cache_both_run():
+def test_a_cold_cache_is_slower_than_a_hot_one_for_data_that_fits_in_the_l2():
     import torch
 
-    x = torch.randn(2**22, device="cuda")
-    y = torch.randn_like(x)
+    # Inputs and output together a quarter of the L2: hot, they stay in it from call to call; cold, the
+    # flush (twice the L2, outside the events) evicts them, and each call reads them from device memory.
+    n = cuda_device().l2_bytes // 4 // 12
+    x = torch.randn(n, device="cuda")
+    y, z = torch.randn_like(x), torch.empty_like(x)
     medians = {}
     for cache in ("cold", "hot"):
-        result = measure(perf_case(name=f"add_{cache}", cache=cache)(lambda device: (lambda: x + y)))
+        result = measure(perf_case(name=f"add_{cache}", cache=cache)(lambda device: (lambda: torch.add(x, y, out=z))))
         assert (result.status, result.cache) == ("ok", cache), result.error
         medians[cache] = result.latency.median_ms
-    assert all(m > 0 for m in medians.values())
+    assert medians["cold"] > 1.2 * medians["hot"], medians  # without the flush, the two read the same
+
+
+def test_the_device_wait_holds_a_microsecond_kernel_until_its_batch_is_enqueued():
+    """The events of a µs kernel must time the device, not the host's launch gaps: each batch is queued
+    behind a device-side wait (torch.cuda._sleep) that lasts until the host has enqueued the batch."""
+    import torch
+
+    from perfguard.measure.timers import CudaEventTimer, warm_up
+
+    x = torch.randn(2**16, device="cuda")  # 768 KiB moved: a kernel of a few µs, shorter than its launch
+    y, z = torch.randn_like(x), torch.empty_like(x)
+    batch, batches = 32, 12
+    held = []
+
+    def op():
+        torch.add(x, y, out=z)
+
+    def probed():
+        op()
+        probed.calls += 1
+        if probed.calls % batch == 0:  # the batch's last call is enqueued: has the device run its first sample yet?
+            held.append(not timer.ends[0].query())
+
+    probed.calls = 0
+    estimate = warm_up(op, None, True, 0.025)  # as the runner does, on the case's own callable
+    timer = CudaEventTimer(probed, None, estimate, (cuda_device().max_sm_clock_mhz or 2000) * 1e6)
+    samples = [t for _ in range(batches) for t in timer.take(batch)]
+    assert len(held) == batches
+    # The first batch's wait is sized from warm-up's host time, which lacks the events' cost; the later
+    # ones from the batch before. Without the wait the device overtakes the host at once: none held.
+    assert sum(held[1:]) >= 0.8 * (batches - 1), held
+    # So a sample is the kernel's time, well under what one event pair around each launch reads.
+    timed = statistics.median(samples)
+    naive = hand_timed_median_ms(op)
+    assert timed < 0.8 * naive, (timed, naive)
 
 
 # --- device, telemetry, memory -----------------------------------------------------------------

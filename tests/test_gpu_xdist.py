@@ -51,7 +51,8 @@ def nvml_index(uuid: str) -> int:
 def need(n: int) -> list[str]:
     uuids = gpu_uuids()
     if len(uuids) < n:
-        pytest.skip(f"needs {n} GPUs, this machine shows {len(uuids)}")
+        pytest.skip(f"needs {n} GPUs, this machine shows {len(uuids)}; `bash benchmarks/gpu.sh OUTDIR tests` on a "
+                    f"machine of {n} or more runs it")
     return uuids[:n]
 
 

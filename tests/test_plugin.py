@@ -90,7 +90,8 @@ def measured(tmp_path_factory, run_pytest):
     path = tmp_path_factory.mktemp("measured")
     write(path, "test_cases.py", MEASURED_SUITE)
     result = run_pytest(
-        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report=out/run1", "-rs"
+        path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report=out/run1", "-rs",
+        env={"OMP_NUM_THREADS": None},  # perfguard's own choice of threads, whatever this shell says
     )
     return path, result
 
@@ -123,7 +124,8 @@ def test_the_record_holds_every_measured_case_by_id_and_nothing_else(record):
     case = by_id(record)["sleep_2ms[n=2000000]"]
     assert (case.name, case.nodeid) == ("sleep_2ms", "test_cases.py::sleep_2ms[n=2000000]")
     assert case.params == {"n": 2000000}
-    assert (case.cache, case.mode, case.timer) == ("cold", "eager", "host-clock")
+    # Declared cold, but a CPU has no cache flush: the record says what was done.
+    assert (case.cache, case.mode, case.timer) == ("none", "eager", "host-clock")
 
 
 def test_each_case_has_at_least_ten_samples_summarised_in_the_record(record):
@@ -190,6 +192,42 @@ def test_the_terminal_shows_a_perfguard_table_of_the_cases(measured):
     assert header[0] == "case" and {"median", "±CI", "GB/s"} <= set(header)
     assert sorted(row.split()[0] for row in table[2:]) == MEASURED_IDS
     assert all(" ms " in row for row in table[2:] if row.startswith("sleep_2ms")), table  # 2 ms, in ms
+
+
+def test_a_cpu_run_says_its_figures_are_rough_and_marks_the_unsettled_ones(measured, record):
+    _, result = measured
+    said = [line for line in result.outlines if line.startswith("CPU figures (host clock) are rough: ")]
+    assert len(said) == 1, result.outlines[-20:]
+    assert f"of {len(MEASURED_IDS)} case(s) ran out of budget" in said[0]
+    assert "torch measured with 1 thread(s)" in said[0] and record.options["cpu_threads"] == 1
+    rows = {line.split()[0]: line.split()[2] for line in result.outlines if line.split()[:1] and line.split()[0] in MEASURED_IDS}
+    assert {case: rows[case].startswith("~") for case in MEASURED_IDS} == {
+        r.id: r.latency.stop_reason != "converged" for r in record.results}
+
+
+THREADS = """
+    import torch
+    from perfguard import perf_case
+
+    @perf_case
+    def threads(device):
+        with open("threads.txt", "a") as f:
+            f.write(f"{torch.get_num_threads()}\\n")
+        return lambda: torch.ones(64) + 1
+"""
+
+
+@pytest.mark.parametrize(("omp", "threads"), [(None, 1), ("2", 2)])
+def test_a_cpu_run_measures_with_one_torch_thread_unless_omp_num_threads_says(pytester, inner_args, monkeypatch, omp, threads):
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    pytester.makepyfile(test_threads=textwrap.dedent(THREADS))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "threads.txt").read_text().split() == [str(threads)]
+    assert read_record(pytester.path / "reports" / "perfguard.json").options["cpu_threads"] == threads
 
 
 def test_a_cuda_only_case_is_skipped_on_a_cpu_with_a_reason_naming_it(measured, record):
@@ -327,7 +365,8 @@ def test_an_unknown_perf_keyword_is_one_line_with_the_close_one(smoke):
     line = line_of(SMOKE_SUITE, "perf(lambda: None, byts=8)")
     assert failure_text(result, "test_fixture_with_an_unknown_keyword").strip() == (
         f"perf() in test_smoke.py::test_fixture_with_an_unknown_keyword (test_smoke.py:{line}): unknown keyword 'byts'; "
-        "did you mean 'bytes'? known keywords: name, bytes, flops, cache, mode, threshold, memory_threshold, budget_s, check"
+        "did you mean 'bytes'? known keywords: name, bytes, flops, cache, mode, threshold, memory_threshold, budget_s, "
+        "memory_breakdown, device_kinds, check"
     )
 
 
@@ -404,6 +443,41 @@ def test_a_usage_error_stops_the_run_with_its_one_line(tmp_path, run_pytest):
 
 def decorator_lines(path: Path) -> list[int]:
     return [n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("@perf_case")]
+
+
+def test_pytest_help_says_what_each_ini_spelling_does(pytester, inner_args):
+    result = pytester.runpytest_subprocess(*inner_args, "--help")
+    ini = [line.strip() for line in result.outlines if line.strip().startswith("perfguard")]
+    # Once, with its own help (before: a second entry, "perfguard (bool): alias of perfguard").
+    assert [line.split()[:4] for line in ini if line.startswith("perfguard (")] == [["perfguard", "(bool):", "measure", "perf"]]
+    assert not [line for line in ini if "alias of" in line]
+    underscored = next(i for i, line in enumerate(result.outlines) if line.strip().startswith("perfguard_budget ("))
+    said = " ".join(line.strip() for line in result.outlines[underscored:underscored + 3])
+    assert "same as perfguard-budget: wall-time budget per case in seconds" in said
+
+
+FIXTURE_KEYWORDS = """
+    import torch
+
+    def test_on_a_gpu_only(perf):
+        perf(lambda: torch.ones(8), device_kinds=("cuda",))
+        raise AssertionError("measured on a CPU")
+
+    def test_with_a_memory_breakdown(perf):
+        weight = torch.ones(256, 256, requires_grad=True)
+        perf(lambda: (weight * 2).sum().backward(), memory_breakdown=True)
+"""
+
+
+def test_the_perf_fixture_takes_device_kinds_and_memory_breakdown(pytester, inner_args):
+    pytester.makepyfile(test_fixture=textwrap.dedent(FIXTURE_KEYWORDS))
+    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED * test_on_a_gpu_only runs on cuda only, this is cpu"])
+    (measured,) = read_record(pytester.path / "reports" / "perfguard.json").results
+    assert measured.id == "test_with_a_memory_breakdown"
+    assert measured.memory_breakdown is not None and measured.memory_breakdown.error is None
+    assert measured.memory_breakdown.parameters + measured.memory_breakdown.gradients > 0
 
 
 def test_a_case_id_used_twice_is_an_error_of_the_second_naming_the_first(tmp_path, run_pytest):

@@ -326,3 +326,43 @@ def test_clocks_that_moved_over_a_run_are_said_once_with_the_command_that_locks_
     assert sum("clocks are not locked" in x for x in record_lines(run)) == 1
     assert render_html([run]).count("clocks are not locked") == 1
     assert render_markdown([run]).count("clocks are not locked") == 1
+
+
+def test_a_cpu_run_says_its_figures_are_rough_in_every_report_and_marks_the_unsettled_ones():
+    from perfguard.analysis.scaling import scalings
+    from perfguard.report.advice import scaling_line
+    from perfguard.report.terminal import record_lines
+
+    def on_cpu(case_id: str, n: int, stop: str) -> CaseResult:
+        r = result(f"{case_id}[n={n}]", CPU, median_ms=0.1 * n, flops=None, params={"n": n})
+        xs = tuple(x * (1 + 3 * (i % 2)) for i, x in enumerate(r.samples_ms))  # a host clock's spread
+        return dataclasses.replace(r, timer="host-clock", samples_ms=xs, latency=summarize(xs, stop))
+
+    cases = [on_cpu("mm", n, "budget") for n in (1, 2, 4)] + [on_cpu("calm", 1, "converged")]
+    run = dataclasses.replace(record(*cases, devices=(CPU,)), options={"cpu_threads": 1, "cpu_workers": 2})
+    lines = record_lines(run)
+    (said,) = [line for line in lines if line.startswith("CPU figures (host clock) are rough")]
+    widest = max(r.latency.ci_half_width_pct for r in cases)
+    assert f"3 of 4 case(s) ran out of budget before their interval settled (marked ~), intervals up to ±{widest:.0f}%" in said
+    assert "torch measured with 1 thread(s)" in said and "2 xdist workers measured on this CPU at once" in said
+    medians = {line.split()[0]: line.split()[2] for line in lines if line.startswith(("mm[", "calm["))}
+    assert {case: m.startswith("~") for case, m in medians.items()} == {"mm[n=1]": True, "mm[n=2]": True, "mm[n=4]": True,
+                                                                        "calm[n=1]": False}
+    (fit,) = scalings(cases, (CPU,))
+    assert "latency ~" in scaling_line(fit)  # a fit of rough medians is marked too
+    markdown = render_markdown([run])
+    assert markdown.count("CPU figures (host clock) are rough") == 1 and markdown.count("| ~") == 3
+    page = render_html([run])
+    assert page.count("<b>CPU</b>: CPU figures (host clock) are rough") == 1
+    assert page.count(html_report.ROUGH_TITLE.replace("'", "&#39;")) == 3 and ">~" in page
+
+
+def test_a_gpu_run_carries_no_cpu_warning_nor_marks():
+    from perfguard.report.advice import cpu_line
+    from perfguard.report.terminal import record_lines
+
+    slow = dataclasses.replace(result("slow"), latency=summarize([0.5, 0.9] * 10, "budget"))  # the mark is the host clock's
+    run = record(slow)
+    assert cpu_line(run.results) is None
+    assert not [line for line in record_lines(run) if "CPU figures" in line or "~" in line]
+    assert "CPU figures" not in render_markdown([run]) and "CPU figures" not in render_html([run])

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import subprocess
 import textwrap
 
 import pytest
@@ -67,18 +65,11 @@ def test_ctrl_c_during_an_update_writes_no_baseline_and_a_record_that_says_inter
 
 
 @pytest.fixture
-def read_only(tmp_path):
-    """A folder this process cannot write: chmod for a user, chattr +i for root (chmod does not stop root)."""
+def read_only(tmp_path, freeze):
+    """A folder this process cannot write (conftest.py's `freeze`)."""
     folder = tmp_path / "frozen"
     folder.mkdir()
-    folder.chmod(0o555)
-    if os.access(folder, os.W_OK):
-        folder.chmod(0o755)
-        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
-            pytest.skip("no way to make a folder read-only for this user here")
-    yield folder
-    subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
-    folder.chmod(0o755)
+    return freeze(folder)
 
 
 def test_a_baseline_that_cannot_be_written_fails_the_run_with_one_line_and_keeps_the_record(pytester, inner_args,

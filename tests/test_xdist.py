@@ -38,7 +38,8 @@ def test_two_workers_send_every_case_to_the_controller_once(tmp_path, run_pytest
     (tmp_path / "test_naps.py").write_text(SUITE)
     (tmp_path / "conftest.py").write_text(CONTROLLER_PROBE)
     # A new interpreter: the controller's probe asks which modules it loaded, and when.
-    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True)
+    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True,
+                        env={"OMP_NUM_THREADS": None})
     assert result.ret == 0, "\n".join(result.outlines[-30:])
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     assert sorted(r.id for r in record.results) == [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]
@@ -51,6 +52,17 @@ def test_two_workers_send_every_case_to_the_controller_once(tmp_path, run_pytest
     # case; the verdicts' statistics need no scipy on the controller.
     first = (tmp_path / "controller-modules.json").read_text().splitlines()[0]
     assert first == '["jinja2"]'
+
+
+def test_two_workers_measuring_on_one_cpu_are_told_they_timed_each_other(tmp_path, run_pytest):
+    (tmp_path / "test_naps.py").write_text(SUITE)
+    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", env={"OMP_NUM_THREADS": None})
+    assert result.ret == 0, "\n".join(result.outlines[-30:])
+    (said,) = [line for line in result.outlines if line.startswith("CPU figures (host clock) are rough")]
+    assert "2 xdist workers measured on this CPU at once and timed each other's work: use -n 0" in said
+    assert "torch measured with 1 thread(s)" in said  # the workers' choice, sent to the controller
+    options = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record").options
+    assert (options["cpu_workers"], options["cpu_threads"]) == (2, 1)
 
 
 def test_version_strings_leave_as_plain_str():

@@ -16,7 +16,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from perfguard import units
+from perfguard import defaults, units
 from perfguard.analysis import noise
 from perfguard.errors import BaselineError
 from perfguard.model import (
@@ -36,8 +36,8 @@ STATUSES = VERDICT_STATUSES
 # tolerance, not the tolerance itself: stable memory-bound kernels repeat within 0.1-0.7% from run
 # to run, and a 5% floor (the default before baselines kept several runs) hid 3-5% slowdowns the
 # noise would have let the gate see; noisy cases get their wider tolerance from their runs.
-DEFAULT_THRESHOLD_PCT = 1.0
-DEFAULT_MEMORY_THRESHOLD_PCT = 5.0
+DEFAULT_THRESHOLD_PCT = defaults.THRESHOLD_PCT
+DEFAULT_MEMORY_THRESHOLD_PCT = defaults.MEMORY_THRESHOLD_PCT
 # Peak memory below this much change never flips a verdict: allocator rounding (512 B blocks, 2 MiB
 # segments for large tensors) moves tiny cases by whole percents without anything having changed.
 MEMORY_FLOOR_BYTES = 64 * 1024

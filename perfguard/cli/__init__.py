@@ -15,13 +15,15 @@
 pytest in a worktree of REF and in the working tree by turns. The others work on stored files.
 
 Exit status: 0 done, 1 `compare` or `ab` found a regression or `history` a drift, 2 a usage or file
-error (one line on stderr, no traceback). It imports neither pytest nor torch, so it is quick to start
+error (one line on stderr, no traceback), 141 (128 + SIGPIPE, as a shell reports a killed writer) when
+the reader of its output went away (`perfguard show RUN.json | head -1`), without a traceback. It imports neither pytest nor torch, so it is quick to start
 and runs anywhere.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -32,12 +34,32 @@ from perfguard.errors import PerfguardError
 __all__ = ["main", "read_record"]
 
 
+BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            sys.stdout.flush()  # here, not at exit, where a closed pipe prints a traceback of its own
+    except BrokenPipeError:
+        # The reader stopped reading (`| head -1`): what is left to print goes nowhere, quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+
+
+def _main(argv: list[str]) -> int:
     pytest_args: list[str] = []
     if argv[:1] == ["ab"] and "--" in argv:  # everything after `--` is pytest's, untouched by argparse
         argv, pytest_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if argv[:1] != ["ab"]:
+            parser.parse_args(argv)  # argparse's own message (and exit 2) for what it does not know
+        parser.exit(2, f"perfguard ab: pytest's arguments go after `--`, e.g. perfguard ab --base origin/main -- suites/ "
+                       f"-k add (got {' '.join(extra)} before it)\n")
     args.pytest_args = pytest_args
     try:
         return args.command(args)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from perfguard import defaults
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
 
-DEFAULT_BASELINES = "baselines"
-DEFAULT_KEEP_RUNS = 10  # perfguard.store's, without importing the store (filelock) to draw the help
+DEFAULT_BASELINES = defaults.BASELINES_DIR
 
 
 def read_record(path: Path | str) -> RunRecord:
@@ -21,7 +24,29 @@ def read_record(path: Path | str) -> RunRecord:
         raise ConfigError(f"{path}: no such file; pass a run record such as reports/perfguard.json") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: cannot read it as a run record ({getattr(exc, 'strerror', None) or exc})") from None
-    return loads_record(text, str(path))
+    try:
+        return loads_record(text, str(path))
+    except BaselineError:
+        if file_kind(text) != "baseline":
+            raise
+    raise ConfigError(f"{path}: a baseline file, not a run record; list its cases with "
+                      f"`perfguard baseline show --baselines {path.parent} --device {path.stem}`")
+
+
+def file_kind(text: str) -> str | None:
+    """"baseline" or "record" when `text` is a JSON object shaped like one at the top, else None: for
+    pointing a command given the other kind of file at the command that reads it."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if "cases" in data and "device" in data:
+        return "baseline"
+    if "results" in data and "created_at" in data:
+        return "record"
+    return None
 
 
 def summary(tally: dict[str, int]) -> str:
@@ -33,11 +58,17 @@ def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
 
 
-def percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 1000:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as 5, got {text!r}")
-    return value
+def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """One of perfguard.defaults' parsers (which the plugin's options use too) as an argparse type."""
+
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parsed
+
+
+percent = argument(defaults.percent)
+seconds = argument(defaults.seconds)

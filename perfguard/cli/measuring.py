@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perfguard import units
-from perfguard.ab import DEFAULT_ROUNDS
-from perfguard.cli.common import DEFAULT_BASELINES, columns, percent
+from perfguard import defaults, units
+from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, percent, seconds
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -18,7 +17,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     from perfguard.store import calibrate as store_calibration
 
     device = detect(default_kind())
-    print(f"calibrating {device.name} ({device.slug}): a large copy and an n×n×n matmul per dtype")
+    threads = ""
+    if device.kind == "cpu":  # as `pytest --perfguard` measures on a CPU, so that its copy_util compares like with like
+        from perfguard.measure.torch_state import measuring_threads
+
+        threads = f", with {measuring_threads()} torch thread(s)"
+    print(f"calibrating {device.name} ({device.slug}): a large copy and an n×n×n matmul per dtype{threads}")
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     calibration, results = calibrate(device, now, budget_s=args.budget)
     theoretical = device.peak_bandwidth_gbps
@@ -32,7 +36,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     for line in columns(("roof", "measured", "of spec", "spec"), rows):
         print(f"  {line}")
     path = store_calibration(args.baselines, device, calibration)
-    print(f"stored in {path}: `pytest --perfguard` now places cases against these roofs on {device.slug}")
+    if device.kind == "cuda":
+        print(f"stored in {path}: `pytest --perfguard` now places cases against these roofs on {device.slug}")
+    else:  # a CPU gets no roofline (analysis/roofline.py): only the copy is used
+        print(f"stored in {path}: a CPU gets no roofline; `pytest --perfguard` on {device.slug} now gives each case's "
+              "achieved GB/s as a share of this copy (copy_util)")
     return 0
 
 
@@ -46,22 +54,12 @@ def _ab(args: argparse.Namespace) -> int:
         return 130
 
 
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"expected a number of rounds from 1 to 100, got {text!r}")
-    return value
-
-
 def add_commands(commands: argparse._SubParsersAction) -> None:
     calibrate = commands.add_parser("calibrate", help="measure this device's copy bandwidth and matmul rates; store them with its baseline")
     calibrate.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
                            help=f"baseline folder (default: {DEFAULT_BASELINES})")
-    calibrate.add_argument("--budget", metavar="SECONDS", type=float, default=2.0,
-                           help="wall-time budget per measurement (default: 2)")
+    calibrate.add_argument("--budget", metavar="SECONDS", type=seconds, default=defaults.CALIBRATE_BUDGET_S,
+                           help=f"wall-time budget per measurement (default: {defaults.CALIBRATE_BUDGET_S:g})")
     calibrate.set_defaults(command=_calibrate)
 
     ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
@@ -70,10 +68,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "alternating rounds of `pytest --perfguard`, and give the verdicts between them. "
                              "Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`.")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
-    ab.add_argument("--rounds", metavar="N", type=_rounds, default=DEFAULT_ROUNDS,
-                    help="rounds per side, base and head alternating (default: 2, i.e. base head head base)")
+    ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 1, 100)),
+                    default=defaults.AB_ROUNDS,
+                    help=f"rounds per side, base and head alternating (default: {defaults.AB_ROUNDS}, i.e. base head head base)")
     ab.add_argument("--threshold", metavar="PCT", type=percent, default=None,
-                    help="latency change that counts, in percent (default: 5, or the case's own)")
+                    help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
+                    "or the case's own)")
     ab.add_argument("--report", metavar="DIR", default="reports",
                     help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the reports (default: reports)")
     ab.set_defaults(command=_ab)

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from perfguard import units
-from perfguard.cli.common import DEFAULT_BASELINES, DEFAULT_KEEP_RUNS, columns, percent, read_record, summary
+from perfguard import defaults, units
+from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import BaselineEntry, CaseResult, DeviceInfo
 
@@ -116,13 +116,26 @@ def _baseline_merge(args: argparse.Namespace) -> int:
 
     others = []
     for name in args.files:
-        baseline = load_file(name)
+        try:
+            baseline = load_file(name)
+        except BaselineError:
+            if _file_kind(name) != "record":
+                raise
+            raise ConfigError(f"{name}: a run record, not a baseline file; add its runs with "
+                              f"`perfguard baseline accept {name}`") from None
         if baseline is None:
             raise ConfigError(f"{name}: no such file; pass baseline files such as other-host/nvidia-h200.json")
         others.append(baseline)
     path = merge_files(args.baselines, others, keep_runs=args.keep_runs)
     print(f"merged {len(others)} file(s) into {path}")
     return 0
+
+
+def _file_kind(name: str) -> str | None:
+    try:
+        return file_kind(Path(name).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -132,10 +145,8 @@ def _compare(args: argparse.Namespace) -> int:
     verdicts = verdict.ordered(verdict.compare_records(
         base,
         head,
-        threshold_pct=verdict.DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold,
-        memory_threshold_pct=(
-            verdict.DEFAULT_MEMORY_THRESHOLD_PCT if args.memory_threshold is None else args.memory_threshold
-        ),
+        threshold_pct=defaults.THRESHOLD_PCT if args.threshold is None else args.threshold,
+        memory_threshold_pct=defaults.MEMORY_THRESHOLD_PCT if args.memory_threshold is None else args.memory_threshold,
         baseline_file=str(args.base),
         head_file=str(args.head),
     ))
@@ -163,16 +174,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return value
-
-
 def add_commands(commands: argparse._SubParsersAction) -> None:
     show = commands.add_parser("show", help="print a run record as the terminal table")
     show.add_argument("run", metavar="RUN.json")
@@ -191,8 +192,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     merge = actions.add_parser("merge", help="fold baseline files of this GPU model from other hosts into its baseline")
     merge.add_argument("files", metavar="FILE.json", nargs="+")
     for sub in (accept, merge):
-        sub.add_argument("--keep-runs", metavar="N", type=_at_least_one, default=DEFAULT_KEEP_RUNS,
-                         help=f"runs kept per case (default: {DEFAULT_KEEP_RUNS})")
+        sub.add_argument("--keep-runs", metavar="N", type=argument(lambda text: defaults.count(text, 1)),
+                         default=defaults.KEEP_RUNS, help=f"runs kept per case (default: {defaults.KEEP_RUNS})")
     for sub in (listing, accept, merge):
         sub.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
                          help=f"baseline folder (default: {DEFAULT_BASELINES})")
@@ -200,14 +201,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     accept.set_defaults(command=_baseline_accept)
     merge.set_defaults(command=_baseline_merge)
 
-    # Defaults come from perfguard.analysis.verdict, imported only when comparing (it loads numpy).
     compare = commands.add_parser("compare", help="verdicts between two run records; exit 1 on a regression")
     compare.add_argument("base", metavar="BASE.json")
     compare.add_argument("head", metavar="HEAD.json")
     compare.add_argument("--threshold", metavar="PCT", type=percent, default=None,
-                         help="the smallest latency change that matters, in percent (default: 1, or the case's own)")
+                         help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
-                         help="peak-memory growth that counts, in percent (default: 5, or the case's own)")
+                         help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
     compare.set_defaults(command=_compare)
 
     report = commands.add_parser("report", help="render run records as one HTML report (several GPUs, workers or runs merge)")

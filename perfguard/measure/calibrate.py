@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from perfguard import defaults
 from perfguard.analysis.peaks import DTYPES
 from perfguard.case import CaseInstance, build_spec
 from perfguard.errors import MeasurementError
@@ -32,7 +33,7 @@ TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.flo
 GPU_DTYPES = DTYPES  # every dtype the peak table has a roof for
 # CPU matmuls in half precision are emulated on most CPUs: not a roof worth storing.
 CPU_DTYPES = ("fp32", "fp64")
-DEFAULT_BUDGET_S = 2.0
+DEFAULT_BUDGET_S = defaults.CALIBRATE_BUDGET_S
 
 
 def calibrate(device: DeviceInfo, measured_at: str, budget_s: float = DEFAULT_BUDGET_S) -> tuple[Calibration, list[CaseResult]]:

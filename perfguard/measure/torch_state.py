@@ -10,6 +10,7 @@ every case after it, and the order of the suite would decide the verdicts. The r
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,17 @@ SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
     "anomaly detection": (torch.is_anomaly_enabled, lambda on: torch.set_anomaly_enabled(on)),
     "cudnn.benchmark": (lambda: torch.backends.cudnn.benchmark, _set_cudnn_benchmark),
 }
+
+
+def measuring_threads() -> int:
+    """The threads torch measures with on a CPU, set for this process: one, unless OMP_NUM_THREADS says
+    otherwise (the user's choice, which torch has already read). On a small or shared machine OpenMP's
+    threads are descheduled by whatever else runs (a multi-threaded op's median moved up to 8x between
+    runs on a 2-core VM). A case may still set its own count for its calls; it is put back after it,
+    like any setting here."""
+    if not os.environ.get("OMP_NUM_THREADS", "").strip():
+        torch.set_num_threads(1)
+    return torch.get_num_threads()
 
 
 @dataclasses.dataclass(frozen=True)

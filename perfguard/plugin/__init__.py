@@ -34,6 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
     if not hasattr(config, "workerinput"):
         workers.refuse_shared_gpus(config, state.options)
+        state.cpu_workers = workers.cpu_workers(config, state.options)
 
 
 # pytest-xdist's hooks (perfguard/plugin/workers.py); optional, so that perfguard runs without xdist.

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from perfguard.case import CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label
+from perfguard.case import OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.session import CaseFailure, State
 
@@ -74,14 +74,14 @@ def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[p
             continue
         item = PerfCaseItem.from_parent(collector, name=instance.id, instance=instance)
         if state.kind not in spec.device_kinds:
-            reason = f"{instance.id} runs on {', '.join(spec.device_kinds)} only, this is {state.kind}"
-            item.add_marker(pytest.mark.skip(reason=reason))
+            item.add_marker(pytest.mark.skip(reason=_elsewhere(instance.id, spec, state.kind)))
         items.append(item)
     return items
 
 
-# The fixture measures one callable per call; it takes every decorator keyword but the grid.
-FIXTURE_OPTIONS = ("bytes", "flops", "cache", "mode", "threshold", "memory_threshold", "budget_s", "check")
+# The fixture measures one callable per call; it takes every decorator keyword but the grid (and the
+# name, which is its own argument).
+FIXTURE_OPTIONS = tuple(k for k in OPTIONS if k not in ("name", "params"))
 
 
 class Perf:
@@ -111,9 +111,14 @@ class Perf:
         location = f"{_relative(caller.f_code.co_filename)}:{caller.f_lineno}"
         try:
             spec = self._spec(fn, name, options, f"perf() in {node.nodeid} ({location})", location)
-            return self._state.run(node, CaseInstance(spec))
+            if self.device not in spec.device_kinds:
+                reason, skipped = _elsewhere(spec.name, spec, self.device), True
+            else:
+                return self._state.run(node, CaseInstance(spec))
         except (ConfigError, CaseFailure) as exc:  # a misuse of the fixture, or the case's failure: one line,
-            reason = str(exc)  # not perfguard's source (and failed outside this block, so without a chain)
+            reason, skipped = str(exc), False  # not perfguard's source (and failed outside this block, so without a chain)
+        if skipped:
+            pytest.skip(reason)
         pytest.fail(reason, pytrace=False)
 
     def _spec(self, fn: Any, name: str | None, options: dict[str, Any], where: str, location: str) -> CaseSpec:
@@ -124,6 +129,11 @@ class Perf:
         if self._calls > 1 and name is None:
             raise ConfigError(f"{where}: called more than once; give each call its own name=")
         return build_spec(lambda: fn, options, default_name=name or self._request.node.name, location=location)
+
+
+def _elsewhere(case_id: str, spec: CaseSpec, kind: str) -> str:
+    """Why a case declared for other devices (`device_kinds`) is skipped here."""
+    return f"{case_id} runs on {', '.join(spec.device_kinds)} only, this is {kind}"
 
 
 def _relative(path: str) -> str:

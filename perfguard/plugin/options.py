@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from perfguard import defaults
 
 # A case's default timeout, in budgets: a case's setup, first call (compilation) and memory passes lie
 # outside its budget, so the timeout allows for them many times over; only a call that does not end
@@ -18,16 +21,21 @@ TIMEOUT_BUDGETS = 120
 # dashes; the underscore spelling (perfguard_budget) is accepted too, as pytest users expect.
 _OPTIONS: dict[str, tuple[str, Any, str]] = {
     "perfguard": ("bool", False, "measure perf cases (without it they run once, as functional tests)"),
-    "perfguard-baselines": ("string", "baselines", "folder of the per-GPU baseline files (default: baselines)"),
+    "perfguard-baselines": ("string", defaults.BASELINES_DIR,
+                            f"folder of the per-GPU baseline files (default: {defaults.BASELINES_DIR})"),
     "perfguard-update": ("bool", False, "write this run's figures into this GPU's baseline file"),
-    "perfguard-report": ("string", "reports", "folder for perfguard.json and the reports (default: reports)"),
-    "perfguard-threshold": ("string", 1.0, "the smallest latency change that matters, in percent (default: 1); "
+    "perfguard-report": ("string", defaults.REPORT_DIR,
+                         f"folder for perfguard.json and the reports (default: {defaults.REPORT_DIR})"),
+    "perfguard-threshold": ("string", defaults.THRESHOLD_PCT,
+                            f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}); "
                             "a case's tolerance is this or what its run-to-run noise needs, whichever is larger"),
-    "perfguard-budget": ("string", 0.5, "wall-time budget per case in seconds (default: 0.5)"),
+    "perfguard-budget": ("string", defaults.BUDGET_S, f"wall-time budget per case in seconds (default: {defaults.BUDGET_S:g})"),
     "perfguard-profile": ("string", None, "re-run cases under torch.profiler: none, regressed or all "
                           "(default: regressed where the CI environment variable is set, else none)"),
-    "perfguard-baseline-runs": ("string", 10, "runs kept per case in a baseline; each --perfguard-update adds one (default: 10)"),
-    "perfguard-confirm": ("string", 2, "re-measurements that must agree before a slower case fails; 0: fail at once (default: 2)"),
+    "perfguard-baseline-runs": ("string", defaults.KEEP_RUNS,
+                                f"runs kept per case in a baseline; each --perfguard-update adds one (default: {defaults.KEEP_RUNS})"),
+    "perfguard-confirm": ("string", defaults.CONFIRM,
+                          f"re-measurements that must agree before a slower case fails; 0: fail at once (default: {defaults.CONFIRM})"),
     "perfguard-timeout": ("string", None, "stop a case still running after SECONDS and fail it, the others run on "
                           f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)"),
     "perfguard-allow-shared-gpu": ("bool", False, "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
@@ -49,8 +57,8 @@ class Options:
     budget_s: float
     profile: str = "none"  # which cases to re-run under the profiler: "none", "regressed" or "all"
     allow_shared_gpu: bool = False
-    keep_runs: int = 10  # runs a baseline keeps per case
-    confirm: int = 2  # re-measurements of a case that looks regressed before it fails
+    keep_runs: int = defaults.KEEP_RUNS  # runs a baseline keeps per case
+    confirm: int = defaults.CONFIRM  # re-measurements of a case that looks regressed before it fails
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
 
     @classmethod
@@ -71,12 +79,12 @@ class Options:
             update=update,
             baselines_dir=Path(root, _value(config, "perfguard-baselines")),
             report_dir=Path(root, _value(config, "perfguard-report")),
-            threshold_pct=_positive(config, "perfguard-threshold", "a percentage such as 5"),
-            budget_s=_positive(config, "perfguard-budget", "a number of seconds such as 0.5"),
+            threshold_pct=_parsed(config, "perfguard-threshold", defaults.percent),
+            budget_s=_parsed(config, "perfguard-budget", defaults.seconds),
             profile=_profile(config),
             allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
-            keep_runs=_count(config, "perfguard-baseline-runs", 1),
-            confirm=_count(config, "perfguard-confirm", 0),
+            keep_runs=_parsed(config, "perfguard-baseline-runs", lambda raw: defaults.count(raw, 1)),
+            confirm=_parsed(config, "perfguard-confirm", lambda raw: defaults.count(raw, 0)),
             timeout_s=_timeout(config),
         )
 
@@ -98,7 +106,8 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             group.addoption(f"--{name}", metavar=_METAVARS[name], default=None, help=text)
         parser.addini(name, text, type=kind, default=None)
-        parser.addini(name.replace("-", "_"), f"alias of {name}", type=kind, default=None)
+        if "-" in name:  # `perfguard` has no other spelling
+            parser.addini(name.replace("-", "_"), f"same as {name}: {text}", type=kind, default=None)
 
 
 def _value(config: pytest.Config, name: str) -> Any:
@@ -112,42 +121,17 @@ def _value(config: pytest.Config, name: str) -> Any:
     return _OPTIONS[name][1]
 
 
-def _positive(config: pytest.Config, name: str, example: str) -> float:
-    raw = _value(config, name)
-    value = _number(raw)
-    if not value > 0 or value == float("inf"):
-        raise pytest.UsageError(f"--{name} (or ini {name}) must be {example}, got {raw!r}")
-    return value
-
-
-def _count(config: pytest.Config, name: str, least: int) -> int:
+def _parsed(config: pytest.Config, name: str, parse: Callable[[Any], Any]) -> Any:
+    """The option's value through one of perfguard.defaults' parsers (the console command uses them too)."""
     raw = _value(config, name)
     try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = least - 1
-    if value < least:
-        raise pytest.UsageError(f"--{name} (or ini {name}) must be a whole number of at least {least}, got {raw!r}")
-    return value
-
-
-def _number(raw: Any) -> float:
-    """`raw` as a float; NaN (which every range check refuses) when it is not a number."""
-    try:
-        return float(raw)
-    except (TypeError, ValueError):
-        return float("nan")
+        return parse(raw)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--{name} (or ini {name}) {exc}") from None
 
 
 def _timeout(config: pytest.Config) -> float | None:
-    raw = _value(config, "perfguard-timeout")
-    if raw is None:
-        return None
-    value = _number(raw)
-    if not 0 <= value < float("inf"):
-        raise pytest.UsageError(f"--perfguard-timeout (or ini perfguard-timeout) must be a number of seconds such as 60, "
-                                f"or 0 for none, got {raw!r}")
-    return value
+    return None if _value(config, "perfguard-timeout") is None else _parsed(config, "perfguard-timeout", defaults.timeout)
 
 
 def _profile(config: pytest.Config) -> str:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 RESULT_KEY = "perfguard"
 DEVICE_KEY = "perfguard_device"
 VERDICTS_KEY = "perfguard_verdicts"
+THREADS_KEY = "perfguard_cpu_threads"
 
 
 # At most this many cases per process are re-measured before they may fail: a change that slows
@@ -57,6 +58,8 @@ class State:
         self.record: RunRecord | None = None
         self.fits: list[Scaling] | None = None  # the record's scaling fits, fitted once for the three renderers
         self._kind: str | None = None
+        self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU (measure.torch_state)
+        self.cpu_workers = 0  # xdist workers measuring on one CPU at once (set by pytest_configure)
         self._confirmations = CONFIRM_CASES  # cases this process may still re-measure
         self._baselines: dict[str, BaselineFile | None | BaselineError] = {}
         # On an xdist worker perfguard gave one GPU: that GPU's entry, checked at the first case.
@@ -93,6 +96,12 @@ class State:
             self._pinned = None  # CUDA is up and sees its one GPU: that cannot change in this process
         budget_s = instance.spec.budget_s or self.options.budget_s
         timeout_s = self.options.timeout_for(budget_s)
+        if self.options.enabled and self.kind == "cpu":
+            if self.cpu_threads is None:
+                from perfguard.measure.torch_state import measuring_threads
+
+                self.cpu_threads = measuring_threads()
+            item.user_properties.append((THREADS_KEY, self.cpu_threads))
         if self.options.enabled:
             baseline = self._baseline(device)
             if isinstance(baseline, BaselineFile) and baseline.calibration:
@@ -211,6 +220,8 @@ class State:
             elif key == DEVICE_KEY:
                 device = from_jsonable(DeviceInfo, value, "test report")
                 self.devices[device.uuid or device.slug] = device
+            elif key == THREADS_KEY and isinstance(value, int):
+                self.cpu_threads = value
             elif key == VERDICTS_KEY:
                 verdicts = [from_jsonable(Verdict, v, "test report") for v in value]
                 if verdicts:
@@ -282,8 +293,14 @@ class State:
             self.unwritten_baselines.append(path)
 
     def _recorded_options(self) -> dict[str, Any]:
-        return {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
-                "profile": self.options.profile}
+        options = {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
+                   "profile": self.options.profile}
+        # How a CPU run measured, for the reports' warning about its figures (report.advice.cpu_line).
+        if self.cpu_threads is not None:
+            options["cpu_threads"] = self.cpu_threads
+        if self.cpu_workers > 1:
+            options["cpu_workers"] = self.cpu_workers
+        return options
 
     def _models(self) -> dict[str, DeviceInfo]:
         """One device per model (slug): several GPUs of one model share a baseline file."""

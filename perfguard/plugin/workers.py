@@ -64,6 +64,15 @@ def refuse_shared_gpus(config: pytest.Config, options: Options) -> None:
         raise pytest.UsageError(refusal(workers, visible))
 
 
+def cpu_workers(config: pytest.Config, options: Options) -> int:
+    """How many local workers will measure on this machine's CPU at once (no GPU is visible), timing each
+    other's work; 0 when that is not the case. Not refused: the run's end says what it did to the figures."""
+    if not options.enabled:
+        return 0
+    workers = local_worker_count(config)
+    return workers if workers > 1 and not _visible(config) else 0
+
+
 def local_worker_count(config: pytest.Config) -> int:
     """How many workers xdist will start on this machine (0 without xdist or distribution)."""
     if config.getoption("dist", "no") == "no" or not config.getoption("tx", None):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from typing import TYPE_CHECKING
 
@@ -59,6 +59,44 @@ def clock_line(results: Iterable[CaseResult]) -> str | None:
     return (f"clocks are not locked: the SM clock ran at {low:.0f}-{high:.0f} MHz over this run{held}; compute-bound "
             "cases move with it and get wide tolerances. A runner admin can lock them with "
             f"`sudo nvidia-smi --lock-gpu-clocks={low:.0f},{low:.0f}` (a clock the card holds under load)")
+
+
+# The mark of a figure timed on a CPU's host clock whose interval did not settle (`rough`).
+ROUGH = "~"
+
+
+def rough(result: CaseResult) -> bool:
+    """Whether a case's latency was timed on a CPU's host clock and its budget ran out before its 95%
+    interval settled (on a 2-core VM, 23 of 26 suite cases did, with intervals up to ±575%), so it is
+    shown marked."""
+    lat = result.latency
+    return result.timer == "host-clock" and lat is not None and lat.stop_reason != "converged"
+
+
+def cpu_line(results: Iterable[CaseResult], options: Mapping[str, object] | None = None) -> str | None:
+    """One line for a run measured on a CPU: how far to trust its figures, and what it did about it
+    (torch's threads, xdist workers sharing the CPU); None when no case was timed on the host clock.
+
+    A CPU's figures are not GPU figures: the host clock times the op with whatever else the machine
+    runs, and on a small VM the spread is wide enough to turn a scaling fit from x^1.45 to cubic
+    between two runs. The gate knows (a CPU's tolerances are wide); the reader is told here."""
+    timed = [r for r in results if r.timer == "host-clock" and r.latency is not None]
+    if not timed:
+        return None
+    options = options or {}
+    unsettled = [r for r in timed if rough(r)]
+    widest = max(r.latency.ci_half_width_pct for r in timed)  # type: ignore[union-attr]
+    text = (f"CPU figures (host clock) are rough: {len(unsettled)} of {len(timed)} case(s) ran out of budget before "
+            f"their interval settled (marked {ROUGH}), intervals up to ±{units.number(widest, 0 if widest >= 10 else 1)}%, "
+            "and a CPU's medians move between runs with what else the machine runs: read its medians, verdicts and "
+            "scaling fits as indications, not as a GPU's figures")
+    threads = options.get("cpu_threads")
+    if isinstance(threads, int):
+        text += f"; torch measured with {threads} thread(s) (OMP_NUM_THREADS sets it)"
+    workers = options.get("cpu_workers")
+    if isinstance(workers, int) and workers > 1:
+        text += f"; {workers} xdist workers measured on this CPU at once and timed each other's work: use -n 0 for figures to keep"
+    return text
 
 
 RUN_LINES = {
@@ -118,7 +156,7 @@ def scaling_line(s: Scaling) -> str:
     """One line: how latency and memory grow, and how far the parameter can go on this device."""
     parts = []
     if s.latency:
-        parts.append(f"latency {s.latency.label} in {s.parameter} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})")
+        parts.append(f"latency {_marked(s)}{s.latency.label} in {s.parameter} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})")
     if s.memory:
         parts.append(f"memory {s.memory.label} (k={s.memory.exponent:.2f})")
     if s.bytes_per_unit is not None:
@@ -132,11 +170,16 @@ def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str]:
     """The HTML report's row: series, latency growth, memory growth, bytes per unit at the top, how far it fits."""
     return (
         s.title,
-        f"{s.latency.label} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})" if s.latency else "",
+        f"{_marked(s)}{s.latency.label} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})" if s.latency else "",
         f"{s.memory.label} (k={s.memory.exponent:.2f})" if s.memory else "",
         units.size(s.bytes_per_unit) if s.bytes_per_unit is not None else "",
         f"{s.parameter} ≈ {_round(s.fits_up_to):,}" if s.fits_up_to is not None else "",
     )
+
+
+def _marked(s: Scaling) -> str:
+    """The latency fit of a CPU's series is marked rough: its points are host-clock medians (`cpu_line`)."""
+    return ROUGH if s.device.startswith("cpu-") else ""
 
 
 def _round(x: float) -> int:

@@ -22,6 +22,7 @@ from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, view
 from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_cells
+from perfguard.report.advice import ROUGH, cpu_line, rough
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
@@ -59,6 +60,7 @@ COLUMNS = (
     Column("memory", "peak mem", "peak memory allocated by one call; lower is better"),
     Column("bound", "bound", "roofline bound: memory, compute or latency (launch)", False),
 )
+ROUGH_TITLE = "timed on a CPU's host clock; its budget ran out before its interval settled: a rough figure"
 # With several GPUs side by side, each gets the columns that compare across devices; the rest are
 # in the case's detail view.
 COMPACT = ("verdict", "median", "change", "gbps", "util")
@@ -118,6 +120,7 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
     notes += case_lines(e.result for e in merged.entries() if e.result)
     advice, scaling = _advice(merged, devices, fits)
     clocks = clock_line(e.result for e in merged.entries() if e.result)
+    cpu = [line for line in (cpu_line(r.results, r.options) for r in records) if line]
     context = {
         "headline": headline,
         "devices": devices,
@@ -131,6 +134,7 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
         "attention": _attention(rows, len(devices) > 1),
         "advice": advice,
         "clocks": clocks,
+        "cpu": cpu,
         "scaling": scaling,
         "scaling_open": len(scaling) <= NAMED,
         "css": _static("report.css"),
@@ -180,6 +184,8 @@ def _cell(column: Column, entry: Entry | None) -> Cell:
         return Cell(view.label(entry.status), str(view.rank(entry.status)), title=messages, badge=entry.status)
     if key == "median":
         ms = view.median(r)
+        if r is not None and rough(r):  # a CPU's figure whose interval did not settle (advice.cpu_line)
+            return Cell(ROUGH + units.duration(ms), _num(ms), note=view.ci_text(r), title=ROUGH_TITLE)
         return Cell(units.duration(ms), _num(ms), note=view.ci_text(r) if ms is not None else "")
     if key == "change":
         v = entry.verdict("latency")

@@ -22,6 +22,7 @@ from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import view
 from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_lines
+from perfguard.report.advice import ROUGH, cpu_line, rough
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         if shown < len(chosen):
             out.force(f"- … and {len(chosen) - shown} more: see the HTML report")
     results = [e.result for e in entries if e.result is not None]
-    for advice in (launch_line(results), clock_line(results)):
+    for advice in (launch_line(results), clock_line(results), *(cpu_line(r.results, r.options) for r in records)):
         if advice:
             out.force("", f"_{_text(advice)}_")
     notes = case_lines(results)
@@ -140,7 +141,8 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
     for e in entries:
         r = e.result
         cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
-        cells += [view.label(e.status), f"{units.duration(view.median(r))} {view.ci_text(r)}",
+        mark = ROUGH if r is not None and rough(r) else ""
+        cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
                   view.change(e.verdict("latency")), view.detects(e.verdict("latency")),
                   units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util"))]

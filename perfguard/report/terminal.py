@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_lines
+from perfguard.report.advice import ROUGH, cpu_line, rough
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -34,7 +35,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
             (
                 r.id,
                 status.get(r.id, "-"),
-                units.duration(r.latency.median_ms),
+                (ROUGH if rough(r) else "") + units.duration(r.latency.median_ms),
                 f"±{r.latency.ci_half_width_pct:.2f}%",
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
                 units.number(m.gbps if m else None),
@@ -81,9 +82,9 @@ def summary(
     advice = launch_line(results)
     if advice:
         lines.append((advice, {"cyan": True}))
-    clocks = clock_line(results)
-    if clocks:
-        lines.append((clocks, {"yellow": True}))
+    for warning in (clock_line(results), cpu_line(results, record.options if record else None)):
+        if warning:
+            lines.append((warning, {"yellow": True}))
     lines += [(line, {"yellow": True}) for line in case_lines(results)]
     if fits is None:
         fits = ranked_scalings(results, devices)

@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 
+from perfguard import defaults
 from perfguard.errors import BaselineError
 from perfguard.model import (
     MAX_BASELINE_SAMPLES,
@@ -43,7 +44,7 @@ from perfguard.store.lock import LockTimeout, held
 LOCK_TIMEOUT_S = 60.0
 # Runs kept per case. Ten give a spread estimate within about ±25% of the truth; older runs would
 # mostly describe code and drivers that have since changed.
-DEFAULT_KEEP_RUNS = 10
+DEFAULT_KEEP_RUNS = defaults.KEEP_RUNS
 NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
 
 

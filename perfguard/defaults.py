@@ -1,0 +1,74 @@
+"""The default values of perfguard's options, and the parsers that the plugin and the console command share.
+
+One place for both, so that `--perfguard-threshold 0` and `perfguard compare --threshold 0` get one
+answer. It imports nothing but the standard library: the console command draws its help from it
+without loading numpy, scipy, torch or pytest. A parser returns the value, or raises ValueError with
+what was expected (`a percentage above 0, such as 1, got '0'`); the plugin puts the option's name in
+front of that and raises pytest.UsageError, the console command hands it to argparse.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+THRESHOLD_PCT = 1.0  # the smallest latency change that matters, percent
+MEMORY_THRESHOLD_PCT = 5.0  # peak-memory growth that counts, percent
+BUDGET_S = 0.5  # wall time per case
+CALIBRATE_BUDGET_S = 2.0  # wall time per calibration measurement
+KEEP_RUNS = 10  # runs a baseline keeps per case
+CONFIRM = 2  # re-measurements that must agree before a slower case fails
+AB_ROUNDS = 2  # rounds per side of `perfguard ab`
+BASELINES_DIR = "baselines"
+REPORT_DIR = "reports"
+
+
+def percent(raw: Any) -> float:
+    """A threshold: a finite percentage above 0 (0 would make every tolerance the noise's alone, which
+    the gate never does: the threshold is the change that matters to a person)."""
+    value = _number(raw)
+    if not 0 < value < math.inf:
+        raise ValueError(f"must be a percentage above 0, such as 1, got {_shown(raw)}")
+    return value
+
+
+def seconds(raw: Any) -> float:
+    """A time budget: a finite number of seconds above 0."""
+    value = _number(raw)
+    if not 0 < value < math.inf:
+        raise ValueError(f"must be a number of seconds above 0, such as 0.5, got {_shown(raw)}")
+    return value
+
+
+def timeout(raw: Any) -> float:
+    """A timeout: a finite number of seconds, 0 for none."""
+    value = _number(raw)
+    if not 0 <= value < math.inf:
+        raise ValueError(f"must be a number of seconds such as 60, or 0 for none, got {_shown(raw)}")
+    return value
+
+
+def count(raw: Any, least: int, most: int | None = None) -> int:
+    """A whole number from `least` (to `most`)."""
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = least - 1
+    if value < least or (most is not None and value > most):
+        span = f"from {least} to {most}" if most is not None else f"of at least {least}"
+        raise ValueError(f"must be a whole number {span}, got {_shown(raw)}")
+    return value
+
+
+def _number(raw: Any) -> float:
+    """`raw` as a float; NaN (which every range check refuses) when it is not a number. A bool is not one."""
+    if isinstance(raw, bool):
+        return math.nan
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _shown(raw: Any) -> str:
+    return repr(raw) if isinstance(raw, str) else repr(str(raw))
