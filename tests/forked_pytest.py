@@ -1,14 +1,17 @@
 """Inner pytest runs in processes forked from one that has already imported torch, scipy and pytest.
 
-A new interpreter spends 3-5 s of CPU importing them before its first test, and the suite starts a few
-dozen inner runs. Each run here is still a process of its own (its own folder, environment, test
-modules, exit status, stdout and stderr) but is forked, by multiprocessing's fork server, from a
-process that imported PRELOAD once. What a fork cannot show is which modules a run imports and when:
-a test about that asks `run_pytest(..., fresh=True)` for a new interpreter.
+A new interpreter spends 3-5 s of CPU importing them before its first test (and a run that profiles,
+3 s more for what torch's profiler imports), and the suite starts a few dozen inner runs. Each run
+here is still a process of its own (its own folder, environment, test modules, exit status, stdout
+and stderr) but is forked, by multiprocessing's fork server, from a process that imported PRELOAD and
+compiled the HTML report's template once. What a fork cannot show is which modules a run imports and
+when, nor a run pointing perfguard at other templates: a test about either asks
+`run_pytest(..., fresh=True)` for a new interpreter.
 """
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
 import os
@@ -17,11 +20,24 @@ import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-# What every measured inner run imports anyway; plain modules, none of which starts work at import.
-PRELOAD = ["torch", "numpy", "scipy.stats", "jinja2", "pytest", "perfguard.plugin", "perfguard.measure.runner", __name__]
+# What measured inner runs import anyway; plain modules, none of which starts a thread at import.
+PRELOAD = [
+    "torch", "torch._dynamo", "numpy", "scipy.stats", "jinja2", "pytest", "xdist.plugin", "perfguard.plugin",
+    "perfguard.measure.runner", "perfguard.measure.profile", "perfguard.analysis.verdict", "perfguard.analysis.scaling",
+    "perfguard.store", "perfguard.report.html", "perfguard.report.markdown", __name__,
+]
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(PRELOAD)
+
+
+def _compile_the_report_template() -> None:
+    from perfguard.report import html
+
+    html.prepare()
+
+
+_compile_the_report_template()
 
 
 def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path) -> multiprocessing.Process:
@@ -40,6 +56,9 @@ def stop() -> None:
 
 def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
     """In the forked process: become `python -m pytest ARGS` run in `cwd` with `env`."""
+    # What the fork server made is there for good: kept out of the garbage collector's sweeps (pytest
+    # collects five times at its end, a second's work over torch's objects).
+    gc.freeze()
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
