@@ -174,7 +174,7 @@ def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseRe
     ordered_runs = sorted(measured, key=lambda m: _median(m[0]))
     kept, verdicts = ordered_runs[len(ordered_runs) // 2]
     latency = next(v for v in verdicts if v.metric == "latency")
-    slower = [any(v.metric == "latency" and v.status == "regressed" for v in vs) for _, vs in measured]
+    slower = [latency_regressed(vs) for _, vs in measured]
     changes = ", ".join(f"{100 * (_median(r) / latency.baseline - 1):+.1f}%" for r, _ in measured) if latency.baseline else ""
     if all(slower[1:]):
         status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
@@ -187,6 +187,11 @@ def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseRe
     latency = dataclasses.replace(latency, status=status, message=message, confirmed=status == "regressed",
                                   remeasured_ms=tuple(_median(r) for r, _ in measured if r is not kept))
     return kept, [latency if v.metric == "latency" else v for v in verdicts]
+
+
+def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
+    """Whether a case's latency reads `regressed`: what a re-measurement must confirm."""
+    return any(v.metric == "latency" and v.status == "regressed" for v in verdicts)
 
 
 def note(verdicts: Iterable[Verdict], text: str) -> list[Verdict]:

@@ -148,7 +148,7 @@ class State:
     ) -> tuple[CaseResult, str | None, bool]:
         """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
         (the result to keep, why the case fails or None, whether a metric regressed)."""
-        from perfguard.analysis.verdict import compare_case
+        from perfguard.analysis.verdict import compare_case, latency_regressed
 
         baseline = self._baseline(device)
         if isinstance(baseline, BaselineError):
@@ -161,7 +161,7 @@ class State:
                                 host=device.host)
 
         verdicts = judge(result)
-        if _slower(verdicts) and not self.options.update and self.options.confirm:
+        if latency_regressed(verdicts) and not self.options.update and self.options.confirm:
             result, verdicts = self._confirm(measure, result, verdicts, judge)
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
         regressed = [v.message for v in verdicts if v.status == "regressed"]
@@ -326,10 +326,6 @@ class State:
                 else:
                     selection.left_out.append(case_id)
         return missing
-
-
-def _slower(verdicts: list[Verdict]) -> bool:
-    return any(v.metric == "latency" and v.status == "regressed" for v in verdicts)
 
 
 def _now() -> str:
