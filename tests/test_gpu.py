@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,110 @@ def test_the_device_wait_holds_a_microsecond_kernel_until_its_batch_is_enqueued(
     timed = statistics.median(samples)
     naive = hand_timed_median_ms(op)
     assert timed < 0.8 * naive, (timed, naive)
+
+
+# --- timing regimes and the caller's time -----------------------------------------------------------
+
+
+def primed_batch_ms(op, calls: int = 4) -> float:
+    """GPU time per call by hand: `calls` calls queued behind one long device-side wait, one event
+    pair around them all, so the host's launch gaps cannot reach the device (calls × launches must
+    stay under the ~1000 launches the queue holds before the host blocks)."""
+    import torch
+
+    for _ in range(3):
+        op()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    op()
+    torch.cuda.synchronize()
+    host_s = time.perf_counter() - t0
+    torch.cuda._sleep(int(3 * calls * host_s * (cuda_device().max_sm_clock_mhz or 2000) * 1e6))
+    start.record()
+    for _ in range(calls):
+        op()
+    end.record()
+    assert not start.query(), "the hand-made wait ended before the batch was queued"
+    end.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+def many_small_launches():
+    """200 tiny launches in a Python loop: the host needs far longer to enqueue them than the GPU to run them."""
+    import torch
+
+    x = torch.zeros(1, device="cuda")
+
+    def step():
+        for _ in range(200):
+            x.add_(1.0)
+
+    return step
+
+
+def test_a_call_whose_enqueue_outruns_the_gpu_is_timed_whole_and_named_enqueue_bound():
+    step = many_small_launches()
+    result = measure(perf_case(name="launches", cache="hot")(lambda device: step), budget_s=1.0)
+    assert (result.status, result.regime, result.timer) == ("ok", "enqueue-bound", "cuda-events"), result.error
+    hand = primed_batch_ms(step)
+    # The GPU time without the host's gaps: what the hand-made primed batch reads, not the caller's.
+    assert result.latency.median_ms == pytest.approx(hand, rel=0.05), (result.latency.median_ms, hand)
+    assert result.latency.ci_half_width_pct < 2.0
+    assert result.caller.median_ms > 1.5 * result.latency.median_ms
+    assert result.metrics.launch_overhead_share > 0.3
+
+
+def test_a_call_that_waits_for_the_gpu_inside_is_timed_as_its_caller_sees_it():
+    import torch
+    from torch.utils import benchmark
+
+    x = torch.randn(2**20, device="cuda")
+
+    def synced():
+        return (x * 2).sum().item()  # a device-to-host copy: the host waits for the GPU in every call
+
+    result = measure(perf_case(name="synced", cache="hot")(lambda device: synced))
+    assert (result.status, result.regime, result.timer) == ("ok", "caller", "caller"), result.error
+    reference = benchmark.Timer("synced()", globals={"synced": synced}).blocked_autorange(min_run_time=0.5).median * 1e3
+    assert result.latency.median_ms == pytest.approx(reference, rel=0.15), (result.latency.median_ms, reference)
+    assert result.caller.median_ms == result.latency.median_ms
+
+
+def test_a_long_kernel_is_timed_on_the_device_and_its_caller_waits_as_long(add_2_28):
+    result = measure(perf_case(name="add_2_28", cache="hot")(lambda device: add_2_28))
+    assert (result.status, result.regime) == ("ok", "device"), result.error
+    assert result.caller.median_ms == pytest.approx(result.latency.median_ms, rel=0.03)
+    assert result.metrics.launch_overhead_share < 0.03
+
+
+def test_host_work_added_to_a_launch_bound_add_fails_on_the_callers_time():
+    import torch
+
+    from perfguard.analysis.verdict import as_entry, compare_case
+
+    x = torch.randn(2**20, device="cuda")
+    y, z = torch.randn_like(x), torch.empty_like(x)
+
+    def busy(us):
+        end = time.perf_counter_ns() + us * 1000
+        while time.perf_counter_ns() < end:
+            pass
+
+    def case(extra_us):
+        def call():
+            busy(extra_us)
+            torch.add(x, y, out=z)
+
+        return perf_case(name="add_1m", cache="hot", bytes=12 * 2**20)(lambda device: call)
+
+    base = measure(case(0))
+    slower = measure(case(20))
+    verdicts = {v.metric: v for v in compare_case(slower, as_entry(base))}
+    assert verdicts["caller_latency"].status == "regressed", verdicts["caller_latency"].message
+    assert verdicts["latency"].status in ("same", "improved"), verdicts["latency"].message
+    same = {v.metric: v for v in compare_case(measure(case(0)), as_entry(base))}
+    assert same["caller_latency"].status == "same", same["caller_latency"].message
 
 
 # --- device, telemetry, memory -----------------------------------------------------------------

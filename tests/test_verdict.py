@@ -403,3 +403,88 @@ def test_a_version_1_record_loads_without_its_p_values(rng):
             v.pop(key)
     loaded = loads_record(json.dumps(old), "old.json")
     assert [v.status for v in loaded.verdicts] == ["regressed"] and loaded.verdicts[0].baseline_runs == 0
+
+
+# --- the caller's time: a metric of its own -------------------------------------------------------
+
+
+def caller_run(gpu_ms, caller_ms, rng, regime="device", idle=None, n=60, **fields) -> CaseResult:
+    """A GPU run whose caller's time is `caller_ms`: samples tight around both figures."""
+    gpu = run_of(gpu_ms, rng, **fields)
+    caller = tuple(float(x) for x in caller_ms * rng.lognormal(0.0, 0.003, n))
+    share = idle if idle is not None else max(caller_ms - gpu_ms, 0.0) / caller_ms
+    return dataclasses.replace(gpu, regime=regime, caller=summarize(caller, "converged"), caller_samples_ms=caller,
+                               metrics=dataclasses.replace(gpu.metrics, launch_overhead_share=share))
+
+
+def caller_entry(gpu_medians, caller_medians, rng, hosts=("host-a",), **fields) -> BaselineEntry:
+    base = entry(gpu_medians, rng, hosts=hosts, bound="latency")
+    runs = tuple(dataclasses.replace(r, caller_median_ms=float(c)) for r, c in zip(base.runs, caller_medians))
+    newest = caller_run(gpu_medians[-1], caller_medians[-1], rng, bound="latency", **fields)
+    return dataclasses.replace(base, runs=runs, result=newest)
+
+
+def by_metric(verdicts):
+    return {v.metric: v for v in verdicts}
+
+
+def test_host_work_added_to_a_launch_bound_call_fails_on_the_callers_time_alone():
+    # A 1M-element add: 6 us on the GPU, 7 us as the caller sees it; 20 us of Python per call more
+    # leaves the GPU time as it was and makes the caller wait 27 us.
+    rng = np.random.default_rng(3)
+    base = caller_entry(runs_with_spread(rng, 5, 0.01, 0.006), runs_with_spread(rng, 5, 0.01, 0.007), rng)
+    verdicts = by_metric(compare_case(caller_run(0.006, 0.027, rng, bound="latency"), base))
+    assert verdicts["latency"].status == "same"
+    assert verdicts["caller_latency"].status == "regressed"
+    assert "the caller's time" in verdicts["caller_latency"].message
+    unchanged = by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), base))
+    assert unchanged["caller_latency"].status == "same"
+
+
+def test_a_host_bound_callers_time_on_a_card_the_baseline_has_not_seen_gets_the_hosts_width():
+    rng = np.random.default_rng(4)
+    base = caller_entry([1.6] * 5, [4.9] * 5, rng)
+    base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
+    current = dataclasses.replace(caller_run(1.6, 4.9, rng, regime="enqueue-bound", bound="latency"), device_uuid="GPU-b")
+    host_bound = noise.estimate(current, base, 1.0, metric="caller_latency")
+    gpu = noise.estimate(current, base, 1.0, metric="latency")
+    assert host_bound.card_pct == noise.CARD_PCT_CALLER_HOST
+    assert gpu.card_pct == noise.CARD_PCT["latency"]
+    # 8% slower on another host's CPU is within what hosts differ by; 40% is not.
+    assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.08, rng, bound="latency"),
+                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "same"
+    assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.4, rng, bound="latency"),
+                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "regressed"
+
+
+def test_no_callers_verdict_without_a_baseline_of_it_nor_when_it_is_the_judged_figure():
+    rng = np.random.default_rng(5)
+    old = entry([0.006] * 3, rng, bound="latency")  # recorded before the caller's time was measured
+    assert "caller_latency" not in by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), old))
+    base = caller_entry([0.1] * 3, [0.1] * 3, rng, regime="caller")
+    assert "caller_latency" not in by_metric(compare_case(caller_run(0.1, 0.1, rng, regime="caller"), base))
+
+
+def test_a_change_of_timing_regime_is_named_in_the_verdict():
+    rng = np.random.default_rng(6)
+    base = caller_entry([1.0] * 3, [1.1] * 3, rng)
+    # A .item() added inside the call: nothing can be queued ahead of it any more.
+    v = latency(compare_case(caller_run(1.5, 1.5, rng, regime="caller", bound="latency"), base))
+    assert v.status == "regressed" and "timed as caller (the baseline: device)" in v.message
+
+
+def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
+    rng = np.random.default_rng(7)
+    base = caller_entry([0.006] * 5, [0.007] * 5, rng)
+    measured = []
+    for _ in range(3):
+        r = caller_run(0.006, 0.027, rng, bound="latency")
+        measured.append((r, compare_case(r, base)))
+    _, verdicts = settle(measured)
+    caller = by_metric(verdicts)["caller_latency"]
+    assert caller.status == "regressed" and caller.confirmed and len(caller.remeasured_ms) == 2
+    assert by_metric(verdicts)["latency"].status == "same" and by_metric(verdicts)["latency"].confirmed is None
+    # One re-measurement back at the baseline: not confirmed.
+    fine = caller_run(0.006, 0.007, rng, bound="latency")
+    _, verdicts = settle([measured[0], (fine, compare_case(fine, base)), measured[1]])
+    assert by_metric(verdicts)["caller_latency"].status == "unstable"

@@ -59,6 +59,12 @@ ABS_FLOOR_MS = {"cuda": 0.0015, "cpu": 0.02}
 # H200 hosts, memory-bound medians over ~50 µs differed by up to 1.5-2.2%, compute-bound ones by up to 7%.
 CARD_PCT = {"memory": 0.5, "latency": 1.0, "compute": 1.5, None: 1.0}
 CARD_PCT_HOST_CLOCK = 5.0
+# The caller's time of a call the host holds back (GPU idle for more than HOST_BOUND_SHARE of it) is
+# Python and driver time: its run-to-run spread and host-to-host offsets are the CPU's, not the GPU's.
+HOST_BOUND_SHARE = 0.1
+PRIOR_PCT_CALLER_HOST = 2.0
+CARD_PCT_CALLER_HOST = 5.0
+ABS_FLOOR_CALLER_MS = 0.002
 BLOCKS = 5  # blocks of consecutive samples whose medians show drift within a run
 
 
@@ -88,24 +94,40 @@ def estimate(
     threshold_pct: float,
     *,
     host: str | None = None,
-) -> Noise:
-    """The noise of `current`'s case over `baseline`'s runs, its tolerance and what the gate can detect."""
-    runs = baseline.runs
+    metric: str = "latency",
+) -> Noise | None:
+    """The noise of `current`'s case over `baseline`'s runs, its tolerance and what the gate can detect.
+    `metric`: "latency" (the judged figure) or "caller_latency" (the caller's time; None when no
+    baseline run measured it)."""
+    caller = metric == "caller_latency"
+    runs = tuple(r for r in baseline.runs if r.caller_median_ms) if caller else baseline.runs
+    if not runs:
+        return None
     bound = current.metrics.bound if current.metrics else None
-    medians = np.array([r.median_ms for r in runs], dtype=float)
+    medians = np.array([r.caller_median_ms if caller else r.median_ms for r in runs], dtype=float)
     logs = np.log(medians)
     k = len(runs)
     host_clock = current.timer == "host-clock"
-    prior = PRIOR_PCT_HOST_CLOCK if host_clock else PRIOR_PCT.get(bound, PRIOR_PCT[None])
-    prior = max(prior, drift_pct(baseline.result.samples_ms))
+    host_bound = caller and max(_idle_share(current), _idle_share(baseline.result)) > HOST_BOUND_SHARE
+    if host_bound:
+        prior = PRIOR_PCT_CALLER_HOST
+    else:
+        prior = PRIOR_PCT_HOST_CLOCK if host_clock else PRIOR_PCT.get(bound, PRIOR_PCT[None])
+    prior = max(prior, drift_pct(baseline.result.caller_samples_ms if caller else baseline.result.samples_ms))
     observed = float(np.std(logs, ddof=1)) * 100.0 if k > 1 else 0.0
     spread = math.sqrt((PRIOR_WEIGHT * prior**2 + (k - 1) * observed**2) / (PRIOR_WEIGHT + k - 1))
     seen = _seen(runs, current, host)
     cards = {r.device_uuid for r in runs if r.device_uuid}
-    card = 0.0 if seen or len(cards) > 1 else CARD_PCT_HOST_CLOCK if host_clock else CARD_PCT.get(bound, CARD_PCT[None])
+    if seen or len(cards) > 1:
+        card = 0.0
+    elif host_bound or host_clock:
+        card = CARD_PCT_CALLER_HOST if host_bound else CARD_PCT_HOST_CLOCK
+    else:
+        card = CARD_PCT.get(bound, CARD_PCT[None])
     predicted = math.sqrt(spread**2 * (1.0 + 1.0 / k) + card**2)
     centre = float(np.median(medians))
-    floor = 0.0 if seen else 100.0 * ABS_FLOOR_MS["cpu" if host_clock else "cuda"] / centre
+    absolute = ABS_FLOOR_MS["cpu"] if host_clock else ABS_FLOOR_CALLER_MS if caller else ABS_FLOOR_MS["cuda"]
+    floor = 0.0 if seen else 100.0 * absolute / centre
     tolerance = max(threshold_pct, alarm_quantile(k) * predicted + floor)
     return Noise(
         runs=k,
@@ -117,6 +139,11 @@ def estimate(
         centre_ms=centre,
         card_pct=card,
     )
+
+
+def _idle_share(result: CaseResult) -> float:
+    share = result.metrics.launch_overhead_share if result.metrics else None
+    return share or 0.0
 
 
 def drift_pct(samples: Sequence[float]) -> float:

@@ -24,6 +24,7 @@ from perfguard.model import (
     BaselineEntry,
     BaselineFile,
     CaseResult,
+    Latency,
     RunRecord,
     RunSummary,
     Verdict,
@@ -31,6 +32,8 @@ from perfguard.model import (
 )
 
 STATUSES = VERDICT_STATUSES
+# The metrics that are times: judged against their run-to-run noise, confirmed by re-measurement.
+TIME_METRICS = ("latency", "caller_latency")
 
 # The change that matters when the user names none. It is a floor under each case's noise-derived
 # tolerance, not the tolerance itself: stable memory-bound kernels repeat within 0.1-0.7% from run
@@ -85,7 +88,13 @@ def compare_case(
             detail=f"{_duration(_median(current))}, not in {where} yet",
             hint="record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)")]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
-    verdicts = [_latency(ctx, current, entry, threshold, host)]
+    verdicts = [_time(ctx, "latency", current, entry, threshold, host)]
+    # The caller's own time, where it is not the judged figure already: a change that adds host work
+    # (Python, launches, a synchronisation) leaves the GPU time as it was.
+    if current.caller is not None and current.regime != "caller" and entry.result.regime != "caller":
+        caller = _time(ctx, "caller_latency", current, entry, threshold, host)
+        if caller is not None:
+            verdicts.append(caller)
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
     memory = _peak_memory(ctx, current, entry.result, mem_threshold)
     if memory is not None:
@@ -168,30 +177,36 @@ def compare_records(
 
 def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseResult, list[Verdict]]:
     """The verdict of a case that first looked regressed (`measured[0]`) and its re-measurements, each
-    with its verdicts: regressed only when every re-measurement agrees; `unstable` when they disagree;
-    otherwise what the middle one says. The case keeps the measurement with the middle median, and
-    its latency verdict lists them all."""
+    with its verdicts: a time regressed only when every re-measurement agrees; `unstable` when they
+    disagree; otherwise what the middle one says. The case keeps the measurement with the middle
+    median, and each time verdict that looked slower lists them all."""
     ordered_runs = sorted(measured, key=lambda m: _median(m[0]))
     kept, verdicts = ordered_runs[len(ordered_runs) // 2]
-    latency = next(v for v in verdicts if v.metric == "latency")
-    slower = [latency_regressed(vs) for _, vs in measured]
-    changes = ", ".join(f"{100 * (_median(r) / latency.baseline - 1):+.1f}%" for r, _ in measured) if latency.baseline else ""
+    return kept, [_settle_time(v, measured, kept) if v.metric in TIME_METRICS else v for v in verdicts]
+
+
+def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Verdict]]], kept: CaseResult) -> Verdict:
+    metric = verdict.metric
+    slower = [any(v.metric == metric and v.status == "regressed" for v in vs) for _, vs in measured]
+    if not any(slower):
+        return verdict
+    figure = (lambda r: r.caller.median_ms if r.caller else math.nan) if metric == "caller_latency" else _median
+    changes = ", ".join(f"{100 * (figure(r) / verdict.baseline - 1):+.1f}%" for r, _ in measured) if verdict.baseline else ""
     if all(slower[1:]):
         status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
-    elif any(slower[1:]) or latency.status == "regressed":
+    elif any(slower[1:]) or verdict.status == "regressed":
         status, said = "unstable", f"not confirmed: the {len(measured)} measurements disagree ({changes})"
     else:
-        status, said = latency.status, f"a first measurement looked slower; not confirmed ({changes})"
-    prefix = f"latency {latency.status}: "
-    message = f"latency {status}: {latency.message.removeprefix(prefix)}; {said}"
-    latency = dataclasses.replace(latency, status=status, message=message, confirmed=status == "regressed",
-                                  remeasured_ms=tuple(_median(r) for r, _ in measured if r is not kept))
-    return kept, [latency if v.metric == "latency" else v for v in verdicts]
+        status, said = verdict.status, f"a first measurement looked slower; not confirmed ({changes})"
+    prefix = f"{metric} {verdict.status}: "
+    message = f"{metric} {status}: {verdict.message.removeprefix(prefix)}; {said}"
+    return dataclasses.replace(verdict, status=status, message=message, confirmed=status == "regressed",
+                               remeasured_ms=tuple(figure(r) for r, _ in measured if r is not kept))
 
 
 def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
-    """Whether a case's latency reads `regressed`: what a re-measurement must confirm."""
-    return any(v.metric == "latency" and v.status == "regressed" for v in verdicts)
+    """Whether a case's GPU or caller's time reads `regressed`: what a re-measurement must confirm."""
+    return any(v.metric in TIME_METRICS and v.status == "regressed" for v in verdicts)
 
 
 def note(verdicts: Iterable[Verdict], text: str) -> list[Verdict]:
@@ -230,17 +245,29 @@ def env_differences(
 # --- the two metrics --------------------------------------------------------------------------
 
 
-def _latency(ctx: _Context, current: CaseResult, entry: BaselineEntry, threshold: float, host: str | None) -> Verdict:
-    est = noise.estimate(current, entry, threshold, host=host)
-    old, new = est.centre_ms, _median(current)
+def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry, threshold: float,
+          host: str | None) -> Verdict | None:
+    """The verdict of a time: the judged figure ("latency") or the caller's ("caller_latency")."""
+    est = noise.estimate(current, entry, threshold, host=host, metric=metric)
+    if est is None:
+        return None
+    caller = metric == "caller_latency"
+    summary = current.caller if caller else current.latency
+    samples = current.caller_samples_ms if caller else current.samples_ms
+    old, new = est.centre_ms, (summary.median_ms if summary else float(statistics.median(samples)))
     change = 100.0 * (new / old - 1.0)
     tol = est.tolerance_pct
     figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
+    if caller:
+        figures = f"the caller's time {figures}"
+    was, now = entry.result.regime, current.regime
+    if was and now and was != now:
+        figures += f", timed as {now} (the baseline: {was})"
     noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
     judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct)
     verdict = lambda status, detail, hint="": ctx.verdict(  # noqa: E731
-        "latency", status, threshold, old, new, change, detail=detail, hint=hint, **judge)
-    if len(current.samples_ms) < MIN_SAMPLES and (current.latency is None or current.latency.n < MIN_SAMPLES):
+        metric, status, threshold, old, new, change, detail=detail, hint=hint, **judge)
+    if len(samples) < MIN_SAMPLES and (summary is None or summary.n < MIN_SAMPLES):
         return verdict("unstable", f"{figures} from too few samples to decide", "raise --perfguard-budget")
     throttled = [name for name, t in (("the baseline", entry.result.telemetry), ("this run", current.telemetry))
                  if t and t.throttled]
@@ -253,7 +280,7 @@ def _latency(ctx: _Context, current: CaseResult, entry: BaselineEntry, threshold
             why = f" ({', '.join(reasons)})" if reasons else ""
             return verdict("unstable", f"{figures} measured while throttled in {' and '.join(throttled)}{why}, "
                            "which may account for it", "rerun on an idle, cool GPU")
-    own = _half_width(current)
+    own = _half_width(summary)
     if change - own > tol:
         return verdict("regressed", f"{figures}, outside ±{tol:.1f}%: {noise_text}")
     if change + own < -tol:
@@ -278,11 +305,11 @@ def _clock_drop_pct(entry: BaselineEntry, current: CaseResult) -> float | None:
     return 100.0 * (old / new - 1.0) if old and new else None
 
 
-def _half_width(result: CaseResult) -> float:
+def _half_width(summary: Latency | None) -> float:
     """This run's own 95% half-width of its median, %."""
-    if result.latency is None:
+    if summary is None:
         return 0.0
-    half = result.latency.ci_half_width_pct
+    half = summary.ci_half_width_pct
     return half if math.isfinite(half) else 100.0
 
 

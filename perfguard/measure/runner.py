@@ -24,13 +24,13 @@ from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError, first_line
 from perfguard.measure import breakdown, memory, nvml, telemetry, watchdog
 from perfguard.measure.timers import (
-    CallEstimate,
+    BATCH_TARGET_S,
+    CallerTimer,
     CudaEventTimer,
     CudaGraphTimer,
     HostTimer,
     SamplingRule,
     check_finite,
-    eager_latency,
     graph_calls,
     sample,
     warm_up,
@@ -39,6 +39,8 @@ from perfguard.measure.torch_state import TorchState
 from perfguard.model import CaseResult, DeviceInfo, thin_samples
 
 WARMUP_S = 0.025
+# Shares of the budget: the GPU time's samples, then the caller's, then the memory pass.
+GPU_SHARE, CALLER_SHARE = 0.55, 0.35
 
 
 def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_s: float | None = None) -> CaseResult:
@@ -92,7 +94,6 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     setup_s = time.perf_counter() - t_setup
 
     start = time.perf_counter()
-    deadline = start + rule.budget_s * 0.9  # leave the rest for the eager latency and memory passes
     with _nvtx(f"{where}: warm-up", cuda):
         outputs = _first_call(instance, fn, device)
         estimate = _guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
@@ -112,19 +113,43 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     def take(k: int) -> list[float]:
         out = _guard(where, "sampling", lambda: timer.take(k))
         watch.tick()
+        if getattr(timer, "outrun", False):
+            raise _Outrun
         return out
 
+    # The judged figure: GPU time where calls can be queued ahead of the device, else the caller's.
+    regime = "host-clock" if not cuda else "device"
+    caller_timer = CallerTimer(fn, estimate.total_s, cuda) if cuda else None
     with _nvtx(f"{where}: samples", cuda):
-        samples, stop = sample(take, estimate.total_s, rule, deadline, calls_per_sample=calls)
+        try:
+            samples, stop = sample(take, estimate.total_s, rule, start + rule.budget_s * (GPU_SHARE if cuda else 0.9),
+                                   calls_per_sample=calls)
+            if cuda:
+                regime = "enqueue-bound" if timer.enqueue_bound() else "device"
+                caller_timer = CallerTimer(fn, max(estimate.host_s, timer.device_s / calls), cuda)
+        except _Outrun:
+            regime, timer = "caller", caller_timer
+            samples, stop = _sample_caller(where, caller_timer, rule, start + rule.budget_s * 0.9, watch)
     check_finite(samples, where)
     timer_name = timer.name
+    dropped = getattr(timer, "dropped", 0)
     del timer  # a captured graph holds its own memory pool
 
-    eager_ms = mem = None
+    caller_samples: list[float] = []
+    caller = None
+    mem = None
     if cuda:
-        with _nvtx(f"{where}: eager+memory", cuda):
-            eager_ms = _guard(where, "eager latency", lambda: eager_latency(fn, flush, deadline + rule.budget_s * 0.05))
+        if regime == "caller":
+            caller_samples, caller_stop = samples, stop
+        else:
+            with _nvtx(f"{where}: caller", cuda):
+                caller_end = max(start + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
+                caller_samples, caller_stop = _sample_caller(where, caller_timer, rule, caller_end, watch)
+            check_finite(caller_samples, f"{where} (caller's time)")
+        caller = summarize(caller_samples, caller_stop)
+        with _nvtx(f"{where}: memory", cuda):
             mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
+    del caller_timer
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
     # seconds, not the case's budget. A failure is a note on the breakdown, not a case error.
@@ -139,9 +164,13 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         base,
         status="ok",
         timer=timer_name,
+        regime=regime,
         latency=latency,
         samples_ms=thin_samples(samples),
-        metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, eager_ms,
+        caller=caller,
+        caller_samples_ms=thin_samples(caller_samples),
+        dropped_samples=dropped,
+        metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, caller.median_ms if caller else None,
                                base.params.get("dtype")),
         memory=mem,
         telemetry=watch.result(),
@@ -150,6 +179,23 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         memory_breakdown=parts,
         outputs=outputs,
     )
+
+
+class _Outrun(Exception):
+    """Raised out of sampling when no call could be queued ahead of the device (timers.CudaEventTimer.outrun)."""
+
+
+def _sample_caller(where: str, timer: CallerTimer, rule: SamplingRule, deadline: float, watch: telemetry.Watch) -> tuple[list[float], str]:
+    """The caller's time per call, under the same stopping rule; its minimum time is halved: the GPU
+    samples before it have already brought the clocks to where they settle."""
+
+    def take(k: int) -> list[float]:
+        out = _guard(where, "sampling the caller's time", lambda: timer.take(k))
+        watch.tick()
+        return out
+
+    rule = dataclasses.replace(rule, min_time_s=rule.min_time_s / 2)
+    return sample(take, BATCH_TARGET_S, rule, deadline)  # a sample is ~BATCH_TARGET_S of calls
 
 
 def _base_result(instance: CaseInstance, device: DeviceInfo, nodeid: str) -> CaseResult:

@@ -4,10 +4,21 @@ A timer takes a batch of samples and returns one time per call, in milliseconds:
 
 - `CudaEventTimer`: each call between two CUDA events; the batch is queued behind a device-side
   wait (`torch.cuda._sleep`) long enough for the host to enqueue the whole batch, so host launch
-  gaps never show up between the events, as nvbench's blocking kernel does. With a cold cache,
-  a buffer of twice the L2 is overwritten before each call, outside the events.
+  gaps never show up between the events, as nvbench's blocking kernel does. Every sample is checked
+  the way nvbench checks its blocking kernel: right after a call's end event is queued, its start
+  event must not have been reached yet (the device was still held, or busy with earlier calls), so
+  the whole call was in the queue before the device began it. A sample that fails the check may hold
+  the host's launch gaps; it is dropped and the wait lengthened. With a cold cache, a buffer of twice
+  the L2 is overwritten before each call, outside the events.
 - `CudaGraphTimer`: a batch of calls captured in a CUDA graph, each replay between events.
+- `CallerTimer`: the caller's view: back-to-back calls on the host clock, synchronised at the end of
+  a sample only, so no call is charged a synchronisation; a sample is the mean of ~10 ms of calls.
 - `HostTimer`: `time.perf_counter_ns` around each call, for machines without CUDA.
+
+Which of them gives the judged figure is the case's timing regime (`regime_of`, DESIGN §3 and
+docs/method.md): "device" (the host keeps ahead of the device), "enqueue-bound" (the host's enqueue
+of a call outruns the device: GPU time with each call queued whole, and the caller's time), "caller"
+(the call waits for the device itself, so nothing can be queued ahead of it: the caller's time).
 
 `sample` runs a timer until the median's 95% confidence half-width is within the target, or the
 time budget is spent (at least `min_samples` either way), and says which.
@@ -30,12 +41,20 @@ from perfguard.analysis.stats import ci_half_width_ratio
 # enough to check the stopping rule often.
 BATCH_TARGET_S = 0.01
 MAX_BATCH = 256
-# The device-side wait never exceeds this; a batch whose host enqueue takes longer is shortened.
-MAX_HOLD_S = 0.05
+# The device-side wait never exceeds this; a batch whose host enqueue takes longer is shortened. A
+# GPT-2-small forward at batch 1 takes ~5 ms to enqueue: a few calls per batch still fit.
+MAX_HOLD_S = 0.2
 MAX_SAMPLES = 200_000
-EAGER_REPS = 20  # synchronised calls timed on the host for the eager latency, budget permitting
-
-
+# The wait is this many times the host's enqueue time of the batch (plus HOLD_PAD_S); doubled, up to
+# MAX_MARGIN, each time a batch yields no clean sample.
+MARGIN = 1.25
+MAX_MARGIN = 16.0
+HOLD_PAD_S = 20e-6
+# Batches in a row without a clean sample, at the widest wait, before the call is judged to wait for
+# the device itself (a `.item()` or a device-to-host copy inside it): then only the caller's view exists.
+OUTRUN_BATCHES = 3
+# A call whose enqueue takes longer than this share of its GPU time keeps the device waiting.
+ENQUEUE_BOUND = 1.0
 @dataclasses.dataclass(frozen=True)
 class SamplingRule:
     budget_s: float = 0.5
@@ -108,6 +127,11 @@ class CudaEventTimer:
         self.sm_clock_hz = sm_clock_hz
         self.device_s: float | None = None  # median device time of a sample in the last batch
         self.host_iter_s: float | None = None  # host time to enqueue one iteration of the last batch
+        self.margin = MARGIN
+        self.max_k = MAX_BATCH  # calls per batch that the wait and the launch queue were seen to hold
+        self.dropped = 0  # samples dropped: the device reached them before they were wholly queued
+        self.taken = 0
+        self._empty_batches = 0
         self.starts = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_BATCH)]
         self.ends = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_BATCH)]
 
@@ -124,13 +148,16 @@ class CudaEventTimer:
         # than the host needs to enqueue the next does the queue stay ahead by itself; then the hold
         # covers the first call alone, so the device runs back to back as it would in production
         # (a conv read 4% fast under a whole-batch hold: the idle device ran cooler and faster).
+        # Either way each sample is checked, so a wrong guess costs samples, never a wrong figure.
         host = max(self.estimate.host_s, self.host_iter_s or 0.0)
-        if self.device_s is not None and self.device_s > 2 * host:
-            hold_s = 1.25 * host + 20e-6
+        k = min(k, self.max_k)
+        if self.device_s is not None and self.device_s > 2 * host and self.margin == MARGIN:
+            hold_s = self.margin * host + HOLD_PAD_S
         else:  # never hold the device longer than MAX_HOLD_S: fewer calls for slow-to-launch ops
-            k = max(1, min(k, int(MAX_HOLD_S / max(host, 1e-7))))
-            hold_s = min(MAX_HOLD_S, 1.25 * k * host + 20e-6)
+            k = max(1, min(k, int(MAX_HOLD_S / max(self.margin * host, 1e-7))))
+            hold_s = min(MAX_HOLD_S, self.margin * k * host + HOLD_PAD_S)
         starts, ends, flush, call = self.starts, self.ends, self.flush, self._call
+        clean = [False] * k
         with _gc_paused():
             torch.cuda._sleep(int(hold_s * self.sm_clock_hz))
             t0 = time.perf_counter()
@@ -140,12 +167,44 @@ class CudaEventTimer:
                 starts[i].record()
                 call()
                 ends[i].record()
+                # nvbench's check of its blocking kernel, per sample: had the device already reached
+                # this call's start, it may have waited inside the call for the host's next launch.
+                clean[i] = not starts[i].query()
             self.host_iter_s = (time.perf_counter() - t0) / k  # the whole iteration: flush, events, call
             ends[k - 1].synchronize()
         scale = self._scale()
         times = [starts[i].elapsed_time(ends[i]) for i in range(k)]
         self.device_s = sorted(times)[k // 2] / 1e3  # per sample (a graph replay is one sample)
-        return [t / scale for t in times]
+        kept = [t / scale for t, ok in zip(times, clean) if ok]
+        self.taken += k
+        self.dropped += k - len(kept)
+        first_late = clean.index(False) if False in clean else k
+        if first_late == 0:  # the wait did not even cover the first call: wait longer
+            self.margin = min(2 * self.margin, MAX_MARGIN)
+            self.max_k = 1 if self.margin == MAX_MARGIN else self.max_k
+            self._empty_batches += self.margin == MAX_MARGIN or hold_s >= MAX_HOLD_S
+        elif first_late < k:
+            # The device caught up part-way: the wait was short, or the launch queue filled (the host
+            # blocks once about a thousand launches are pending, however long the wait: 30 calls of
+            # 200 launches never fit). Fewer calls per batch, and a little more wait, fix both.
+            self.max_k = first_late
+            self.margin = min(1.5 * self.margin, MAX_MARGIN)
+        if kept:
+            self._empty_batches = 0
+        return kept
+
+    @property
+    def outrun(self) -> bool:
+        """No call could be queued whole ahead of the device, however long the wait: the call waits
+        for the device itself (a `.item()` or device-to-host copy inside it); only the caller's view exists."""
+        return self._empty_batches >= OUTRUN_BATCHES
+
+    def enqueue_bound(self) -> bool:
+        """Whether the host took longer to enqueue a call than the device to run it: without a wait
+        ahead of it, the device would idle between the call's launches."""
+        if self.host_iter_s is None or self.device_s is None:
+            return False
+        return self.host_iter_s > ENQUEUE_BOUND * self.device_s
 
 
 class CudaGraphTimer(CudaEventTimer):
@@ -195,20 +254,31 @@ def warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, 
     return CallEstimate(host_s=host[len(host) // 2], total_s=total[len(total) // 2])
 
 
-def eager_latency(fn: Callable[[], Any], flush: Callable[[], Any] | None, deadline: float) -> float:
-    """Median wall time of a synchronised call, as the caller of the operator sees it (ms)."""
-    times = []
-    # One call at least, more only while the budget lasts: a 20 ms call's launch overhead is noise.
-    while not times or (len(times) < EAGER_REPS and time.perf_counter() < deadline):
-        if flush is not None:
-            flush()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-    times.sort()
-    return times[len(times) // 2]
+class CallerTimer:
+    """The caller's time per call: `calls` back-to-back calls on the host clock, synchronised before
+    and after, so the queue runs as in a loop over the operator and the one synchronisation is
+    spread over ~BATCH_TARGET_S of calls. No L2 flush: a caller's loop finds what the last call left."""
+
+    name = "caller"
+
+    def __init__(self, fn: Callable[[], Any], per_call_s: float, cuda: bool):
+        self.fn = fn
+        self.cuda = cuda
+        self.calls = int(min(100_000, max(1, BATCH_TARGET_S // max(per_call_s, 1e-7))))
+
+    def take(self, k: int) -> list[float]:
+        fn, calls, clock = self.fn, self.calls, time.perf_counter_ns
+        sync = torch.cuda.synchronize if self.cuda else (lambda: None)
+        out = []
+        with _gc_paused():
+            for _ in range(k):
+                sync()
+                t0 = clock()
+                for _ in range(calls):
+                    fn()
+                sync()
+                out.append((clock() - t0) / 1e6 / calls)
+        return out
 
 
 def graph_calls(cache: str, estimate: CallEstimate) -> int:

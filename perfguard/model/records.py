@@ -142,9 +142,11 @@ class Metrics:
     bandwidth_util: float | None = None  # achieved / theoretical peak bandwidth (0..1)
     tflops: float | None = None
     arithmetic_intensity: float | None = None  # flops per byte
-    eager_latency_ms: float | None = None  # a synchronised call as the caller sees it (host clock)
-    launch_overhead_ms: float | None = None  # eager latency - device time
-    launch_overhead_share: float | None = None  # launch overhead / eager latency
+    # The caller's time per call (CaseResult.caller's median): back-to-back calls on the host clock.
+    eager_latency_ms: float | None = None
+    launch_overhead_ms: float | None = None  # the caller's time - the GPU time, never below 0
+    # launch overhead / the caller's time: the share of a call the GPU sat idle, waiting for the host
+    launch_overhead_share: float | None = None
     # The roofline (perfguard/analysis/roofline.py); None on a CPU or where the peaks are unknown.
     bound: str | None = None  # "memory", "compute" or "latency" (launch-bound)
     attainable_tflops: float | None = None  # the roofline's rate at this arithmetic intensity
@@ -181,6 +183,16 @@ class Profile:
     problem: str | None = None  # why the profile is missing or partial (profiling never fails a case)
 
 
+# How a case's judged figure is taken (perfguard/measure/timers.py), and what it is, for the reports.
+REGIMES = {
+    "device": "GPU time per call: calls queued behind a device-side wait, the host keeps ahead of the GPU",
+    "enqueue-bound": "GPU time per call, each call queued whole behind a device-side wait: the host's "
+                     "enqueue outruns the GPU, so the caller's time is judged too",
+    "caller": "the caller's time per call, back-to-back on the host clock: the call waits for the GPU "
+              "itself, so nothing can be queued ahead of it",
+    "host-clock": "host time per call (no GPU)",
+}
+
 # What a case's run came to: measured, smoke-run once, errored, or skipped on this device.
 CASE_STATUSES = ("ok", "smoke", "error", "skipped")
 
@@ -196,15 +208,23 @@ class CaseResult:
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     device: str = ""  # the device slug
     device_uuid: str | None = None
-    timer: str = ""  # "cuda-events", "cuda-graph" or "host-clock"
+    timer: str = ""  # "cuda-events", "cuda-graph", "caller" or "host-clock": what timed `latency`
+    # How the judged figure was taken (REGIMES): "device", "enqueue-bound", "caller" or "host-clock".
+    regime: str = ""
     cache: str = "cold"
     mode: str = "eager"
     bytes: float | None = None
     flops: float | None = None
     threshold: float | None = None  # per-case overrides of the verdict thresholds, percent
     memory_threshold: float | None = None
-    latency: Latency | None = None
+    latency: Latency | None = None  # the judged figure: GPU time, or the caller's in the "caller" regime
     samples_ms: tuple[float, ...] = ()
+    # The caller's time per call on a GPU: back-to-back calls on the host clock, each sample ~10 ms of
+    # calls, synchronised at its end only (timers.CallerTimer); judged as its own metric.
+    caller: Latency | None = None
+    caller_samples_ms: tuple[float, ...] = ()
+    # GPU samples dropped because the device reached a call before the host had queued all of it.
+    dropped_samples: int = 0
     metrics: Metrics | None = None
     memory: Memory | None = None
     telemetry: Telemetry | None = None
@@ -237,7 +257,7 @@ class Verdict:
     """
 
     case_id: str
-    metric: str  # "latency" or "peak_memory"
+    metric: str  # "latency", "caller_latency" or "peak_memory"
     status: str
     baseline: float | None
     current: float | None
@@ -289,6 +309,8 @@ class RunSummary:
     device_uuid: str | None = None
     host: str | None = None
     commit: str | None = None
+    caller_median_ms: float | None = None  # the caller's time per call (CaseResult.caller), a GPU run only
+    caller_ci_half_pct: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,7 +364,7 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
     latency = result.latency
     samples = sorted(result.samples_ms)
     median = latency.median_ms if latency else samples[len(samples) // 2] if samples else math.nan
-    telemetry, memory = result.telemetry, result.memory
+    telemetry, memory, caller = result.telemetry, result.memory, result.caller
     return RunSummary(
         recorded_at=recorded_at,
         median_ms=median,
@@ -354,4 +376,6 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
         device_uuid=result.device_uuid,
         host=host,
         commit=commit,
+        caller_median_ms=caller.median_ms if caller else None,
+        caller_ci_half_pct=caller.ci_half_width_pct if caller and math.isfinite(caller.ci_half_width_pct) else None,
     )

@@ -32,7 +32,7 @@ def launch_line(results: Iterable[CaseResult]) -> str | None:
     named = []
     for r in cases[:NAMED]:
         share = r.metrics.launch_overhead_share
-        named.append(f"{r.id} ({100 * share:.0f}% overhead)" if share is not None else r.id)
+        named.append(f"{r.id} (GPU idle {100 * share:.0f}% of a call)" if share is not None else r.id)
     more = f" and {len(cases) - NAMED} more" if len(cases) > NAMED else ""
     return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfguard import units
-from perfguard.model import Profile, Verdict, names
+from perfguard.model import REGIMES, Profile, Verdict, names
 from perfguard.report import view
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
@@ -58,10 +58,15 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         ("efficiency", units.percent(metric("efficiency"))),
         ("roofs from", str(metric("roofs") or NA)),
     ]
+    caller = r.caller
     launch = [
-        ("eager latency", d(metric("eager_latency_ms"))),
+        ("judged figure", REGIMES.get(r.regime, r.regime or NA)),
+        ("caller's time", f"{d(caller.median_ms)} ±{caller.ci_half_width_pct:.2f}% ({caller.n:,} samples of back-to-back calls)"
+         if caller else NA),
         ("launch overhead", d(metric("launch_overhead_ms"))),
-        ("overhead share", units.percent(metric("launch_overhead_share"))),
+        ("GPU idle share", units.percent(metric("launch_overhead_share"))),
+        ("samples dropped", f"{r.dropped_samples:,} (the GPU reached them before the host had queued them)"
+         if r.dropped_samples else "0"),
     ]
     memory = [
         ("peak allocated", units.size(get(mem, "peak_allocated_bytes"))),
@@ -89,7 +94,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         run.append(("status", r.status))
     if r.threshold is not None or r.memory_threshold is not None:
         run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
-    named = [("latency", latency), ("gate", gate(entry)), ("throughput", throughput), ("launch", launch),
+    named = [("latency", latency), ("gate", gate(entry)), ("throughput", throughput), ("host and launch", launch),
              ("memory", memory), ("clocks", clocks), ("run", run)]
     return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
 
@@ -108,6 +113,11 @@ def gate(entry: Entry) -> list[tuple[str, str]]:
     if v.remeasured_ms:
         measured = ", ".join(units.duration(ms) for ms in (v.current, *v.remeasured_ms) if ms is not None)
         items.append(("measurements", f"{measured} ({'confirmed' if v.confirmed else 'not confirmed'})"))
+    caller = entry.verdict("caller_latency")
+    if caller is not None and caller.tolerance_pct is not None:
+        detects = f", detects {caller.detectable_pct:.1f}%" if caller.detectable_pct is not None else ""
+        items.append(("caller's time", f"{caller.status}: {caller.change_pct:+.1f}% against ±{caller.tolerance_pct:.1f}%{detects}"
+                      if caller.change_pct is not None else caller.status))
     return items
 
 

@@ -13,7 +13,8 @@ from perfguard.report.advice import ROUGH, cpu_line, rough
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
-COLUMNS = ("case", "verdict", "median", "±CI", "detects", "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem")
+COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle", "GB/s", "% peak BW", "TFLOP/s", "bound",
+           "peak mem")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
@@ -38,6 +39,8 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 (ROUGH if rough(r) else "") + units.duration(r.latency.median_ms),
                 f"±{r.latency.ci_half_width_pct:.2f}%",
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
+                units.duration(r.caller.median_ms) if r.caller and r.regime != "caller" else "-",
+                units.percent(m.launch_overhead_share if m else None),
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
