@@ -59,11 +59,15 @@ ABS_FLOOR_MS = {"cuda": 0.0015, "cpu": 0.02}
 # H200 hosts, memory-bound medians over ~50 µs differed by up to 1.5-2.2%, compute-bound ones by up to 7%.
 CARD_PCT = {"memory": 0.5, "latency": 1.0, "compute": 1.5, None: 1.0}
 CARD_PCT_HOST_CLOCK = 5.0
-# The caller's time of a call the host holds back (GPU idle for more than HOST_BOUND_SHARE of it) is
-# Python and driver time: its run-to-run spread and host-to-host offsets are the CPU's, not the GPU's.
-HOST_BOUND_SHARE = 0.1
-PRIOR_PCT_CALLER_HOST = 2.0
-CARD_PCT_CALLER_HOST = 5.0
+# The caller's time of a call whose host work (its enqueue) is over HOST_BOUND_SHARE of it moves with
+# the host's speed, which on a shared cloud VM is not steady: GPT-2 small's batch-1 forward (5 ms of
+# Python and launches a call) read 4.5-8.5 ms as the caller sees it in nine processes on one H200
+# host, and 4.3-7.9 ms between half-second blocks of one process, the thread's CPU time alike; a
+# probe of fixed host work did not track it. Such a caller's time is judged with a prior of that size,
+# so the gate catches a call that takes twice as long, not 5% more Python (docs/method.md).
+HOST_BOUND_SHARE = 0.5
+PRIOR_PCT_CALLER_HOST = 20.0
+CARD_PCT_CALLER_HOST = 10.0
 ABS_FLOOR_CALLER_MS = 0.002
 BLOCKS = 5  # blocks of consecutive samples whose medians show drift within a run
 
@@ -108,7 +112,7 @@ def estimate(
     logs = np.log(medians)
     k = len(runs)
     host_clock = current.timer == "host-clock"
-    host_bound = caller and max(_idle_share(current), _idle_share(baseline.result)) > HOST_BOUND_SHARE
+    host_bound = caller and max(host_share(current), host_share(baseline.result)) > HOST_BOUND_SHARE
     if host_bound:
         prior = PRIOR_PCT_CALLER_HOST
     else:
@@ -141,9 +145,10 @@ def estimate(
     )
 
 
-def _idle_share(result: CaseResult) -> float:
-    share = result.metrics.launch_overhead_share if result.metrics else None
-    return share or 0.0
+def host_share(result: CaseResult) -> float:
+    """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
+    caller = result.caller.median_ms if result.caller else None
+    return result.enqueue_ms / caller if result.enqueue_ms and caller else 0.0
 
 
 def drift_pct(samples: Sequence[float]) -> float:

@@ -96,6 +96,9 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     start = time.perf_counter()
     with _nvtx(f"{where}: warm-up", cuda):
         outputs = _first_call(instance, fn, device)
+        # The budget is for sampling: a first call that compiles, picks kernels or creates cuBLAS
+        # handles (a second, for a model's first forward in a process) must not eat the samples' share.
+        sampling = time.perf_counter()
         estimate = _guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
     calls = 1
@@ -122,14 +125,14 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     caller_timer = CallerTimer(fn, estimate.total_s, cuda) if cuda else None
     with _nvtx(f"{where}: samples", cuda):
         try:
-            samples, stop = sample(take, estimate.total_s, rule, start + rule.budget_s * (GPU_SHARE if cuda else 0.9),
+            samples, stop = sample(take, estimate.total_s, rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
                                    calls_per_sample=calls)
             if cuda:
                 regime = "enqueue-bound" if timer.enqueue_bound() else "device"
                 caller_timer = CallerTimer(fn, max(estimate.host_s, timer.device_s / calls), cuda)
         except _Outrun:
             regime, timer = "caller", caller_timer
-            samples, stop = _sample_caller(where, caller_timer, rule, start + rule.budget_s * 0.9, watch)
+            samples, stop = _sample_caller(where, caller_timer, rule, sampling + rule.budget_s * 0.9, watch)
     check_finite(samples, where)
     timer_name = timer.name
     dropped = getattr(timer, "dropped", 0)
@@ -143,7 +146,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
             caller_samples, caller_stop = samples, stop
         else:
             with _nvtx(f"{where}: caller", cuda):
-                caller_end = max(start + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
+                caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
                 caller_samples, caller_stop = _sample_caller(where, caller_timer, rule, caller_end, watch)
             check_finite(caller_samples, f"{where} (caller's time)")
         caller = summarize(caller_samples, caller_stop)
@@ -170,6 +173,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         caller=caller,
         caller_samples_ms=thin_samples(caller_samples),
         dropped_samples=dropped,
+        enqueue_ms=estimate.host_s * 1e3 if cuda else None,
         metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, caller.median_ms if caller else None,
                                base.params.get("dtype")),
         memory=mem,

@@ -189,6 +189,8 @@ class CudaEventTimer:
             # 200 launches never fit). Fewer calls per batch, and a little more wait, fix both.
             self.max_k = first_late
             self.margin = min(1.5 * self.margin, MAX_MARGIN)
+        else:  # all clean: let the batch grow back after a passing hiccup
+            self.max_k = min(MAX_BATCH, 2 * self.max_k)
         if kept:
             self._empty_batches = 0
         return kept

@@ -223,6 +223,8 @@ class CaseResult:
     # calls, synchronised at its end only (timers.CallerTimer); judged as its own metric.
     caller: Latency | None = None
     caller_samples_ms: tuple[float, ...] = ()
+    # Host time to enqueue one call, without waiting for the GPU (warm-up's median), ms.
+    enqueue_ms: float | None = None
     # GPU samples dropped because the device reached a call before the host had queued all of it.
     dropped_samples: int = 0
     metrics: Metrics | None = None
