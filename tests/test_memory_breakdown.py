@@ -196,6 +196,22 @@ def test_the_html_report_draws_a_bar_per_category_and_shows_why_one_is_missing(o
     for name in ("parameters", "gradients", "optimizer state"):
         assert f'title="{name}: ' in page, name
     assert "memory breakdown failed: &lt;b&gt;x&lt;/b&gt;" in page
+    assert "<p class=\"extra\">from the profiler</p>" in page
+
+
+def test_the_case_detail_says_where_the_peak_fell_and_how_it_was_taken():
+    from perfguard.report.details import breakdown_note
+    from perfguard.report.view import Entry
+
+    def note(**fields):
+        parts = MemoryBreakdown(parameters=8, **fields)
+        result = CaseResult(id="s", name="s", status="ok", memory_breakdown=parts)
+        return breakdown_note(Entry("s", "cpu", result, verdicts=(), created_at="", commit=None))
+
+    assert note(peak_phase="backward", peak_at="GPT.h.1.mlp at model.py:57 (forward)", method="allocator history") == (
+        "peak in backward at GPT.h.1.mlp at model.py:57 (forward); from the allocator history")
+    assert note(peak_phase="start", method="allocator history") == "peak before the call; from the allocator history"
+    assert note() is None  # a record written before either was said
 
 
 # --- through the plugin ---------------------------------------------------------------------------
