@@ -295,6 +295,19 @@ def test_entries_the_walk_does_not_expect_do_not_break_it(entry):
     assert result.error is None and set(result.bytes) == set(CATEGORIES)
 
 
+def test_a_peak_outside_any_module_says_so_and_names_the_users_line_when_there_is_one():
+    trace = Trace()
+    trace.label("forward", "Net")
+    trace.alloc(10, 100)
+    trace.label("forward", None)
+    trace.alloc(20, 400, frames=[{"filename": "/home/me/train.py", "line": 88, "name": "step"}])  # logits.float()
+    trace.label("backward")
+    trace.free(10)
+    assert trace.walk().peak_at == "outside any module at train.py:88 (step)"
+    trace.alloc(30, 1000)  # the loss's backward, on the engine's thread: no Python frame
+    assert trace.walk().peak_at == "outside any module"
+
+
 def test_labels_round_trip_and_other_strings_are_not_ours():
     assert parse(label_text(TOKEN, 12), TOKEN) == (12, False)
     assert parse(marker_text(TOKEN, 12), TOKEN) == (12, True)

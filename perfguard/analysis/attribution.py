@@ -109,8 +109,12 @@ class Attribution:
 
     @property
     def peak_at(self) -> str | None:
-        """The module (or optimizer) and the user's line that made the allocation at the peak."""
-        module = self.peak_label.module if self.peak_label else None
+        """The module (or optimizer) and the user's line that made the allocation at the peak; a
+        backward's own allocations have no Python line (they are made on the autograd engine's thread)."""
+        label = self.peak_label
+        module = label.module if label else None
+        if module is None and label is not None and label.phase in (FORWARD, RECOMPUTE, BACKWARD):
+            module = "outside any module"  # the loss and its backward, say
         return " at ".join(x for x in (module, self.peak_frame) if x) or None
 
 
