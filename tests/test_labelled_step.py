@@ -4,17 +4,17 @@ CUDA's allocator history is not there on a CPU, so the profiler's allocation eve
 every CPU allocation and free of the call in order, each allocation labelled with the label in force
 (the tracker's marker allocations, of a size nothing else asks for, say where each label begins).
 The step is the GPU test's (tests/test_memory_breakdown_gpu.py) in miniature: a two-layer decoder
-under bf16 autocast with SDPA, AdamW (foreach), gradient accumulation, activation checkpointing.
+(tests/decoder.py) under bf16 autocast with SDPA, AdamW (foreach), gradient accumulation, activation
+checkpointing.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
+from decoder import Decoder, loss
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
-from torch.utils.checkpoint import checkpoint
 
 from perfguard.analysis.attribution import attribute, label_text, marker_text
 from perfguard.measure.phases import PhaseTracker
@@ -23,40 +23,9 @@ MARKER_BYTES = 1237  # no tensor of the step has this many bytes
 VOCAB, WIDTH, HEADS, SEQ = 96, 32, 4, 16
 
 
-class Layer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = torch.nn.LayerNorm(WIDTH), torch.nn.LayerNorm(WIDTH)
-        self.qkv, self.proj = torch.nn.Linear(WIDTH, 3 * WIDTH), torch.nn.Linear(WIDTH, WIDTH)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(WIDTH, 4 * WIDTH), torch.nn.GELU(), torch.nn.Linear(4 * WIDTH, WIDTH))
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, HEADS, WIDTH // HEADS).permute(2, 0, 3, 1, 4)
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(attn.transpose(1, 2).reshape(b, s, WIDTH))
-        return x + self.mlp(self.ln2(x))
-
-
-class Decoder(torch.nn.Module):
-    def __init__(self, checkpointed=False):
-        super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, WIDTH)
-        self.layers = torch.nn.ModuleList([Layer(), Layer()])
-        self.norm = torch.nn.LayerNorm(WIDTH)
-        self.register_buffer("positions", torch.randn(SEQ, WIDTH))
-        self.checkpointed = checkpointed
-
-    def forward(self, idx):
-        x = self.embed(idx) + self.positions
-        for layer in self.layers:
-            x = checkpoint(layer, x, use_reentrant=False) if self.checkpointed else layer(x)
-        return self.norm(x) @ self.embed.weight.t()
-
-
 def training(batch, checkpointed=False, micro_batches=1):
     torch.manual_seed(0)
-    model = Decoder(checkpointed)
+    model = Decoder(VOCAB, WIDTH, HEADS, SEQ, checkpointed=checkpointed)
     opt = torch.optim.AdamW(model.parameters(), foreach=True)
     data = [(torch.randint(0, VOCAB, (batch, SEQ)), torch.randint(0, VOCAB, (batch, SEQ))) for _ in range(micro_batches)]
 
@@ -64,7 +33,7 @@ def training(batch, checkpointed=False, micro_batches=1):
         for idx, targets in data:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 logits = model(idx)
-            F.cross_entropy(logits.float().view(-1, VOCAB), targets.view(-1)).backward()
+            loss(logits, targets).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 

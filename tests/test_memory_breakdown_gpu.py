@@ -1,8 +1,8 @@
 """On CUDA: the memory breakdown of a GPT-style training step, from the allocator's labelled history.
 
-A two-layer decoder (width 256, sequence 128, tied embeddings, scaled_dot_product_attention) steps
-under bf16 autocast with fused AdamW, as a plain step, with each layer checkpointed
-(use_reentrant=False), and with three micro-batches of gradient accumulation. Each breakdown must name
+A two-layer decoder (tests/decoder.py: width 256, sequence 128, tied embeddings, SDPA) steps under
+bf16 autocast with fused AdamW, as a plain step, with each layer checkpointed (use_reentrant=False),
+and with three micro-batches of gradient accumulation. Each breakdown must name
 nine tenths of its peak, size parameters and optimizer state exactly, and find activations that grow
 with the batch; its peak must be the allocator's own, within the rounding the trace leaves out. At
 batch 64 the step's peak is about 1 GiB: what stays unknown is mostly cuBLAS's workspaces (32 MiB for
@@ -17,8 +17,7 @@ import functools
 
 import pytest
 import torch
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
+from decoder import Decoder, loss
 
 from perfguard import perf_case
 
@@ -28,39 +27,6 @@ VOCAB, WIDTH, HEADS, SEQ, LAYERS = 8192, 256, 4, 128, 2
 VARIANTS = ("plain", "checkpointed", "accumulated")
 
 
-class Layer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = torch.nn.LayerNorm(WIDTH), torch.nn.LayerNorm(WIDTH)
-        self.qkv, self.proj = torch.nn.Linear(WIDTH, 3 * WIDTH), torch.nn.Linear(WIDTH, WIDTH)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(WIDTH, 4 * WIDTH), torch.nn.GELU(), torch.nn.Linear(4 * WIDTH, WIDTH))
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, HEADS, WIDTH // HEADS).permute(2, 0, 3, 1, 4)
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(attn.transpose(1, 2).reshape(b, s, WIDTH))
-        return x + self.mlp(self.ln2(x))
-
-
-class Decoder(torch.nn.Module):
-    def __init__(self, checkpointed: bool):
-        super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, WIDTH)
-        self.positions = torch.nn.Embedding(SEQ, WIDTH)
-        self.layers = torch.nn.ModuleList(Layer() for _ in range(LAYERS))
-        self.norm = torch.nn.LayerNorm(WIDTH)
-        self.head = torch.nn.Linear(WIDTH, VOCAB, bias=False)
-        self.head.weight = self.embed.weight  # tied: counted once
-        self.checkpointed = checkpointed
-
-    def forward(self, idx):
-        x = self.embed(idx) + self.positions(torch.arange(idx.shape[1], device=idx.device))
-        for layer in self.layers:
-            x = checkpoint(layer, x, use_reentrant=False) if self.checkpointed else layer(x)
-        return self.head(self.norm(x))
-
-
 def gpt_step(variant: str, batch: int):
     """The case, and a dict that gets its model and optimizer once set up."""
     built: dict = {}
@@ -68,7 +34,7 @@ def gpt_step(variant: str, batch: int):
     @perf_case(name=f"gpt_{variant}_b{batch}", memory_breakdown=True, budget_s=0.3, device_kinds=("cuda",))
     def case(device):
         torch.manual_seed(0)
-        model = Decoder(checkpointed=variant == "checkpointed").to(device)
+        model = Decoder(VOCAB, WIDTH, HEADS, SEQ, LAYERS, checkpointed=variant == "checkpointed").to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         micro = 3 if variant == "accumulated" else 1
         data = [(torch.randint(0, VOCAB, (batch, SEQ), device=device), torch.randint(0, VOCAB, (batch, SEQ), device=device))
@@ -79,7 +45,7 @@ def gpt_step(variant: str, batch: int):
             for idx, targets in data:
                 with torch.autocast("cuda", dtype=torch.bfloat16):
                     logits = model(idx)
-                (F.cross_entropy(logits.float().view(-1, VOCAB), targets.view(-1)) / micro).backward()
+                (loss(logits, targets) / micro).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
 
@@ -113,7 +79,7 @@ def test_a_gpt_step_is_named_to_nine_tenths_with_exact_parameters_and_optimizer_
     assert parts is not None and parts.error is None and parts.method == "allocator history", parts
     assert parts.unknown <= 0.1 * parts.peak_bytes, parts
     params = nbytes(built["model"].parameters())
-    assert parts.parameters == params
+    assert parts.parameters == params and parts.buffers == nbytes(built["model"].buffers())
     state = [t for s in built["opt"].state.values() for t in s.values() if t.is_cuda]
     assert parts.optimizer_state == nbytes(state)  # exp_avg, exp_avg_sq and fused AdamW's step on the device
     assert parts.gradients == params if parts.peak_phase == "optimizer" else parts.gradients <= params
