@@ -5,8 +5,8 @@ bf16 autocast with fused AdamW, as a plain step, with each layer checkpointed (u
 and with three micro-batches of gradient accumulation. Each breakdown must name
 nine tenths of its peak, size parameters and optimizer state exactly, and find activations that grow
 with the batch; its peak must be the allocator's own, within the rounding the trace leaves out. At
-batch 64 the step's peak is about 1 GiB: what stays unknown is mostly cuBLAS's workspaces (32 MiB for
-each thread that runs matmuls on Hopper, made before the call), a share that shrinks as a model grows.
+batch 64 the step's peak is about 1 GiB: what stays unknown is mostly cuBLAS's workspaces (tens of MiB
+for each thread that runs matmuls, made before the call), a share that shrinks as a model grows.
 
 Marked `gpu`: skipped without CUDA (tests/conftest.py); `bash benchmarks/gpu.sh OUTDIR tests` runs it.
 """
