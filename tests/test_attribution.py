@@ -313,3 +313,13 @@ def test_labels_round_trip_and_other_strings_are_not_ours():
     assert parse(marker_text(TOKEN, 12), TOKEN) == (12, True)
     for other in (label_text("other", 1), "", None, "perfguard t1 x", "perfguard t1 3 more", 7):
         assert parse(other, TOKEN) is None
+
+
+def test_an_address_allocated_again_without_a_free_in_between_ends_its_first_block():
+    trace = Trace()
+    trace.label("forward", "Net")
+    trace.alloc(10, 100)
+    trace.alloc(10, 300)  # the trace lost the free of the first
+    trace.label("backward")
+    result = trace.walk()
+    assert result.peak_bytes == 300 and named(result) == {"activations": 300}

@@ -158,13 +158,11 @@ def attribute(
     blocks = list(live.values())
     position: dict[int, int] = {}  # label seq -> trace index of its marker
     markers: set[int] = set()  # addresses of live markers
-    requested: set[int] = set()  # freed addresses whose free_completed is still to come
     total = peak = sum(b.size for b in blocks)
     peak_index = -1
     for i, entry in enumerate(entries):
         action, addr = entry.get("action"), entry.get("addr")
         if action == "alloc":
-            requested.discard(addr)
             tag = parse(entry.get("user_metadata"), token)
             if tag and tag[1]:
                 markers.add(addr)
@@ -172,23 +170,21 @@ def attribute(
                 for capture in by_seq.get(tag[0], ()):
                     _claim(capture, live, position, spans)
                 continue
-            block = _Block(addr, int(entry.get("size", 0)), born=i, seq=tag[0] if tag else None)
+            if addr in live:  # freed where the trace does not say (it cannot be live twice)
+                total -= _free(live, addr, i)
+            block = _Block(addr, int(entry.get("size") or 0), born=i, seq=tag[0] if tag else None)
             live[addr] = block
             blocks.append(block)
             total += block.size
             if total > peak:
                 peak, peak_index = total, i
         elif action in FREES:
+            # The first of the two frees counts; the allocator cannot hand the address out again
+            # before the second, so a second finds nothing live there.
             if addr in markers:
                 markers.discard(addr)
             elif addr in live:
-                block = live.pop(addr)
-                block.died = i
-                total -= block.size
-                if action == "free_requested":
-                    requested.add(addr)
-            else:
-                requested.discard(addr)
+                total -= _free(live, addr, i)
     if 0 not in position:
         return Attribution({}, error="the allocator's history lost the call's start (its first label is not in the trace)")
 
@@ -204,6 +200,12 @@ def attribute(
         label = labels[tag[0]] if tag and tag[0] < len(labels) else Label(-1, CALL)
         frame = _user_frame(entries[peak_index].get("frames") or (), library_dirs)
     return Attribution(parts, peak_bytes=peak, peak_index=peak_index, peak_label=label, peak_frame=frame)
+
+
+def _free(live: dict[int, _Block], addr: int, i: int) -> int:
+    block = live.pop(addr)
+    block.died = i
+    return block.size
 
 
 def _spans(labels: Sequence[Label]) -> dict[int, tuple[int, int]]:

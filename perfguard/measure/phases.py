@@ -100,10 +100,11 @@ class PhaseTracker:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         try:
-            seq = self._emit(CALL, None, fresh=True)
-            self._capture(seq, self._gradients(), self._state(), self._weights())
+            if kind is None:  # after an error (out of memory, say) a marker is one allocation too many
+                seq = self._emit(CALL, None, fresh=True)
+                self._capture(seq, self._gradients(), self._state(), self._weights())
         finally:
             self._close()
 
