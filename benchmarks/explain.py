@@ -83,7 +83,8 @@ def _breakdown_rows(step: CaseResult) -> list[tuple[str, str, bool]]:
     gib = 2**30
     text = (f"parameters {b.parameters / gib:.4f} GiB (hand: {params / gib:.4f}), Adam state {b.optimizer_state / gib:.4f} "
             f"(2x: {2 * params / gib:.4f}), gradients {b.gradients / gib:.4f}, activations {b.activations / gib:.3f}, "
-            f"temporaries {b.temporaries / gib:.3f}, peak {b.peak_bytes / gib:.3f} GiB")
+            f"temporaries {b.temporaries / gib:.3f}, unknown {b.unknown / gib:.3f}, peak {b.peak_bytes / gib:.3f} GiB "
+            f"in {b.peak_phase or 'n/a'} ({b.method or 'method not recorded'})")
     return [(label, text, b.parameters == params and b.optimizer_state == 2 * params)]
 
 

@@ -91,6 +91,11 @@ def test_parameters_are_numel_times_element_size_and_adam_state_twice_that(optim
     assert parts.optimizer_state == nbytes(state) == 2 * params + nbytes(steps)
 
 
+def test_on_a_cpu_the_profiler_takes_the_breakdown_and_says_so(optimizer_bound):
+    parts = optimizer_bound[0].memory_breakdown
+    assert parts.method == "profiler" and parts.peak_phase is None and parts.buffers == 0
+
+
 def test_at_a_peak_in_the_optimizer_step_every_gradient_is_live(optimizer_bound):
     result, built = optimizer_bound
     parts = result.memory_breakdown
@@ -131,7 +136,7 @@ def test_a_call_the_profiler_cannot_take_is_a_note_on_the_breakdown_not_a_case_e
     result = measure_cpu(refuses_profiling)
     assert result.status == "ok" and result.error is None and result.latency is not None
     assert result.memory_breakdown == MemoryBreakdown(
-        error="memory breakdown failed: RuntimeError: not under the profiler"
+        error="memory breakdown failed: RuntimeError: not under the profiler", method="profiler"
     )
     assert result.memory_breakdown.peak_bytes == 0
 
@@ -158,6 +163,15 @@ def test_a_record_written_before_the_breakdown_existed_still_loads():
     assert loaded.memory_breakdown is None
 
 
+def test_a_breakdown_written_before_buffers_phase_and_method_existed_still_loads():
+    data = json.loads(dumps(record_of(CaseResult(id="s", name="s", status="ok", memory_breakdown=MemoryBreakdown(parameters=8)))))
+    for name in ("buffers", "peak_phase", "peak_at", "method"):
+        del data["results"][0]["memory_breakdown"][name]
+    (loaded,) = loads_record(json.dumps(data), "old.json").results
+    assert loaded.memory_breakdown == MemoryBreakdown(parameters=8)
+    assert loaded.memory_breakdown.method is None and loaded.memory_breakdown.peak_bytes == 8
+
+
 def test_an_unknown_category_in_a_record_is_refused():
     data = json.loads(dumps(record_of(CaseResult(id="s", name="s", status="ok", memory_breakdown=MemoryBreakdown(parameters=8)))))
     data["results"][0]["memory_breakdown"]["weights"] = 8
@@ -182,6 +196,22 @@ def test_the_html_report_draws_a_bar_per_category_and_shows_why_one_is_missing(o
     for name in ("parameters", "gradients", "optimizer state"):
         assert f'title="{name}: ' in page, name
     assert "memory breakdown failed: &lt;b&gt;x&lt;/b&gt;" in page
+    assert "<p class=\"extra\">from the profiler</p>" in page
+
+
+def test_the_case_detail_says_where_the_peak_fell_and_how_it_was_taken():
+    from perfguard.report.details import breakdown_note
+    from perfguard.report.view import Entry
+
+    def note(**fields):
+        parts = MemoryBreakdown(parameters=8, **fields)
+        result = CaseResult(id="s", name="s", status="ok", memory_breakdown=parts)
+        return breakdown_note(Entry("s", "cpu", result, verdicts=(), created_at="", commit=None))
+
+    assert note(peak_phase="backward", peak_at="GPT.h.1.mlp at model.py:57 (forward)", method="allocator history") == (
+        "peak in backward at GPT.h.1.mlp at model.py:57 (forward); from the allocator history")
+    assert note(peak_phase="start", method="allocator history") == "peak before the call; from the allocator history"
+    assert note() is None  # a record written before either was said
 
 
 # --- through the plugin ---------------------------------------------------------------------------

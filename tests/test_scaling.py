@@ -10,7 +10,7 @@ import pytest
 
 from perfguard.analysis.scaling import fit, largest_fitting, scalings
 from perfguard.analysis.stats import summarize
-from perfguard.model import CaseResult, DeviceInfo, Memory, RunRecord
+from perfguard.model import CaseResult, DeviceInfo, Memory, MemoryBreakdown, RunRecord
 from perfguard.report.advice import scaling_line
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
@@ -72,6 +72,28 @@ def test_series_hold_the_other_parameters_fixed_and_need_three_values():
     line = scaling_line(series)
     assert line.startswith("attn over s (dtype=bf16): latency quadratic in s")
     assert "memory quadratic" in line and "fits in device memory up to s ≈ 12,000" in line
+
+
+def step(batch: int, activations: int, error: str | None = None) -> CaseResult:
+    """A training step whose breakdown holds 1 GiB of weights and state and `activations` on top."""
+    parts = MemoryBreakdown(parameters=GIB, activations=activations, error=error)
+    return dataclasses.replace(result("step", 0.5 * batch, GIB + activations, batch=batch), memory_breakdown=parts)
+
+
+def test_a_training_steps_activations_are_fitted_and_priced_per_unit_of_the_batch():
+    mib = 2**20
+    (series,) = scalings([step(b, 96 * mib * b) for b in (4, 8, 16)], [GPU])
+    assert series.activations.label == "linear"
+    assert series.activations_per_unit == pytest.approx(96 * mib)
+    assert "activations linear, 96.0 MiB per unit of batch" in scaling_line(series)
+    record = RunRecord("2026-11-29T00:00:00+00:00", "0", devices=(GPU,), results=tuple(step(b, 96 * mib * b) for b in (4, 8, 16)))
+    assert "<td>linear, 96.0 MiB per unit of batch</td>" in render_html([record])
+    # Quadratic growth is said as such, with no price per unit; a point without a breakdown drops the fit.
+    (series,) = scalings([step(b, mib * b * b) for b in (4, 8, 16)], [GPU])
+    assert series.activations.label == "quadratic" and series.activations_per_unit is None
+    assert "activations quadratic (k=2.00)" in scaling_line(series)
+    (series,) = scalings([step(4, mib), step(8, 2 * mib), step(16, 0, error="memory breakdown failed")], [GPU])
+    assert series.activations is None and "activations" not in scaling_line(series)
 
 
 def test_the_reports_show_the_fits():

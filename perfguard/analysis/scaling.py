@@ -10,7 +10,10 @@ where c is what does not grow (launch floor, weights), b · x^k what does; k is 
 (1 linear, 2 quadratic: the "activation explosion" of materialised attention scores shows as k ≈ 2).
 A plain log-log line would read a large constant as slow growth and promise sizes that do not fit.
 k is found on a grid, c and b by least squares for each k, c ≥ 0 and b > 0. The memory fitted is what
-the case holds at its peak: its setup's tensors plus the call's peak on top.
+the case holds at its peak: its setup's tensors plus the call's peak on top. Where every point of a
+series has a memory breakdown (training steps, `memory_breakdown=True`), its activations are fitted
+too: what a larger batch or a longer sequence costs in saved activations, apart from the weights,
+gradients and optimizer state that do not grow with it.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class Scaling:
     memory: Growth | None
     bytes_per_unit: float | None  # memory growth per unit of the parameter, from its largest two values
     fits_up_to: float | None  # the largest value whose fitted memory fits in the device's memory
+    activations: Growth | None = None  # of the memory breakdown's activations at the peak
+    activations_per_unit: float | None = None  # their growth per unit, from the largest two values, when linear
 
     @property
     def title(self) -> str:
@@ -88,11 +93,14 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
         latency = fit(xs, [r.latency.median_ms for _, r in points])
         held = [_held(r) for _, r in points]
         memory = fit(xs, held) if all(h is not None for h in held) else None
-        if latency is None and memory is None:  # nothing grows the way the model can say (noise)
+        saved = [_activations(r) for _, r in points]
+        activations = fit(xs, saved) if all(a is not None for a in saved) else None
+        if latency is None and memory is None and activations is None:  # nothing grows the way the model can say
             continue
-        per_unit = (held[-1] - held[-2]) / (xs[-1] - xs[-2]) if memory and xs[-1] != xs[-2] else None
+        per_unit = _top_slope(xs, held) if memory else None
+        saved_per_unit = _top_slope(xs, saved) if activations and activations.label == "linear" else None
         out.append(Scaling(device, name, p, fixed, tuple(xs), latency, memory, per_unit,
-                           largest_fitting(memory, memory_of.get(device))))
+                           largest_fitting(memory, memory_of.get(device)), activations, saved_per_unit))
     return out
 
 
@@ -135,6 +143,18 @@ def largest_fitting(memory: Growth | None, capacity: int | None) -> float | None
     if memory is None or not capacity or memory.constant >= capacity or memory.coefficient <= 0:
         return None
     return ((capacity - memory.constant) / memory.coefficient) ** (1 / memory.exponent)
+
+
+def _top_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Growth per unit of x between the largest two values."""
+    return (ys[-1] - ys[-2]) / (xs[-1] - xs[-2]) if xs[-1] != xs[-2] else None
+
+
+def _activations(r: CaseResult) -> float | None:
+    parts = r.memory_breakdown
+    if parts is None or parts.error is not None:
+        return None
+    return float(parts.activations)
 
 
 def _held(r: CaseResult) -> float | None:

@@ -113,25 +113,36 @@ class Memory:
 
 @dataclasses.dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes live on the case's device at the peak of one call, by the PyTorch memory profiler's category.
+    """Bytes live on the case's device at the peak of one call, by what they hold.
 
-    Taken for cases declared with `memory_breakdown=True` (perfguard/measure/breakdown.py); the
-    categories sum to the profiler's peak. `error` says why none could be taken (the figures are 0).
+    Taken for cases declared with `memory_breakdown=True` (perfguard/measure/breakdown.py). On CUDA,
+    `method` "allocator history": the caching allocator's history of the call, each allocation
+    labelled with the phase and module it was made in (perfguard/analysis/attribution.py); on a CPU,
+    or under a torch whose allocator takes no labels, "profiler": the PyTorch memory profiler's
+    categories. The byte fields sum to the peak. `error` says why none could be taken (they are 0).
     """
 
     parameters: int = 0
-    gradients: int = 0
+    buffers: int = 0  # modules' registered buffers (allocator history; the profiler has no such category)
+    gradients: int = 0  # the parameters' .grad
     optimizer_state: int = 0
-    activations: int = 0
-    temporaries: int = 0  # allocated and freed within one operator
+    activations: int = 0  # made in a forward pass (or a recomputation) and still live when it ended
+    temporaries: int = 0  # made in the call and freed within its pass, or made in backward or the optimizer step
     inputs: int = 0  # data fed to the model
-    autograd_detail: int = 0  # tensors the backward pass makes for its own bookkeeping
-    unknown: int = 0  # allocations the profiler could not tie to a tensor
+    autograd_detail: int = 0  # profiler only: tensors the backward pass makes for its own bookkeeping
+    unknown: int = 0  # live before the call and no known tensor (history); tied to no tensor (profiler)
     error: str | None = None
+    peak_phase: str | None = None  # "forward", "backward", "recompute", "optimizer", "call" or "start"
+    peak_at: str | None = None  # the module (or optimizer) and the user's line whose allocation reached the peak
+    method: str | None = None  # "allocator history" or "profiler"; None in records written before it was said
 
     @property
     def peak_bytes(self) -> int:
-        return sum(getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "error")
+        return sum(getattr(self, name) for name in BREAKDOWN_BYTES)
+
+
+# MemoryBreakdown's byte fields, in its order.
+BREAKDOWN_BYTES = tuple(f.name for f in dataclasses.fields(MemoryBreakdown) if f.type in ("int", int))
 
 
 @dataclasses.dataclass(frozen=True)

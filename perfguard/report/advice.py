@@ -161,20 +161,31 @@ def scaling_line(s: Scaling) -> str:
         parts.append(f"memory {s.memory.label} (k={s.memory.exponent:.2f})")
     if s.bytes_per_unit is not None:
         parts.append(f"{units.size(s.bytes_per_unit)} per unit of {s.parameter} at the top")
+    if s.activations:
+        parts.append(f"activations {_activations(s)}")
     if s.fits_up_to is not None:
         parts.append(f"fits in device memory up to {s.parameter} ≈ {_round(s.fits_up_to):,} (extrapolated)")
     return f"{s.title}: " + "; ".join(parts)
 
 
-def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str]:
-    """The HTML report's row: series, latency growth, memory growth, bytes per unit at the top, how far it fits."""
+def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str, str]:
+    """The HTML report's row: series, latency growth, memory growth, bytes per unit at the top, the
+    activations' growth, how far it fits."""
     return (
         s.title,
         f"{_marked(s)}{s.latency.label} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})" if s.latency else "",
         f"{s.memory.label} (k={s.memory.exponent:.2f})" if s.memory else "",
         units.size(s.bytes_per_unit) if s.bytes_per_unit is not None else "",
+        _activations(s) if s.activations else "",
         f"{s.parameter} ≈ {_round(s.fits_up_to):,}" if s.fits_up_to is not None else "",
     )
+
+
+def _activations(s: Scaling) -> str:
+    """How the breakdown's activations grow: "linear, 96.0 MiB per unit of batch", or "x^1.45 (k=1.45)"."""
+    if s.activations_per_unit is not None:
+        return f"{s.activations.label}, {units.size(s.activations_per_unit)} per unit of {s.parameter}"
+    return f"{s.activations.label} (k={s.activations.exponent:.2f})"
 
 
 def _marked(s: Scaling) -> str:

@@ -191,6 +191,20 @@ def breakdown(entry: Entry) -> list[tuple[str, str, float]] | None:
     return [(str(k).replace("_", " "), units.size(v), v / total) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])]
 
 
+def breakdown_note(entry: Entry) -> str | None:
+    """Where the breakdown's peak fell and how it was taken ("peak in backward at GPT.h.11.mlp;
+    from the allocator history"); None when the record says neither."""
+    value = getattr(entry.result, "memory_breakdown", None)
+    fields = _as_dict(value) if value is not None else {}
+    phase, at, method = (fields.get(name) for name in ("peak_phase", "peak_at", "method"))
+    facts = []
+    if phase:
+        facts.append(f"peak in {phase}" + (f" at {at}" if at else "") if phase != "start" else "peak before the call")
+    if method:
+        facts.append(f"from the {method}")
+    return "; ".join(facts) or None
+
+
 def breakdown_missing(entry: Entry) -> str:
     """Why a case has no breakdown: the profiler's reason when it was asked for and failed, else how to ask."""
     error = getattr(getattr(entry.result, "memory_breakdown", None), "error", None)

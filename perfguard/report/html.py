@@ -26,6 +26,7 @@ from perfguard.report.advice import ROUGH, cpu_line, rough
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
+    breakdown_note,
     environment,
     message,
     profile_note,
@@ -282,7 +283,7 @@ def _environment() -> Any:
     env.globals.update(
         label=view.label, when=view.when, versions=view.versions, duration=units.duration,
         sections=sections, environment=environment, message=message, profile_table=profile_table, profile_note=profile_note,
-        breakdown=breakdown, breakdown_missing=breakdown_missing,
+        breakdown=breakdown, breakdown_missing=breakdown_missing, breakdown_note=breakdown_note,
         histogram=_histogram, by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
     )
     return env
