@@ -15,6 +15,8 @@
 #   detection  benchmarks/detection.py inject: injected slowdowns (x1.03, x1.05, x1.10) and an extra buffer on
 #              36 memory-bound cases, against a 5-run baseline, in OUTDIR/inject
 #   xdist      benchmarks/xdist_scaling.py (-n 1 against -n 2: speed-up, GPUs, figures); not in the default
+#   models     issue 12: benchmarks/model_precision.py in 3 fresh processes (GPT-2 batch-1 forward against
+#              hand measurement) and benchmarks/host_overhead.py (injected host work), in OUTDIR/host
 # perfguard is installed without dependencies: the GPU image has torch, triton, scipy and NVML.
 set -uo pipefail
 out=${1:?output folder}; shift
@@ -68,6 +70,9 @@ PY
     python3 benchmarks/detection.py judge "$out/judge" "${JUDGE_BASELINES:?set JUDGE_BASELINES to a baselines folder}" 2>&1 | tee "$out/judge.log" ;;
   detection)
     python3 benchmarks/detection.py inject "$out/inject" 2>&1 | tee "$out/detection.log" ;;
+  models)
+    for i in 1 2 3; do python3 benchmarks/model_precision.py 2>&1 | grep -v -i warn; done | tee "$out/model-precision.log"
+    python3 benchmarks/host_overhead.py "$out/host" 2>&1 | tee "$out/host-overhead.log" ;;
   xdist)
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
   esac

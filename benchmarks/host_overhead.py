@@ -61,7 +61,8 @@ def main() -> int:
         got = [r for r in rows if (r["scenario"], r["case"], r["metric"]) == key]
         statuses = ", ".join(r["status"] for r in got)
         changes = ", ".join(f"{r['change_pct']:+.1f}" for r in got if r["change_pct"] is not None)
-        tol = statistics.median(r["tolerance_pct"] for r in got if r["tolerance_pct"] is not None) if got else None
+        tols = [r["tolerance_pct"] for r in got if r["tolerance_pct"] is not None]
+        tol = statistics.median(tols) if tols else None
         ci = max((r["ci_pct"] for r in got if r["ci_pct"] is not None), default=None)
         print(f"{key[0]:11} {key[1][:36]:36} {key[2]:15} {statuses:34} {changes:24} {tol or 0:12.1f} {ci or 0:.2f}")
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1))
