@@ -95,7 +95,7 @@ def loaded(tmp_path_factory) -> dict[str, list[str]]:
 
 def test_every_module_of_the_package_is_probed(loaded):
     assert len(MODULES) > 50 and set(loaded) == set(MODULES)
-    assert {"perfguard.defaults", "perfguard.cli", "perfguard.report.html", "perfguard.plugin.session"} <= set(MODULES)
+    assert {"perfguard.defaults", "perfguard.cli", "perfguard.report.html", "perfguard.plugin.recorder"} <= set(MODULES)
     errors = {m: r["error"] for m, r in loaded.items() if isinstance(r, dict)}
     assert not errors, errors
 
