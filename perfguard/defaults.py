@@ -60,6 +60,22 @@ def count(raw: Any, least: int, most: int | None = None) -> int:
     return value
 
 
+def folder(raw: Any) -> str:
+    """A folder: any path but an empty one (an empty `--perfguard-report=` would put the reports in the
+    rootdir, an empty `--baselines ""` read the working folder)."""
+    if raw is None or not str(raw).strip():
+        raise ValueError(f"must be a folder, such as reports, got {_shown(raw)}")
+    return str(raw)
+
+
+def choice(raw: Any, choices: tuple[str, ...]) -> str:
+    """One of `choices`, in any case and with spaces around it."""
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise ValueError(f"must be one of {', '.join(choices)}, got {_shown(raw)}")
+    return value
+
+
 def _number(raw: Any) -> float:
     """`raw` as a float; NaN (which every range check refuses) when it is not a number. A bool is not one."""
     if isinstance(raw, bool):

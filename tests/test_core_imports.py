@@ -95,7 +95,8 @@ def loaded(tmp_path_factory) -> dict[str, list[str]]:
 
 def test_every_module_of_the_package_is_probed(loaded):
     assert len(MODULES) > 50 and set(loaded) == set(MODULES)
-    assert {"perfguard.defaults", "perfguard.cli", "perfguard.report.html", "perfguard.plugin.session"} <= set(MODULES)
+    assert {"perfguard.defaults", "perfguard.options", "perfguard.cli", "perfguard.report.html", "perfguard.plugin.recorder",
+            "perfguard.plugin.measurer", "perfguard.measure.lifecycle"} <= set(MODULES)
     errors = {m: r["error"] for m, r in loaded.items() if isinstance(r, dict)}
     assert not errors, errors
 
@@ -141,9 +142,12 @@ def test_no_source_outside_its_layer_imports_a_heavy_dependency_even_lazily(heav
     assert wrong == [], f"only {OWNER[heavy]} may import {heavy}"
 
 
-def test_the_shared_defaults_import_nothing_but_the_standard_library():
-    # perfguard/defaults.py serves the CLI's help, which must start without numpy, scipy, torch or pytest.
+def test_the_shared_defaults_and_options_import_nothing_but_the_standard_library():
+    # perfguard/defaults.py and the option table serve the CLI's help, which must start without numpy,
+    # scipy, torch or pytest.
     assert {name for _line, name in imports_in(PACKAGE / "defaults.py")} <= {"__future__", "math", "typing"}
+    assert {name for _line, name in imports_in(PACKAGE / "options.py")} <= {
+        "__future__", "collections", "dataclasses", "typing", "perfguard"}  # perfguard: its defaults, above
 
 
 def test_the_public_names_are_a_sorted_all():

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from perfguard import defaults
-from perfguard.cli import main
+import argparse
+from pathlib import Path
+
+from perfguard import defaults, options
+from perfguard.cli import _parser, main
 from perfguard.plugin.options import Options
 
 REFUSED_PERCENTAGES = ["0", "-1", "nan", "inf", "five", ""]
@@ -69,6 +72,8 @@ def test_the_cli_refuses_zero_budgets_rounds_thresholds_and_runs_before_doing_an
     (defaults.seconds, "0.25", 0.25),
     (defaults.timeout, "0", 0.0),
     (lambda raw: defaults.count(raw, 0), " 3 ", 3),
+    (defaults.folder, "reports/gpu", "reports/gpu"),
+    (lambda raw: defaults.choice(raw, ("none", "all")), " All ", "all"),
 ])
 def test_the_parsers_take_what_they_name(parse, raw, value):
     assert parse(raw) == value
@@ -78,7 +83,64 @@ def test_the_parsers_take_what_they_name(parse, raw, value):
     (defaults.seconds, "0"), (defaults.seconds, True), (defaults.timeout, "-1"), (defaults.percent, None),
     (lambda raw: defaults.count(raw, 1), "0"), (lambda raw: defaults.count(raw, 1, 100), "101"),
     (lambda raw: defaults.count(raw, 1), "2.5"),
+    (defaults.folder, ""), (defaults.folder, "  "), (lambda raw: defaults.choice(raw, ("none", "all")), "some"),
 ])
 def test_the_parsers_refuse_with_what_was_expected(parse, raw):
     with pytest.raises(ValueError, match=r"^must be .*, got "):
         parse(raw)
+
+
+# Each option the console command shares, and the field of the plugin's Options that holds its value.
+SHARED_FIELDS = {
+    "perfguard-baselines": "baselines_dir",
+    "perfguard-report": "report_dir",
+    "perfguard-threshold": "threshold_pct",
+    "perfguard-budget": "budget_s",
+    "perfguard-baseline-runs": "keep_runs",
+}
+INPUTS = ["0", "-1", "abc", "", " ", "nan", "inf", "-0.5", "0.5", "1", "2.5", "3", "101", "1e3", "reports"]
+
+
+def cli_flags(parser: argparse.ArgumentParser, flag: str) -> list[tuple[str, argparse.Action]]:
+    """(command, action) for every command of the console command that takes `flag`."""
+    found = []
+    for action in parser._actions:
+        if flag in action.option_strings:
+            found.append((parser.prog, action))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += cli_flags(sub, flag)
+    return found
+
+
+def cli_value(action: argparse.Action, text: str) -> object:
+    try:
+        return action.type(text) if action.type else text
+    except argparse.ArgumentTypeError as exc:
+        return f"refused: {exc}"
+
+
+def plugin_value(pytester: pytest.Pytester, name: str, text: str) -> object:
+    config = pytester.parseconfig(f"--{name}={text}")
+    try:
+        value = getattr(Options.from_config(config), SHARED_FIELDS[name])
+    except pytest.UsageError as exc:
+        return f"refused: {str(exc).removeprefix(f'--{name} (or ini {name}) ')}"
+    return value.relative_to(config.rootpath).as_posix() if isinstance(value, Path) else value
+
+
+def test_the_shared_options_are_the_ones_checked_here():
+    assert {o.name for o in options.shared()} == set(SHARED_FIELDS)
+
+
+@pytest.mark.parametrize("name", SHARED_FIELDS)
+def test_a_shared_option_parses_every_input_alike_in_the_plugin_and_every_command(pytester, name):
+    option = options.option(name)
+    commands = cli_flags(_parser(), f"--{option.cli}")
+    assert commands, f"no command takes --{option.cli}"
+    for text in INPUTS:
+        expected = plugin_value(pytester, name, text)
+        got = {command: cli_value(action, text) for command, action in commands}
+        assert got == dict.fromkeys(got, expected), (name, text)
+    # The same words in both: the plugin's usage error and argparse's both say what was expected.
+    assert plugin_value(pytester, name, "abc" if option.metavar != "DIR" else " ").startswith("refused: must ")

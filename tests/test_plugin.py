@@ -554,6 +554,36 @@ def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_pa
     ]
 
 
+PLAIN_TEST = """
+    import sys
+
+    from perfguard.plugin.measurer import BEFORE_CASE, MEASURER
+    from perfguard.plugin.recorder import RECORDER
+
+    def test_plain(request):
+        config = request.config
+        names = {name for name, plugin in config.pluginmanager.list_name_plugin() if plugin is not None}
+        assert "perfguard" in names, "perfguard's plugin did not load through its entry point"
+        assert sorted(n for n in names if n.startswith("perfguard-")) == []
+        assert not any(key in config.stash for key in (RECORDER, MEASURER, BEFORE_CASE))
+        heavy = ("torch", "jinja2", "scipy", "perfguard.measure.runner", "perfguard.store")
+        assert [m for m in heavy if m in sys.modules] == []
+"""
+
+
+def test_a_plain_run_makes_no_perfguard_state_imports_nothing_heavy_and_writes_nothing(tmp_path, run_pytest):
+    # An ordinary test run in a project that has perfguard installed: the plugin loads (its entry
+    # point) and must cost next to nothing. A new interpreter, so that what the run imports shows.
+    write(tmp_path, "test_ordinary.py", PLAIN_TEST)
+    (tmp_path / "baselines").mkdir()
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    result = run_pytest(tmp_path, fresh=True)
+    result.assert_outcomes(passed=1)
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "__pycache__" not in p.parts)
+    assert after == before  # no reports/, nothing in baselines/
+    assert "perfguard" not in {line.strip("= ") for line in result.outlines}
+
+
 def test_nothing_is_measured_or_written_when_no_case_ran(tmp_path, run_pytest):
     write(tmp_path, "test_one.py", "def test_plain():\n    assert True\n")
     result = run_pytest(tmp_path, "--perfguard")

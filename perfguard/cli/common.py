@@ -8,12 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfguard import defaults
+from perfguard import defaults, options
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
-
-DEFAULT_BASELINES = defaults.BASELINES_DIR
-
 
 def read_record(path: Path | str) -> RunRecord:
     """A run record from disk; a missing or unreadable file is one clear error naming it."""
@@ -70,5 +67,15 @@ def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parsed
 
 
+def add_option(parser: argparse.ArgumentParser, name: str, **changes: Any) -> None:
+    """Add one of perfguard.options' options, which the plugin offers as `--NAME`, under the console
+    command's spelling: its parser, metavar, default and help; `changes` (a default or help of the
+    command's own) go to argparse as they are."""
+    option = options.option(name)
+    kwargs: dict[str, Any] = {"metavar": option.metavar, "default": option.default, "help": option.help}
+    if option.parse is not None:
+        kwargs["type"] = argument(option.parse)
+    parser.add_argument(f"--{option.cli}", **{**kwargs, **changes})
+
+
 percent = argument(defaults.percent)
-seconds = argument(defaults.seconds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfguard.cli.common import percent, read_record
+from perfguard.cli.common import add_option, read_record
 
 
 def _asv_export(args: argparse.Namespace) -> int:
@@ -45,7 +45,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     history = commands.add_parser("history", help="asv's step detection over an exported folder; exit 1 on a drift")
     history.add_argument("dir", metavar="DIR", help="the folder asv-export wrote")
-    history.add_argument("--threshold", metavar="PCT", type=percent, default=5.0,
-                         help="smallest step that counts, in percent (default: 5, asv's own)")
+    add_option(history, "perfguard-threshold", default=5.0, help="smallest step that counts, in percent (default: 5, asv's own)")
     history.add_argument("--repo", metavar="DIR", help="git checkout of the commits (default: the repo in DIR/asv.conf.json)")
     history.set_defaults(command=_history)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from perfguard import defaults, units
-from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, percent, seconds
+from perfguard.cli.common import add_option, argument, columns
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -56,10 +56,9 @@ def _ab(args: argparse.Namespace) -> int:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     calibrate = commands.add_parser("calibrate", help="measure this device's copy bandwidth and matmul rates; store them with its baseline")
-    calibrate.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
-                           help=f"baseline folder (default: {DEFAULT_BASELINES})")
-    calibrate.add_argument("--budget", metavar="SECONDS", type=seconds, default=defaults.CALIBRATE_BUDGET_S,
-                           help=f"wall-time budget per measurement (default: {defaults.CALIBRATE_BUDGET_S:g})")
+    add_option(calibrate, "perfguard-baselines")
+    add_option(calibrate, "perfguard-budget", default=defaults.CALIBRATE_BUDGET_S,
+               help=f"wall-time budget per measurement in seconds (default: {defaults.CALIBRATE_BUDGET_S:g})")
     calibrate.set_defaults(command=_calibrate)
 
     ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
@@ -71,9 +70,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 1, 100)),
                     default=defaults.AB_ROUNDS,
                     help=f"rounds per side, base and head alternating (default: {defaults.AB_ROUNDS}, i.e. base head head base)")
-    ab.add_argument("--threshold", metavar="PCT", type=percent, default=None,
-                    help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
-                    "or the case's own)")
-    ab.add_argument("--report", metavar="DIR", default="reports",
-                    help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the reports (default: reports)")
+    add_option(ab, "perfguard-threshold", default=None,
+               help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
+               "or the case's own)")
+    add_option(ab, "perfguard-report", help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the "
+               f"reports (default: {defaults.REPORT_DIR})")
     ab.set_defaults(command=_ab)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfguard import defaults, units
-from perfguard.cli.common import DEFAULT_BASELINES, argument, columns, file_kind, percent, read_record, summary
+from perfguard.cli.common import add_option, columns, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import BaselineEntry, CaseResult, DeviceInfo
 
@@ -192,11 +192,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     merge = actions.add_parser("merge", help="fold baseline files of this GPU model from other hosts into its baseline")
     merge.add_argument("files", metavar="FILE.json", nargs="+")
     for sub in (accept, merge):
-        sub.add_argument("--keep-runs", metavar="N", type=argument(lambda text: defaults.count(text, 1)),
-                         default=defaults.KEEP_RUNS, help=f"runs kept per case (default: {defaults.KEEP_RUNS})")
+        add_option(sub, "perfguard-baseline-runs", help=f"runs kept per case (default: {defaults.KEEP_RUNS})")
     for sub in (listing, accept, merge):
-        sub.add_argument("--baselines", metavar="DIR", default=DEFAULT_BASELINES,
-                         help=f"baseline folder (default: {DEFAULT_BASELINES})")
+        add_option(sub, "perfguard-baselines")
     listing.set_defaults(command=_baseline_show)
     accept.set_defaults(command=_baseline_accept)
     merge.set_defaults(command=_baseline_merge)
@@ -204,8 +202,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     compare = commands.add_parser("compare", help="verdicts between two run records; exit 1 on a regression")
     compare.add_argument("base", metavar="BASE.json")
     compare.add_argument("head", metavar="HEAD.json")
-    compare.add_argument("--threshold", metavar="PCT", type=percent, default=None,
-                         help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
+    add_option(compare, "perfguard-threshold", default=None,
+               help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
     compare.set_defaults(command=_compare)

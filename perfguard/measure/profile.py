@@ -20,10 +20,10 @@ from torch.profiler import DeviceType
 
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError, first_line
-# The runner's own set-up, first call and clean-up: a profiled case is set up, checked and freed as a
-# measured one is.
 from perfguard.measure import kineto
-from perfguard.measure.runner import _case_scope, _first_call, _guard, _setup
+# The set-up, first call and clean-up a measured case goes through: a profiled case is set up, checked
+# and freed as a measured one is, and fails with the same line.
+from perfguard.measure.lifecycle import case_scope, first_call, guard, setup
 from perfguard.model import DeviceInfo, Profile, ProfileOp, names
 
 WARMUP_CALLS = 2
@@ -46,7 +46,7 @@ def profile_case(instance: CaseInstance, device: DeviceInfo, report_dir: Path | 
     """Set the case up afresh, warm it up, profile PROFILED_CALLS calls; the trace goes to
     `report_dir/traces/` (no trace when `report_dir` is None)."""
     where = instance.id
-    with _case_scope(where, device):
+    with case_scope(where, device):
         try:
             # Inside the scope and the try: an error's frames (holding the case's tensors) are gone
             # before the scope frees the memory.
@@ -60,18 +60,18 @@ def profile_case(instance: CaseInstance, device: DeviceInfo, report_dir: Path | 
 
 def _profile(instance: CaseInstance, device: DeviceInfo, report_dir: Path | None) -> Profile:
     cuda = device.kind == "cuda"
-    fn = _setup(instance, device)
-    _first_call(instance, fn, device)
+    fn = setup(instance, device)
+    first_call(instance, fn, device)
 
     def calls(n: int) -> None:
         for _ in range(n):
             fn()
         _sync(cuda)
 
-    _guard(instance.id, "warm-up", lambda: calls(WARMUP_CALLS))
+    guard(instance.id, "warm-up", lambda: calls(WARMUP_CALLS))
     with kineto.quiet():
         with torch.profiler.profile(activities=kineto.activities(cuda), record_shapes=True, profile_memory=True) as prof:
-            _guard(instance.id, "the profiled calls", lambda: calls(PROFILED_CALLS))
+            guard(instance.id, "the profiled calls", lambda: calls(PROFILED_CALLS))
         del fn, calls
         ops = _top_ops(prof, cuda, PROFILED_CALLS)
         kernels = _kernel_count(prof.events()) / PROFILED_CALLS if cuda else None

@@ -7,22 +7,17 @@ caller can go on with the next case.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
-import math
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-
-import torch
 
 from perfguard.analysis import metrics as derived
 from perfguard.analysis.stats import summarize
-from perfguard.case import CaseInstance, call_kwargs
-from perfguard.errors import MeasurementError, first_line
+from perfguard.case import CaseInstance
+from perfguard.errors import MeasurementError
 from perfguard.measure import breakdown, memory, nvml, telemetry, watchdog
+from perfguard.measure.lifecycle import case_scope, first_call, guard, nvtx, setup, user_traceback
 from perfguard.measure.timers import (
     BATCH_TARGET_S,
     CallerTimer,
@@ -35,7 +30,6 @@ from perfguard.measure.timers import (
     sample,
     warm_up,
 )
-from perfguard.measure.torch_state import TorchState
 from perfguard.model import CaseResult, DeviceInfo, thin_samples
 
 WARMUP_S = 0.025
@@ -47,8 +41,8 @@ def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_
     """Run the callable once and its check: the case as a functional test, at almost no cost."""
 
     def once(base: CaseResult) -> CaseResult:
-        fn = _setup(instance, device)
-        return _replace(base, status="smoke", outputs=_first_call(instance, fn, device))
+        fn = setup(instance, device)
+        return _replace(base, status="smoke", outputs=first_call(instance, fn, device))
 
     return _run(instance, device, nodeid, timeout_s, once)
 
@@ -67,7 +61,7 @@ def _run(
     base = _base_result(instance, device, nodeid)
     # The error is caught inside the scope: while it propagates, its traceback's frames still hold
     # the case's tensors, and the scope's exit must find them gone to hand the memory back.
-    with watchdog.deadline(timeout_s) as stop_alarm, _case_scope(instance.id, device) as restored:
+    with watchdog.deadline(timeout_s) as stop_alarm, case_scope(instance.id, device) as restored:
         try:
             try:
                 result = body(base)
@@ -90,16 +84,16 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     mem_before = memory.before_setup(handle) if cuda else None
 
     t_setup = time.perf_counter()
-    fn = _setup(instance, device)
+    fn = setup(instance, device)
     setup_s = time.perf_counter() - t_setup
 
     start = time.perf_counter()
-    with _nvtx(f"{where}: warm-up", cuda):
-        outputs = _first_call(instance, fn, device)
+    with nvtx(f"{where}: warm-up", cuda):
+        outputs = first_call(instance, fn, device)
         # The budget is for sampling: a first call that compiles, picks kernels or creates cuBLAS
         # handles (a second, for a model's first forward in a process) must not eat the samples' share.
         sampling = time.perf_counter()
-        estimate = _guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
+        estimate = guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
     calls = 1
     if not cuda:
@@ -108,13 +102,13 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         clock_hz = (device.max_sm_clock_mhz or 2000) * 1e6
         if instance.spec.mode == "graph":
             calls = graph_calls(instance.spec.cache, estimate)
-            timer = _guard(where, "CUDA-graph capture", lambda: CudaGraphTimer(fn, flush, estimate, clock_hz, calls))
+            timer = guard(where, "CUDA-graph capture", lambda: CudaGraphTimer(fn, flush, estimate, clock_hz, calls))
         else:
             timer = CudaEventTimer(fn, flush, estimate, clock_hz)
     watch.tick()
 
     def take(k: int) -> list[float]:
-        out = _guard(where, "sampling", lambda: timer.take(k))
+        out = guard(where, "sampling", lambda: timer.take(k))
         watch.tick()
         if getattr(timer, "outrun", False):
             raise _Outrun
@@ -123,7 +117,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     # The judged figure: GPU time where calls can be queued ahead of the device, else the caller's.
     regime = "host-clock" if not cuda else "device"
     caller_timer = CallerTimer(fn, estimate.total_s, cuda) if cuda else None
-    with _nvtx(f"{where}: samples", cuda):
+    with nvtx(f"{where}: samples", cuda):
         try:
             samples, stop = sample(take, estimate.total_s, rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
                                    calls_per_sample=calls)
@@ -145,22 +139,24 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         if regime == "caller":
             caller_samples, caller_stop = samples, stop
         else:
-            with _nvtx(f"{where}: caller", cuda):
+            with nvtx(f"{where}: caller", cuda):
                 caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
                 caller_samples, caller_stop = _sample_caller(where, caller_timer, rule, caller_end, watch)
             check_finite(caller_samples, f"{where} (caller's time)")
         caller = summarize(caller_samples, caller_stop)
-        with _nvtx(f"{where}: memory", cuda):
-            mem = _guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
+        with nvtx(f"{where}: memory", cuda):
+            mem = guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     del caller_timer
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
     # seconds, not the case's budget. A failure is a note on the breakdown, not a case error.
+    # The L2 flush buffer (twice the L2) is perfguard's: gone before the breakdown, which would count it.
+    del flush
     parts = None
     if instance.spec.memory_breakdown:
-        with _nvtx(f"{where}: memory breakdown", cuda):
+        with nvtx(f"{where}: memory breakdown", cuda):
             parts = breakdown.measure(fn, device)
-    del fn, flush
+    del fn
 
     latency = summarize(samples, stop)
     return _replace(
@@ -194,7 +190,7 @@ def _sample_caller(where: str, timer: CallerTimer, rule: SamplingRule, deadline:
     samples before it have already brought the clocks to where they settle."""
 
     def take(k: int) -> list[float]:
-        out = _guard(where, "sampling the caller's time", lambda: timer.take(k))
+        out = guard(where, "sampling the caller's time", lambda: timer.take(k))
         watch.tick()
         return out
 
@@ -227,135 +223,7 @@ def _replace(result: CaseResult, **changes: Any) -> CaseResult:
     return dataclasses.replace(result, **changes)
 
 
-@contextlib.contextmanager
-def _case_scope(case_id: str, device: DeviceInfo) -> Iterator[list[str]]:
-    """An NVTX range named after the case, the case's GPU memory released when it ends, and torch's
-    global settings put back as they were; yields a list that then names the settings restored."""
-    cuda = device.kind == "cuda"
-    live = torch.cuda.memory_allocated() if cuda else 0
-    before = TorchState.now()
-    restored: list[str] = []
-    try:
-        with _nvtx(case_id, cuda):
-            yield restored
-    finally:
-        # The error path has already dropped every reference (see _guard), and reference counting
-        # frees a finished case's tensors; only a reference cycle (the user's, or an exception's)
-        # leaves GPU memory behind. A full collection costs 0.1 s with torch loaded (4 s of a
-        # 32-case suite on the H200), so it runs only then. Then the cached blocks go back, so the
-        # next case starts from the same state.
-        if cuda:
-            torch.cuda.synchronize()
-            if torch.cuda.memory_allocated() > live:
-                gc.collect()
-            torch.cuda.empty_cache()
-        restored += before.restore()
-
-
-@contextlib.contextmanager
-def _nvtx(name: str, cuda: bool) -> Iterator[None]:
-    if cuda:
-        torch.cuda.nvtx.range_push(name)
-    try:
-        yield
-    finally:
-        if cuda:
-            torch.cuda.nvtx.range_pop()
-
-
-def _guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
-    """Run a step; turn any exception into a MeasurementError that holds no reference to its frames.
-
-    The original exception's traceback keeps the case's tensors alive (its frames hold them), so
-    it is formatted to text and dropped before the MeasurementError is raised outside the handler.
-    """
-    message = None
-    try:
-        return step()
-    except MeasurementError:
-        raise
-    except torch.cuda.OutOfMemoryError as exc:
-        # torch's text goes on about allocator settings; the first two sentences say what failed.
-        short = ". ".join(_first_line(exc).split(". ")[:2]).rstrip(".")
-        message = (
-            f"{where}: ran out of GPU memory during {stage} ({short}); "
-            "make the case smaller or limit it with device_kinds"
-        )
-    except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
-        message = f"{where}: {stage} raised {type(exc).__name__}: {_first_line(exc)}\n{_user_traceback(exc)}"
-    except SystemExit as exc:  # sys.exit() would end pytest's test with a traceback of pytest's frames
-        message = (f"{where}: {stage} called sys.exit({exc.code!r}); a case must return (or raise), not exit\n"
-                   f"{_user_traceback(exc)}")
-    raise MeasurementError(message)
-
-
-def _setup(instance: CaseInstance, device: DeviceInfo) -> Callable[[], Any]:
-    where = instance.id
-    fn = _guard(where, "setup", lambda: instance.spec.setup(**instance.setup_kwargs(device.kind)))
-    if not callable(fn):
-        kind = type(fn).__name__
-        raise MeasurementError(
-            f"{where}: setup returned {_article(kind)} {kind}, not a callable; return the function to time, e.g. `return lambda: op(x)`"
-        )
-    return fn
-
-
-def _first_call(instance: CaseInstance, fn: Callable[[], Any], device: DeviceInfo) -> str:
-    """The first call (it absorbs compilation) and the case's correctness check; what is known of the
-    outputs (CaseResult.outputs)."""
-    where = instance.id
-
-    def call() -> Any:
-        out = fn()
-        if device.kind == "cuda":
-            torch.cuda.synchronize()
-        return out
-
-    out = _guard(where, "the timed callable", call)
-    check = instance.spec.check
-    if check is None:
-        return "non-finite" if _non_finite(out) else "unchecked"
-    kwargs = call_kwargs(check, {**instance.kwargs, "device": device.kind}, f"{where}: check", skip=1)
-    verdict = _guard(where, "check", lambda: check(out, **kwargs))
-    if verdict is False:
-        raise MeasurementError(f"{where}: check returned False: the output is wrong")
-    return "checked"
-
-
-def _non_finite(out: Any, depth: int = 2) -> bool:
-    """Whether a floating tensor in the output (or in a tuple, list or dict of them) holds NaN or inf.
-
-    One reduction per tensor, outside the timing; aminmax propagates NaN, and allocates no copy of
-    the output (isfinite would, as large as the output). What it cannot reduce counts as finite.
-    """
-    if isinstance(out, torch.Tensor):
-        if not (out.is_floating_point() or out.is_complex()) or out.numel() == 0:
-            return False
-        try:
-            values = torch.view_as_real(out.detach()) if out.is_complex() else out.detach()
-            low, high = torch.aminmax(values)
-            return not (math.isfinite(low.item()) and math.isfinite(high.item()))
-        except (RuntimeError, TypeError):  # a dtype without aminmax (float8): not known
-            return False
-    items = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else ()
-    return depth > 0 and any(_non_finite(item, depth - 1) for item in items)
-
-
 def _timed_out(where: str, timeout_s: float | None, exc: BaseException) -> str:
-    frames = _user_traceback(exc)
+    frames = user_traceback(exc)
     return (f"{where}: still running after {timeout_s:g} s, stopped (--perfguard-timeout); make it finish sooner "
             "or raise the timeout" + (f"\n{frames}" if frames else ""))
-
-
-def _first_line(exc: BaseException) -> str:
-    return first_line(str(exc), type(exc).__name__)
-
-
-def _user_traceback(exc: BaseException) -> str:
-    """The traceback frames of the user's code, not perfguard's."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/perfguard/measure/" not in f.filename.replace("\\", "/")]
-    return "".join(traceback.format_list(frames)).rstrip()
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"

@@ -1,8 +1,11 @@
 """The pytest layer: options, collection of `@perf_case` objects, the `perf` fixture, the run's end.
 
 Thin on purpose: measuring is `perfguard.measure`, judging is `perfguard.analysis.verdict`, files are
-`perfguard.store` and `perfguard.model`, tables are `perfguard.report`. Nothing heavy (torch, scipy)
-is imported until a perf case is collected.
+`perfguard.store` and `perfguard.model`, tables are `perfguard.report`. Two objects hold a run's state:
+the measurer (plugin/measurer.py), in each process that runs perf cases, made at its first perf case;
+and the recorder (plugin/recorder.py), in the one process that writes the files (the xdist controller),
+made only under --perfguard. A run without perf cases and without --perfguard makes neither: it parses
+the options, keeps a copy of stderr, and imports nothing heavy (torch, scipy, jinja2).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import pytest
 from perfguard.case import CaseSpec, InvalidCase
 from perfguard.measure import watchdog
 from perfguard.plugin import workers
-from perfguard.plugin.items import STATE, Perf, collect
-from perfguard.plugin.options import add_options
+from perfguard.plugin.items import Perf, collect
+from perfguard.plugin.measurer import BEFORE_CASE
+from perfguard.plugin.options import Options, add_options
+from perfguard.plugin.recorder import RECORDER, Recorder
 from perfguard.plugin.selection import Selection
-from perfguard.plugin.session import State
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,16 +29,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    state = State(config)
-    config.stash[STATE] = state
-    config.pluginmanager.register(state, "perfguard-state")
+    options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
     watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
-    config.pluginmanager.register(Selection.of(config), "perfguard-selection")
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
-    if not hasattr(config, "workerinput"):
-        workers.refuse_shared_gpus(config, state.options)
-        state.cpu_workers = workers.cpu_workers(config, state.options)
+    # A smoke run (no --perfguard) writes nothing, so it needs no recorder; an xdist worker leaves the
+    # files to the controller, which hears of its cases through their test reports.
+    if not options.enabled or hasattr(config, "workerinput"):
+        return
+    workers.refuse_shared_gpus(config, options)
+    recorder = Recorder(config, cpu_workers=workers.cpu_workers(config, options))
+    config.stash[RECORDER] = recorder
+    config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
+    config.pluginmanager.register(recorder, "perfguard-recorder")
+    config.pluginmanager.register(Selection.of(config), "perfguard-selection")
 
 
 # pytest-xdist's hooks (perfguard/plugin/workers.py); optional, so that perfguard runs without xdist.
@@ -70,39 +78,23 @@ def perf(request: pytest.FixtureRequest) -> Perf:
 def pytest_runtestloop(session: pytest.Session) -> object:
     # On the xdist controller, which waits while its workers start (seconds): load what the run's end
     # needs now, so that it is not paid after the last case.
-    if session.config.pluginmanager.has_plugin("dsession"):
-        session.config.stash[STATE].prepare_finish()
+    recorder = session.config.stash.get(RECORDER, None)
+    if recorder is not None and session.config.pluginmanager.has_plugin("dsession"):
+        recorder.prepare_finish()
     return (yield)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if hasattr(session.config, "workerinput"):  # xdist workers leave the files to the controller
+    recorder = session.config.stash.get(RECORDER, None)
+    if recorder is None:  # no --perfguard, or an xdist worker: nothing to write here
         return
-    state = session.config.stash[STATE]
     # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
-    state.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-    if state.unwritten_baselines and session.exitstatus == pytest.ExitCode.OK:
+    recorder.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+    if recorder.unwritten_baselines and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an update that wrote nothing must not pass for one
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash.get(STATE, None)
-    if state is None or hasattr(config, "workerinput") or not state.options.enabled:
-        return
-    if not (state.results or state.problems):
-        return
-    from perfguard.report.terminal import summary
-
-    terminalreporter.section("perfguard")
-    for line, style in summary(state.results.values(), state.devices.values(), state.record, state.fits):
-        terminalreporter.write_line(line, **style)
-    left_out = Selection.of(config).left_out
-    if left_out:
-        terminalreporter.write_line(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
-                                    "(-k, -m, --deselect or the test paths): not compared")
-    if state.options.update and state.record and state.record.verdicts and state.record.status == "complete":
-        terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
-    for path in state.written:
-        terminalreporter.write_line(f"perfguard: wrote {path}")
-    for problem in state.problems:
-        terminalreporter.write_line(f"perfguard: {problem}", red=True)
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is not None:
+        recorder.summarize(terminalreporter)

@@ -10,9 +10,8 @@ import pytest
 
 from perfguard.case import OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label
 from perfguard.errors import ConfigError, PerfguardError
-from perfguard.plugin.session import CaseFailure, State
+from perfguard.plugin.measurer import CaseFailure, Measurer
 
-STATE = pytest.StashKey[State]()
 # Case id -> the case that took it: a second case of the same id errors, naming where the first is declared.
 DECLARED = pytest.StashKey[dict[str, CaseSpec]]()
 
@@ -26,7 +25,7 @@ class PerfCaseItem(pytest.Item):
         self.add_marker("perfguard")
 
     def runtest(self) -> None:
-        self.config.stash[STATE].run(self, self.instance)
+        Measurer.of(self.config).run(self, self.instance)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CaseFailure, PerfguardError)):
@@ -58,9 +57,9 @@ class InvalidCaseItem(pytest.Item):
 
 
 def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[pytest.Item]:
-    state = collector.config.stash[STATE]
+    measurer = Measurer.of(collector.config)  # made here, at the run's first perf case
     try:
-        instances = spec.instances(state.kind)
+        instances = spec.instances(measurer.kind)
     except ConfigError as exc:  # a bad declaration, or a grid callable that fails on this device
         return [InvalidCaseItem.from_parent(collector, name=spec.name, error=str(exc), declared_at=spec.location)]
     declared = collector.config.stash.setdefault(DECLARED, {})
@@ -73,8 +72,8 @@ def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[p
             items.append(InvalidCaseItem.from_parent(collector, name=instance.id, error=error, declared_at=spec.location))
             continue
         item = PerfCaseItem.from_parent(collector, name=instance.id, instance=instance)
-        if state.kind not in spec.device_kinds:
-            item.add_marker(pytest.mark.skip(reason=_elsewhere(instance.id, spec, state.kind)))
+        if measurer.kind not in spec.device_kinds:
+            item.add_marker(pytest.mark.skip(reason=_elsewhere(instance.id, spec, measurer.kind)))
         items.append(item)
     return items
 
@@ -92,18 +91,18 @@ class Perf:
         self._calls = 0
 
     @property
-    def _state(self) -> State:
-        return self._request.config.stash[STATE]
+    def _measurer(self) -> Measurer:
+        return Measurer.of(self._request.config)
 
     @property
     def device(self) -> str:
         """"cuda" or "cpu": where to put the tensors."""
-        return self._state.kind
+        return self._measurer.kind
 
     @property
     def enabled(self) -> bool:
         """True under --perfguard; False when the test is a smoke run."""
-        return self._state.options.enabled
+        return self._measurer.options.enabled
 
     def __call__(self, fn: Any, *, name: str | None = None, **options: Any) -> Any:
         node = self._request.node
@@ -114,7 +113,7 @@ class Perf:
             if self.device not in spec.device_kinds:
                 reason, skipped = _elsewhere(spec.name, spec, self.device), True
             else:
-                return self._state.run(node, CaseInstance(spec))
+                return self._measurer.run(node, CaseInstance(spec))
         except (ConfigError, CaseFailure) as exc:  # a misuse of the fixture, or the case's failure: one line,
             reason, skipped = str(exc), False  # not perfguard's source (and failed outside this block, so without a chain)
         if skipped:

@@ -1,0 +1,95 @@
+"""perfguard's options, declared once: each one's name, parser, default and help.
+
+The pytest plugin offers every option here as `--perfguard-NAME` and as an ini key (plugin/options.py);
+the console command offers the ones it shares under a short spelling of its own (`--threshold`,
+`--keep-runs`; cli/common.add_option). Both take a value through the option's one parser (from
+perfguard.defaults), so a value one of them accepts the other accepts, and a value one refuses the
+other refuses with the same words. A command may give its own default and help where it means the
+option otherwise (calibrate's budget is per measurement, not per case), never its own parser.
+
+Standard library only, like perfguard.defaults: the console command builds its help from it without
+loading pytest, torch or numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from perfguard import defaults
+
+# A case's default timeout, in budgets: a case's setup, first call (compilation) and memory passes lie
+# outside its budget, so the timeout allows for them many times over; only a call that does not end
+# should meet it (60 s at the default budget).
+TIMEOUT_BUDGETS = 120
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option. A flag (no `metavar`) takes no value and has no parser."""
+
+    name: str  # pytest's spelling without the dashes, also its ini key: "perfguard-threshold"
+    help: str
+    default: Any = None
+    parse: Callable[[Any], Any] | None = None  # raw text or ini value -> the value; ValueError says what was expected
+    metavar: str | None = None
+    cli: str | None = None  # the console command's spelling without the dashes, where it takes the option too
+
+    @property
+    def flag(self) -> bool:
+        return self.metavar is None
+
+
+def _keep_runs(raw: Any) -> int:
+    return defaults.count(raw, 1)
+
+
+def _confirm(raw: Any) -> int:
+    return defaults.count(raw, 0)
+
+
+def _profile(raw: Any) -> str:
+    return defaults.choice(raw, PROFILE_CHOICES)
+
+
+PROFILE_CHOICES = ("none", "regressed", "all")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("perfguard", "measure perf cases (without it they run once, as functional tests)"),
+    Option("perfguard-baselines", f"folder of the per-GPU baseline files (default: {defaults.BASELINES_DIR})",
+           defaults.BASELINES_DIR, defaults.folder, "DIR", cli="baselines"),
+    Option("perfguard-update", "write this run's figures into this GPU's baseline file"),
+    Option("perfguard-report", f"folder for perfguard.json and the reports (default: {defaults.REPORT_DIR})",
+           defaults.REPORT_DIR, defaults.folder, "DIR", cli="report"),
+    Option("perfguard-threshold",
+           f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}); "
+           "a case's tolerance is this or what its run-to-run noise needs, whichever is larger",
+           defaults.THRESHOLD_PCT, defaults.percent, "PCT", cli="threshold"),
+    Option("perfguard-budget", f"wall-time budget per case in seconds (default: {defaults.BUDGET_S:g})",
+           defaults.BUDGET_S, defaults.seconds, "SECONDS", cli="budget"),
+    Option("perfguard-profile", "re-run cases under torch.profiler: none, regressed or all "
+           "(default: regressed where the CI environment variable is set, else none)",
+           None, _profile, "{" + ",".join(PROFILE_CHOICES) + "}"),
+    Option("perfguard-baseline-runs",
+           f"runs kept per case in a baseline; each --perfguard-update adds one (default: {defaults.KEEP_RUNS})",
+           defaults.KEEP_RUNS, _keep_runs, "N", cli="keep-runs"),
+    Option("perfguard-confirm",
+           f"re-measurements that must agree before a slower case fails; 0: fail at once (default: {defaults.CONFIRM})",
+           defaults.CONFIRM, _confirm, "N"),
+    Option("perfguard-timeout", "stop a case still running after SECONDS and fail it, the others run on "
+           f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)", None, defaults.timeout, "SECONDS"),
+    Option("perfguard-allow-shared-gpu", "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
+)
+
+_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def option(name: str) -> Option:
+    """The option of this (pytest) name."""
+    return _BY_NAME[name]
+
+
+def shared() -> tuple[Option, ...]:
+    """The options the console command takes too."""
+    return tuple(o for o in OPTIONS if o.cli)

@@ -1,0 +1,167 @@
+"""The measurer: runs the perf cases of the process it lives in (an xdist worker, or the one process).
+
+It finds the device, measures (or smoke-runs) each case, judges it against its baseline, re-measures
+one that looks slower before it may fail, profiles where asked, and puts what it found on the test
+report (perfguard.plugin.properties) for the recorder. It is made when the process meets its first
+perf case, so that a run without one never makes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+
+from perfguard.case import CaseInstance
+from perfguard.errors import BaselineError, first_line
+from perfguard.model import BaselineFile, CaseResult, DeviceInfo, Verdict, to_jsonable
+from perfguard.plugin.baselines import Baselines
+from perfguard.plugin.options import Options
+from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
+from perfguard.plugin.workers import PIN_KEY
+
+# At most this many cases per process are re-measured before they may fail: a change that slows
+# every case (a new driver) must not turn a run into hours. Past it, a regression fails unconfirmed.
+CONFIRM_CASES = 20
+
+MEASURER = pytest.StashKey["Measurer"]()
+# Called before each case this process measures: the recorder's `mark_unfinished`, where the recorder
+# runs in this process (without xdist). Set by the plugin at configure time; an xdist worker has none.
+BEFORE_CASE = pytest.StashKey[Callable[[], None]]()
+
+
+class CaseFailure(Exception):
+    """A case that errored or regressed: reported as its message, not as a perfguard traceback."""
+
+
+class Measurer:
+    """Kept in `config.stash`; `Measurer.of(config)` makes it on first use."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.options = Options.of(config)
+        self.baselines = Baselines.of(config)
+        self.owners: dict[str, str] = {}  # case id -> nodeid, to refuse duplicate ids
+        self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU (measure.torch_state)
+        self._kind: str | None = None
+        self._confirmations = CONFIRM_CASES  # cases this process may still re-measure
+        self._before_case = config.stash.get(BEFORE_CASE, None)
+        # On an xdist worker perfguard gave one GPU: that GPU's entry, checked at the first case.
+        self._pinned: str | None = getattr(config, "workerinput", {}).get(PIN_KEY)
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> Measurer:
+        if MEASURER not in config.stash:
+            config.stash[MEASURER] = cls(config)
+        return config.stash[MEASURER]
+
+    @property
+    def kind(self) -> str:
+        """"cuda" or "cpu"; asked of torch only once a perf case is collected."""
+        if self._kind is None:
+            from perfguard.measure.device import default_kind
+
+            self._kind = default_kind()
+        return self._kind
+
+    def run(self, item: pytest.Item, instance: CaseInstance) -> CaseResult:
+        """Measure (or smoke-run) a case, attach its result and verdicts to the item, fail if it must."""
+        owner = self.owners.setdefault(instance.id, item.nodeid)
+        if owner != item.nodeid:
+            raise CaseFailure(f"{item.nodeid}: case id {instance.id!r} is already used by {owner}; give one of them name=...")
+        if self._before_case is not None:
+            self._before_case()
+        from perfguard.measure import runner
+        from perfguard.measure.device import detect
+        from perfguard.measure.timers import SamplingRule
+
+        device = detect(self.kind)
+        if self._pinned is not None and self.kind == "cuda":
+            from perfguard.measure.device import pinning_problem
+
+            problem = pinning_problem(self._pinned)
+            if problem:
+                raise CaseFailure(f"{instance.id}: {problem}")
+            self._pinned = None  # CUDA is up and sees its one GPU: that cannot change in this process
+        budget_s = instance.spec.budget_s or self.options.budget_s
+        timeout_s = self.options.timeout_for(budget_s)
+        if self.options.enabled and self.kind == "cpu":
+            if self.cpu_threads is None:
+                from perfguard.measure.torch_state import measuring_threads
+
+                self.cpu_threads = measuring_threads()
+            item.user_properties.append((THREADS_KEY, self.cpu_threads))
+        if self.options.enabled:
+            baseline = self.baselines.load(device)
+            if isinstance(baseline, BaselineFile) and baseline.calibration:
+                device = baseline.calibration.apply_to(device)
+
+            def measure() -> CaseResult:
+                return runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s)
+
+            result = measure()
+        else:
+            result = runner.smoke(instance, device, item.nodeid, timeout_s)
+        failure = result.error if result.status == "error" else None
+        if self.options.enabled and failure is None:
+            result, failure, regressed = self._judge(item, result, device, measure)
+            if self.options.profile == "all" or (self.options.profile == "regressed" and regressed):
+                result = self._profiled(instance, result, device)
+        # Attached once judged (and profiled), so that the result on the report is the final one.
+        item.user_properties.append((RESULT_KEY, to_jsonable(result)))
+        item.user_properties.append((DEVICE_KEY, to_jsonable(device)))
+        if failure:
+            raise CaseFailure(failure)
+        return result
+
+    def _profiled(self, instance: CaseInstance, result: CaseResult, device: DeviceInfo) -> CaseResult:
+        """The result with the case's profile (its problem, if any, rides on the profile, not on the verdict)."""
+        from perfguard.measure.profile import profile_case
+
+        return dataclasses.replace(result, profile=profile_case(instance, device, self.options.report_dir))
+
+    def _judge(
+        self, item: pytest.Item, result: CaseResult, device: DeviceInfo, measure: Callable[[], CaseResult]
+    ) -> tuple[CaseResult, str | None, bool]:
+        """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
+        (the result to keep, why the case fails or None, whether a metric regressed)."""
+        from perfguard.analysis.verdict import compare_case, latency_regressed
+
+        baseline = self.baselines.load(device)
+        if isinstance(baseline, BaselineError):
+            return result, f"{result.id}: measured, but not compared: {baseline}", False
+        entry = baseline.cases.get(result.id) if baseline else None
+
+        def judge(r: CaseResult) -> list[Verdict]:
+            return compare_case(r, entry, threshold_pct=self.options.threshold_pct,
+                                current_fingerprint=device.fingerprint(), baseline_file=self.baselines.label(device),
+                                host=device.host)
+
+        verdicts = judge(result)
+        if latency_regressed(verdicts) and not self.options.update and self.options.confirm:
+            result, verdicts = self._confirm(measure, result, verdicts, judge)
+        item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
+        regressed = [v.message for v in verdicts if v.status == "regressed"]
+        if regressed and not self.options.update:
+            return result, f"{result.id}: " + f"\n{result.id}: ".join(regressed), True
+        return result, None, bool(regressed)
+
+    def _confirm(
+        self, measure: Callable[[], CaseResult], first: CaseResult, verdicts: list[Verdict],
+        judge: Callable[[CaseResult], list[Verdict]],
+    ) -> tuple[CaseResult, list[Verdict]]:
+        """Measure a case that looks regressed again, from a fresh setup, and let the verdict settle on all
+        the measurements (analysis.verdict.settle)."""
+        from perfguard.analysis.verdict import note, settle
+
+        if self._confirmations <= 0:
+            return first, note(verdicts, f"not re-measured: this run's allowance of {CONFIRM_CASES} re-measured cases is spent")
+        self._confirmations -= 1
+        measured = [(first, verdicts)]
+        for _ in range(self.options.confirm):
+            again = measure()
+            if again.status != "ok":  # the first measurement stands: a failed re-run must not lift the gate
+                return first, note(verdicts, f"its re-measurement failed: {first_line(again.error or '')}")
+            measured.append((again, judge(again)))
+        return settle(measured)

@@ -1,0 +1,222 @@
+"""The recorder: gathers the run's results and writes what the run leaves behind.
+
+It lives in the process that writes the files: the one process, or pytest-xdist's controller, which
+measures nothing and hears of each case through its test report (perfguard.plugin.properties). It
+marks the previous run's files stale before the first case, and at the run's end judges what did not
+run, writes the run record and reports, updates the baselines when asked, and writes the terminal
+summary. Made only under --perfguard: a smoke run writes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import perfguard
+from perfguard.errors import ConfigError, PerfguardError
+from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable
+from perfguard.plugin.baselines import Baselines
+from perfguard.plugin.options import Options
+from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
+from perfguard.plugin.selection import Selection
+from perfguard.report import mark_unfinished, write_run_files
+
+if TYPE_CHECKING:
+    from perfguard.analysis.scaling import Scaling
+
+RECORDER = pytest.StashKey["Recorder"]()
+
+
+class Recorder:
+    """Kept in `config.stash` and registered as a plugin, so it sees every test report."""
+
+    def __init__(self, config: pytest.Config, cpu_workers: int = 0):
+        self.config = config
+        self.options = Options.of(config)
+        self.baselines = Baselines.of(config)
+        self.results: dict[str, CaseResult] = {}
+        self.devices: dict[str, DeviceInfo] = {}
+        self.verdicts: dict[str, list[Verdict]] = {}
+        self.written: list[Path] = []
+        self.problems: list[str] = []  # files that could not be written, shown in red at the end
+        self.unwritten_baselines: list[Path] = []  # baseline writes that failed: they fail the run
+        self.record: RunRecord | None = None
+        self.fits: list[Scaling] | None = None  # the record's scaling fits, fitted once for the three renderers
+        self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU, from the reports
+        self.cpu_workers = cpu_workers  # xdist workers measuring on one CPU at once (plugin.workers.cpu_workers)
+        self._marked = False  # the report folder's record says "unfinished" until this run's replaces it
+
+    def mark_unfinished(self) -> None:
+        """Before this run's first case: mark the previous run's files stale (`report.mark_unfinished`), so
+        that a run that dies, or cannot write its record at the end, leaves nothing that passes for its own.
+        Without xdist the measurer calls this before each case; under xdist a worker that dies is replaced
+        and the run goes on: there the first result marks them, against the controller dying."""
+        if self._marked:
+            return
+        self._marked = True
+        mark_unfinished(self.options.report_dir, RunRecord(
+            created_at=_now(), perfguard_version=perfguard.__version__, options=self._recorded_options(), status="unfinished",
+        ))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == RESULT_KEY:
+                self.mark_unfinished()
+                result = from_jsonable(CaseResult, value, "test report")
+                self.results[result.id] = result
+            elif key == DEVICE_KEY:
+                device = from_jsonable(DeviceInfo, value, "test report")
+                self.devices[device.uuid or device.slug] = device
+            elif key == THREADS_KEY and isinstance(value, int):
+                self.cpu_threads = value
+            elif key == VERDICTS_KEY:
+                verdicts = [from_jsonable(Verdict, v, "test report") for v in value]
+                if verdicts:
+                    self.verdicts[verdicts[0].case_id] = verdicts
+
+    def prepare_finish(self) -> None:
+        """Import what `finish` needs: numpy, jinja2 and the report's template (about a second). A failure
+        here is left for `finish` to report."""
+        try:
+            from perfguard.analysis import scaling, verdict  # noqa: F401 - imported for their cost
+            from perfguard.report import html, markdown  # noqa: F401
+
+            html.prepare()
+        except Exception:  # noqa: BLE001, S110 - finish renders again and reports what fails there
+            pass
+
+    def finish(self, interrupted: bool = False) -> None:
+        """Missing cases, the run record, and (only when asked, and never after Ctrl-C) the baseline update."""
+        if not (self.results or self._marked):
+            return
+        # An interrupted run did not run the rest of the suite: those cases are not "missing".
+        verdicts = [v for vs in self.verdicts.values() for v in vs] + ([] if interrupted else self._missing())
+        now = _now()
+        commit = _git_commit(self.config.rootpath)
+        record = RunRecord(
+            created_at=now,
+            perfguard_version=perfguard.__version__,
+            devices=tuple(self.devices.values()),
+            results=tuple(sorted(self.results.values(), key=lambda r: r.id)),
+            verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))),
+            commit=commit,
+            options=self._recorded_options(),
+            status="interrupted" if interrupted else "complete",
+        )
+        self.record = record
+        self.fits = _fits(record)
+        self.problems += [r.profile.problem for r in record.results if r.profile and r.profile.problem]
+        for path, problem in write_run_files(self.options.report_dir, record, self.fits):
+            if problem:
+                self.problems.append(problem)
+            else:
+                self.written.append(path)
+        if self.options.update and interrupted:
+            self.problems.append(
+                f"interrupted: no baseline written ({len(self.results)} case(s) had finished); run --perfguard-update again"
+            )
+        elif self.options.update:
+            from perfguard import store
+
+            # A case whose latency moved past its tolerance starts a new series of runs: its old runs
+            # describe other code, and mixed in they would read as noise.
+            restart = {v.case_id for v in verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+            for slug, device in self._models().items():
+                results = [r for r in self.results.values() if r.device == slug]
+                self._attempt(
+                    lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
+                                         keep_runs=self.options.keep_runs, restart=restart),
+                    store.path_for(self.options.baselines_dir, slug),
+                )
+
+    def summarize(self, terminalreporter: Any) -> None:
+        """The run's end in the terminal: the table of cases, then what was left out, written or went wrong."""
+        if not (self.results or self.problems):
+            return
+        from perfguard.report.terminal import summary
+
+        terminalreporter.section("perfguard")
+        for line, style in summary(self.results.values(), self.devices.values(), self.record, self.fits):
+            terminalreporter.write_line(line, **style)
+        left_out = Selection.of(self.config).left_out
+        if left_out:
+            terminalreporter.write_line(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
+                                        "(-k, -m, --deselect or the test paths): not compared")
+        if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
+            terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
+        for path in self.written:
+            terminalreporter.write_line(f"perfguard: wrote {path}")
+        for problem in self.problems:
+            terminalreporter.write_line(f"perfguard: {problem}", red=True)
+
+    def _attempt(self, write: Callable[[], Any], path: Path) -> None:
+        try:
+            write()
+            self.written.append(path)
+        except PerfguardError as exc:
+            self.problems.append(f"{exc}; this run fails until its baseline is written")
+            self.unwritten_baselines.append(path)
+
+    def _recorded_options(self) -> dict[str, Any]:
+        options = {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
+                   "profile": self.options.profile}
+        # How a CPU run measured, for the reports' warning about its figures (report.advice.cpu_line).
+        if self.cpu_threads is not None:
+            options["cpu_threads"] = self.cpu_threads
+        if self.cpu_workers > 1:
+            options["cpu_workers"] = self.cpu_workers
+        return options
+
+    def _models(self) -> dict[str, DeviceInfo]:
+        """One device per model (slug): several GPUs of one model share a baseline file."""
+        return {d.slug: d for d in self.devices.values()}
+
+    def _missing(self) -> list[Verdict]:
+        """Cases of this run's devices' baselines that this run selected and did not run (informational,
+        never a failure); those it did not select are only counted, in `Selection.left_out`."""
+        from perfguard.analysis.verdict import compare_case
+
+        selection = Selection.of(self.config)
+        missing = []
+        for slug, device in self._models().items():
+            baseline = self.baselines.load(device)
+            if not isinstance(baseline, BaselineFile):
+                continue
+            for case_id, entry in sorted(baseline.cases.items()):
+                if case_id in self.results:
+                    continue
+                if selection.selects(entry.result.nodeid):
+                    missing += compare_case(None, entry, baseline_file=self.baselines.label(device))
+                else:
+                    selection.left_out.append(case_id)
+        return missing
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _fits(record: RunRecord) -> list[Scaling] | None:
+    """The record's scaling fits; None when fitting fails, so that each renderer tries and reports it."""
+    from perfguard.report.advice import ranked_scalings
+
+    try:
+        return ranked_scalings(record.results, record.devices)
+    except Exception:  # noqa: BLE001 - a report must never take the run down
+        return None
+
+
+def _git_commit(root: Path) -> str | None:
+    """The commit the run measured; None outside a git checkout or without git (a record needs none)."""
+    from perfguard import git
+
+    try:
+        return git.full_hash(root, "HEAD")
+    except ConfigError:
+        return None
