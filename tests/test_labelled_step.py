@@ -91,7 +91,8 @@ def measured(batch, **kw):
     return result, model, state
 
 
-@pytest.mark.parametrize("variant", [{}, {"checkpointed": True}, {"micro_batches": 3}], ids=["plain", "checkpointed", "accumulated"])
+@pytest.mark.parametrize("variant", [{}, {"checkpointed": True}, {"micro_batches": 3}],
+                         ids=["plain", "checkpointed", "accumulated"])
 def test_a_decoder_step_is_named_to_nine_tenths_with_exact_parameters_buffers_and_state(variant):
     result, model, state = measured(batch=8, **variant)
     parts = result.bytes

@@ -2,9 +2,9 @@
 
 A two-layer decoder (tests/decoder.py: width 256, sequence 128, tied embeddings, SDPA) steps under
 bf16 autocast with fused AdamW, as a plain step, with each layer checkpointed (use_reentrant=False),
-and with three micro-batches of gradient accumulation. Each breakdown must name
-nine tenths of its peak, size parameters and optimizer state exactly, and find activations that grow
-with the batch; its peak must be the allocator's own, within the rounding the trace leaves out. At
+and with three micro-batches of gradient accumulation. Each breakdown must name nine tenths of its
+peak, size parameters and optimizer state exactly, and find activations that grow with the batch;
+its peak must be the allocator's own, within the rounding the trace leaves out. At
 batch 64 the step's peak is about 1 GiB: what stays unknown is mostly cuBLAS's workspaces (tens of MiB
 for each thread that runs matmuls, made before the call), a share that shrinks as a model grows.
 
@@ -108,8 +108,10 @@ def test_the_breakdowns_peak_is_the_allocators_own():
     parts = breakdown.measure(step, detect("cuda"))
     peak = torch.cuda.max_memory_allocated()
     assert parts.error is None, parts
-    # The trace counts the bytes asked for; the allocator rounds each block up to 512 B.
-    assert 0.95 * peak <= parts.peak_bytes <= peak, (parts.peak_bytes, peak)
+    # The trace counts the bytes asked for; the allocator counts whole blocks: rounded up to 512 B, and
+    # a large one keeps up to 1 MiB it did not split off.
+    assert 0.85 * peak <= parts.peak_bytes <= peak, (parts.peak_bytes, peak)
+    print("breakdown peak", parts.peak_bytes, "allocator peak", peak)
 
 
 def test_no_hook_or_label_outlives_the_breakdown():

@@ -1,16 +1,16 @@
 """Bytes at a call's peak by what they hold, from the caching allocator's history of that call.
 
-The torch-facing half (perfguard/measure/history.py, perfguard/measure/phases.py) runs one call with
+The torch-facing half (perfguard/measure/allocator_history.py, perfguard/measure/phases.py) runs one call with
 the allocator's history on and labels every allocation with the phase it was made in (a sequence
 number: "forward GPT.h.0", "backward", "recompute GPT.h.1", "optimizer AdamW"); at some labels it
-also notes where known tensors live (parameters, gradients, optimizer state, ...). Each label is
-followed by a one-byte marker allocation under a marker label, so the trace itself says where every
-label began, in the trace's own order. This module walks that trace, plain data in, plain data out:
+also notes where known tensors live (parameters, gradients, optimizer state, ...). Each label opens
+with a one-byte marker allocation under a marker label, so the trace itself says where every label
+began, in the trace's own order. This module walks that trace, plain data in, plain data out:
 
 - a block is one allocation's lifetime, from its `alloc` entry (or from before the call: a block
   of the start snapshot) to the first of its `free_requested` / `free_completed` entries (the
-  allocator's `memory_allocated` drops at free_requested; free_completed only follows it when the
-  block was used on another stream). Markers are left out.
+  allocator's `memory_allocated` drops at free_requested; free_completed follows at once, or once
+  the other streams that used the block are done with it). Markers are left out.
 - the peak is the entry after which the live bytes were largest, entry by entry.
 - a block live at the peak is, in this order: an identity, when a capture found one of the tensors
   it notes in the block while the block was live (addresses are reused, so only that lifetime of the
@@ -223,7 +223,8 @@ def _spans(labels: Sequence[Label]) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _span_ends(labels: Sequence[Label], spans: dict[int, tuple[int, int]], position: dict[int, int], length: int) -> dict[int, int]:
+def _span_ends(labels: Sequence[Label], spans: dict[int, tuple[int, int]], position: dict[int, int],
+               length: int) -> dict[int, int]:
     """The trace index at which each run ended: the marker of the first later label the trace holds."""
     ends = {}
     for _, after in set(spans.values()):
@@ -252,7 +253,8 @@ def _claim(capture: Capture, live: dict[int, _Block], position: dict[int, int], 
             block.claims[identity.ptr] = identity
 
 
-def _classify(block: _Block, labels: Sequence[Label], spans: dict[int, tuple[int, int]], ends: dict[int, int]) -> list[tuple[str, int]]:
+def _classify(block: _Block, labels: Sequence[Label], spans: dict[int, tuple[int, int]],
+              ends: dict[int, int]) -> list[tuple[str, int]]:
     if block.claims:
         out, left = [], block.size
         for identity in sorted(block.claims.values(), key=lambda t: IDENTITIES.index(t.kind)):
