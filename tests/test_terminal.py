@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from perfguard.analysis.stats import summarize
 from perfguard.model import CaseResult, RunRecord, Verdict
+from perfguard.report.markdown import render_markdown
 from perfguard.report.terminal import summary
 
 
@@ -36,10 +39,8 @@ def test_an_environment_change_is_shown_even_when_nothing_moved():
 
 
 def test_launch_bound_cases_are_named_with_their_overhead_and_the_remedy():
-    import dataclasses
 
     from perfguard.model import Metrics
-    from perfguard.report.markdown import render_markdown
 
     tiny = dataclasses.replace(result("tiny_add", 0.005), metrics=Metrics(bound="latency", launch_overhead_share=0.72))
     big = dataclasses.replace(result("big_copy", 0.5), metrics=Metrics(bound="memory", launch_overhead_share=0.01))
@@ -50,3 +51,15 @@ def test_launch_bound_cases_are_named_with_their_overhead_and_the_remedy():
     markdown = render_markdown([RunRecord("2026-11-29T00:00:00+00:00", "0", results=(tiny, big))])
     assert "launch-bound: tiny\\_add (GPU idle 72% of a call)" in markdown and "big\\_copy (" not in markdown
     assert not [line for line, _ in summary([big], (), None) if line.startswith("launch-bound")]
+
+
+def test_cases_not_timed_as_plain_kernels_are_named_with_their_regime():
+    tiny = dataclasses.replace(result("tiny_add", 0.005), regime="device")
+    model = dataclasses.replace(result("gpt2_forward[batch=1]", 1.6), regime="enqueue-bound")
+    synced = dataclasses.replace(result("synced", 0.1), regime="caller")
+    lines = [line for line, _ in summary([tiny, model, synced], (), None)]
+    (timing,) = [line for line in lines if line.startswith("timing:")]
+    assert "1 enqueue-bound" in timing and "gpt2_forward[batch=1]" in timing
+    assert "1 timed as their caller sees them" in timing and "synced" in timing and "tiny_add" not in timing
+    markdown = render_markdown([RunRecord("2026-11-29T00:00:00+00:00", "0", results=(tiny, model, synced))])
+    assert "timing: 1 enqueue-bound" in markdown

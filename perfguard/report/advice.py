@@ -37,6 +37,21 @@ def launch_line(results: Iterable[CaseResult]) -> str | None:
     return f"launch-bound: {', '.join(named)}{more}: {LAUNCH_ADVICE}"
 
 
+def regime_line(results: Iterable[CaseResult]) -> str | None:
+    """One line naming the cases not timed as plain GPU kernels (docs/method.md, timing regimes); None
+    when every case was. Such a case's figures mean something else, and its user should know which."""
+    named = {"enqueue-bound": "enqueue-bound (GPU time with each call queued whole; the host, not the GPU, "
+                              "sets what a caller waits)",
+             "caller": "timed as their caller sees them (they wait for the GPU inside a call)"}
+    parts = []
+    for regime, text in named.items():
+        cases = sorted(r.id for r in results if r.regime == regime)
+        if cases:
+            more = f" and {len(cases) - NAMED} more" if len(cases) > NAMED else ""
+            parts.append(f"{len(cases)} {text}: {', '.join(cases[:NAMED])}{more}")
+    return "timing: " + "; ".join(parts) if parts else None
+
+
 # SM clocks that spread more than this over a run were not held still.
 CLOCK_SPREAD = 0.02
 

@@ -21,7 +21,8 @@ from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, view
-from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_cells
+from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
+                                     scaling_cells)
 from perfguard.report.advice import ROUGH, cpu_line, rough
 from perfguard.report.details import (
     breakdown,
@@ -119,6 +120,7 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
     notes += [line for line in map(run_line, records) if line]
     notes += case_lines(e.result for e in merged.entries() if e.result)
+    notes += [line for line in [regime_line(e.result for e in merged.entries() if e.result)] if line]
     advice, scaling = _advice(merged, devices, fits)
     clocks = clock_line(e.result for e in merged.entries() if e.result)
     cpu = [line for line in (cpu_line(r.results, r.options) for r in records) if line]

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import view
-from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_lines
+from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
+                                     scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
 from perfguard.report.view import Device, Entry
 
@@ -77,7 +78,7 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         if shown < len(chosen):
             out.force(f"- … and {len(chosen) - shown} more: see the HTML report")
     results = [e.result for e in entries if e.result is not None]
-    for advice in (launch_line(results), clock_line(results), *(cpu_line(r.results, r.options) for r in records)):
+    for advice in (launch_line(results), regime_line(results), clock_line(results), *(cpu_line(r.results, r.options) for r in records)):
         if advice:
             out.force("", f"_{_text(advice)}_")
     notes = case_lines(results)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.report.advice import NAMED, case_lines, clock_line, launch_line, ranked_scalings, run_line, scaling_lines
+from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
+                                     scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
 
 if TYPE_CHECKING:
@@ -82,9 +83,9 @@ def summary(
     status = run_line(record) if record else None
     if status:
         lines.insert(0, (status, {"red": True, "bold": True}))
-    advice = launch_line(results)
-    if advice:
-        lines.append((advice, {"cyan": True}))
+    for advice in (launch_line(results), regime_line(results)):
+        if advice:
+            lines.append((advice, {"cyan": True}))
     for warning in (clock_line(results), cpu_line(results, record.options if record else None)):
         if warning:
             lines.append((warning, {"yellow": True}))
