@@ -23,6 +23,10 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
   among the baseline's and the baseline's runs came from a single card; runs from several cards
   carry that spread themselves.
 
+The caller's time (`metric="caller_latency"`) is judged the same way over the runs that measured it,
+with the same priors where the GPU sets it; where the host's enqueue is over HOST_BOUND_SHARE of it,
+the host's speed sets it, and the priors are the host's (PRIOR_PCT_CALLER_HOST, CARD_PCT_CALLER_HOST).
+
 The times are not normalised to the SM clock, not even for compute-bound cases: between two H200
 hosts, scaling compute-bound medians by their mean SM clock (NVML, sampled between batches) widened
 the card-to-card differences (p90 3.0% raw, 5.1% scaled; the worst 3.8% raw, 11.5% scaled).

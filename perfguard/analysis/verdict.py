@@ -1,4 +1,4 @@
-"""Verdicts: did a case's latency or peak memory move past what its own noise allows?
+"""Verdicts: did a case's latency, its caller's time or its peak memory move past what its own noise allows?
 
 Latency is judged run against runs: the change of this run's median from the centre of the
 baseline's runs must pass the case's tolerance, which comes from how far its median moves between
