@@ -260,8 +260,10 @@ def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry,
     figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
     if caller:
         figures = f"the caller's time {figures}"
+    # Between "device" and "enqueue-bound" the judged figure is GPU time either way; to or from
+    # "caller" it is another figure, which the line must say.
     was, now = entry.result.regime, current.regime
-    if was and now and was != now:
+    if was and now and was != now and "caller" in (was, now):
         figures += f", timed as {now} (the baseline: {was})"
     noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
     judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct)

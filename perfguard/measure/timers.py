@@ -15,7 +15,7 @@ A timer takes a batch of samples and returns one time per call, in milliseconds:
   a sample only, so no call is charged a synchronisation; a sample is the mean of ~10 ms of calls.
 - `HostTimer`: `time.perf_counter_ns` around each call, for machines without CUDA.
 
-Which of them gives the judged figure is the case's timing regime (`regime_of`, DESIGN §3 and
+Which of them gives the judged figure is the case's timing regime (chosen in measure/runner.py;
 docs/method.md): "device" (the host keeps ahead of the device), "enqueue-bound" (the host's enqueue
 of a call outruns the device: GPU time with each call queued whole, and the caller's time), "caller"
 (the call waits for the device itself, so nothing can be queued ahead of it: the caller's time).
@@ -55,6 +55,8 @@ HOLD_PAD_S = 20e-6
 OUTRUN_BATCHES = 3
 # A call whose enqueue takes longer than this share of its GPU time keeps the device waiting.
 ENQUEUE_BOUND = 1.0
+
+
 @dataclasses.dataclass(frozen=True)
 class SamplingRule:
     budget_s: float = 0.5
