@@ -27,10 +27,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), os.envir
 INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 TIMEOUT_S = 300  # for one inner run; a few seconds is usual
 
-# Inner runs (pytester's and `run_pytest`'s subprocesses) import perfguard as this process does: from
-# this checkout, not from whichever copy is installed (an editable install may point at another worktree).
-ROOT = Path(__file__).resolve().parents[1]
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 @pytest.fixture(scope="session")
@@ -38,35 +34,32 @@ def run_pytest(tmp_path_factory):
     """`run_pytest(path, *args, env={...})`: `python -m pytest` in a process of its own in `path`, isolated
     as `pytester.runpytest_subprocess` isolates it, for a module-scoped fixture whose one run several
     tests look at. The process is forked from one that has imported torch, scipy and pytest already
-    (forked_pytest.py); `fresh=True` starts a new interpreter instead, for a test of what a run imports.
-    The run sees no GPU, so that it takes the CPU path on any machine."""
+    (forked_pytest.py); `fresh=True` starts a new interpreter instead, for a test of what a run imports
+    or of what torch reads at its import. `module="perfguard.cli"` runs `python -m perfguard.cli ARGS`
+    instead, forked as well. The run sees no GPU, so that it takes the CPU path on any machine."""
     import forked_pytest
 
     outputs = tmp_path_factory.mktemp("inner-output")
     runs = itertools.count()
 
-    def run(path: Path, *args: str, env: dict[str, str | None] | None = None, fresh: bool = False) -> pytest.RunResult:
+    def run(path: Path, *args: str, env: dict[str, str | None] | None = None, fresh: bool = False,
+            module: str = "pytest") -> pytest.RunResult:
         changes = env or {}  # variables to set, or to remove (None), for this run only
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in changes}
         env.update({k: v for k, v in changes.items() if v is not None})
         env["PY_COLORS"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = ""
         n = next(runs)
-        argv = [*INNER_ARGS, f"--basetemp={outputs / f'{n}-basetemp'}", *args]  # out of `path`, which may be a checkout
+        argv = list(args)
+        if module == "pytest":  # out of `path`, which may be a checkout
+            argv = [*INNER_ARGS, f"--basetemp={outputs / f'{n}-basetemp'}", *args]
         start = time.monotonic()
         if fresh:
-            out = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=path, env=env,
+            out = subprocess.run([sys.executable, "-m", module, *argv], cwd=path, env=env,
                                  capture_output=True, text=True, timeout=TIMEOUT_S)
             return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
-        stdout, stderr = outputs / f"{n}.out", outputs / f"{n}.err"
-        process = forked_pytest.start(path, argv, env, stdout, stderr)
-        process.join(TIMEOUT_S)
-        if process.exitcode is None:
-            process.kill()
-            process.join()
-            raise TimeoutError(f"pytest {' '.join(argv)} in {path} ran over {TIMEOUT_S} s; its output is in {stdout}")
-        lines = [p.read_text(encoding="utf-8", errors="replace").splitlines() for p in (stdout, stderr)]
-        return pytest.RunResult(process.exitcode, *lines, time.monotonic() - start)
+        done = forked_pytest.run(path, argv, env, outputs / f"{n}.out", outputs / f"{n}.err", TIMEOUT_S, module)
+        return pytest.RunResult(*done, time.monotonic() - start)
 
     yield run
     forked_pytest.stop()
