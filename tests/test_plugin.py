@@ -217,17 +217,16 @@ THREADS = """
 """
 
 
-@pytest.mark.parametrize(("omp", "threads"), [(None, 1), ("2", 2)])
-def test_a_cpu_run_measures_with_one_torch_thread_unless_omp_num_threads_says(pytester, inner_args, monkeypatch, omp, threads):
-    if omp is None:
-        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    else:
-        monkeypatch.setenv("OMP_NUM_THREADS", omp)
-    pytester.makepyfile(test_threads=textwrap.dedent(THREADS))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1")
+def test_a_cpu_run_measures_with_one_torch_thread_unless_omp_num_threads_says(tmp_path, run_pytest):
+    # A forked run's torch was imported by the fork server: two threads, as torch's own default on a
+    # machine of two or more cores would be, so that one thread is perfguard's doing. (With
+    # OMP_NUM_THREADS set, torch reads it at its import: a new interpreter's, test_xdist.py.)
+    write(tmp_path, "conftest.py", "import torch\ntorch.set_num_threads(2)\n")
+    write(tmp_path, "test_threads.py", THREADS)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1", env={"OMP_NUM_THREADS": None})
     result.assert_outcomes(passed=1)
-    assert (pytester.path / "threads.txt").read_text().split() == [str(threads)]
-    assert read_record(pytester.path / "reports" / "perfguard.json").options["cpu_threads"] == threads
+    assert (tmp_path / "threads.txt").read_text().split() == ["1"]
+    assert read_record(tmp_path / "reports" / "perfguard.json").options["cpu_threads"] == 1
 
 
 def test_a_cuda_only_case_is_skipped_on_a_cpu_with_a_reason_naming_it(measured, record):
@@ -469,12 +468,12 @@ FIXTURE_KEYWORDS = """
 """
 
 
-def test_the_perf_fixture_takes_device_kinds_and_memory_breakdown(pytester, inner_args):
-    pytester.makepyfile(test_fixture=textwrap.dedent(FIXTURE_KEYWORDS))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", "-rs")
+def test_the_perf_fixture_takes_device_kinds_and_memory_breakdown(tmp_path, run_pytest):
+    write(tmp_path, "test_fixture.py", FIXTURE_KEYWORDS)
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED * test_on_a_gpu_only runs on cuda only, this is cpu"])
-    (measured,) = read_record(pytester.path / "reports" / "perfguard.json").results
+    (measured,) = read_record(tmp_path / "reports" / "perfguard.json").results
     assert measured.id == "test_with_a_memory_breakdown"
     assert measured.memory_breakdown is not None and measured.memory_breakdown.error is None
     assert measured.memory_breakdown.parameters + measured.memory_breakdown.gradients > 0
