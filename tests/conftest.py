@@ -30,15 +30,22 @@ TIMEOUT_S = 300  # for one inner run; a few seconds is usual
 
 
 @pytest.fixture(scope="session")
-def run_pytest(tmp_path_factory):
+def forked():
+    """forked_pytest.py: processes forked from one that has imported torch; its server stops at the end."""
+    import forked_pytest
+
+    yield forked_pytest
+    forked_pytest.stop()
+
+
+@pytest.fixture(scope="session")
+def run_pytest(tmp_path_factory, forked):
     """`run_pytest(path, *args, env={...})`: `python -m pytest` in a process of its own in `path`, isolated
     as `pytester.runpytest_subprocess` isolates it, for a module-scoped fixture whose one run several
     tests look at. The process is forked from one that has imported torch, scipy and pytest already
     (forked_pytest.py); `fresh=True` starts a new interpreter instead, for a test of what a run imports
     or of what torch reads at its import. `module="perfguard.cli"` runs `python -m perfguard.cli ARGS`
     instead, forked as well. The run sees no GPU, so that it takes the CPU path on any machine."""
-    import forked_pytest
-
     outputs = tmp_path_factory.mktemp("inner-output")
     runs = itertools.count()
 
@@ -58,11 +65,10 @@ def run_pytest(tmp_path_factory):
             out = subprocess.run([sys.executable, "-m", module, *argv], cwd=path, env=env,
                                  capture_output=True, text=True, timeout=TIMEOUT_S)
             return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
-        done = forked_pytest.run(path, argv, env, outputs / f"{n}.out", outputs / f"{n}.err", TIMEOUT_S, module)
+        done = forked.run(path, argv, env, outputs / f"{n}.out", outputs / f"{n}.err", TIMEOUT_S, module)
         return pytest.RunResult(*done, time.monotonic() - start)
 
-    yield run
-    forked_pytest.stop()
+    return run
 
 
 @pytest.fixture(scope="session")
