@@ -72,6 +72,12 @@ def run_pytest(tmp_path_factory, forked):
 
 
 @pytest.fixture(scope="session")
+def fake_clock() -> str:
+    """fake_clock.py's text: an inner run's conftest.py that makes its cases' times exact, whatever the load."""
+    return Path(__file__).with_name("fake_clock.py").read_text()
+
+
+@pytest.fixture(scope="session")
 def inner_args() -> tuple[str, ...]:
     """What to pass first to `pytester.runpytest_subprocess` (see INNER_ARGS)."""
     return INNER_ARGS

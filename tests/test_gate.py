@@ -28,7 +28,6 @@ from perfguard.model import BaselineFile, DeviceInfo, RunRecord, Verdict, dumps,
 BUDGET = "0.2"
 MEASURE = ("-v", "--perfguard", "--perfguard-budget", BUDGET)
 SLOW_S = 0.08  # the suite's cases sleep 20 ms unless sleeps.json says otherwise
-FAKE_CLOCK = Path(__file__).with_name("fake_clock.py").read_text()  # each gate folder's conftest.py
 
 GATE_SUITE = """
     import json
@@ -185,10 +184,10 @@ def with_torch(text: str, case_id: str, torch_version: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
+def gate(tmp_path_factory, run_pytest, fake_clock) -> dict[str, Run]:
     """The suite recorded once, then every scenario below run against a copy of its baseline."""
     root = tmp_path_factory.mktemp("gate")
-    suite = {"conftest.py": FAKE_CLOCK, "test_gate.py": GATE_SUITE, "test_retired.py": RETIRED_SUITE}
+    suite = {"conftest.py": fake_clock, "test_gate.py": GATE_SUITE, "test_retired.py": RETIRED_SUITE}
     recorded = Run(prepare(root / "recorded", suite), (*MEASURE, "--perfguard-update"))
     again = dataclasses.replace(recorded, report="reports/again", args=(*recorded.args, "--perfguard-report=reports/again"))
     run_in_order(run_pytest, recorded, again)
@@ -199,7 +198,7 @@ def gate(tmp_path_factory, run_pytest) -> dict[str, Run]:
     baseline = {f"baselines/{name}": text}
 
     def scenario(folder: str, files: dict[str, str | bytes], *args: str) -> Run:
-        files = {"conftest.py": FAKE_CLOCK, **files}
+        files = {"conftest.py": fake_clock, **files}
         return Run(prepare(root / folder, files), (*MEASURE, *args), root / folder / "baselines" / name)
 
     runs = {
