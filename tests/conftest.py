@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
@@ -108,6 +109,16 @@ def freeze():
         folder.chmod(0o755)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # pytest ends with five full garbage collections (to report what a finaliser raises), each a sweep
+    # of everything this process holds, torch's objects included: most of a second of CPU in each
+    # process (every xdist worker's). Objects alive now are left out of those sweeps, as forked_pytest.py
+    # leaves its runs' inherited ones; a cycle a test left for the collector and never got collected is
+    # no longer reported at the very end.
+    gc.freeze()
+
+
 def _cuda_available() -> bool:
     try:
         import torch
@@ -116,7 +127,10 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker (`-n 2 --dist loadgroup`, the README's command)
+        _one_worker_for_the_fork_server(items)
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here); on a GPU machine "
@@ -124,6 +138,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _one_worker_for_the_fork_server(items: list[pytest.Item]) -> None:
+    """Every test file with a test that uses the fork server (`forked`, `run_pytest`) goes to one worker,
+    whose server then serves them all: a second worker's server would import torch and the rest
+    again (5 s of CPU). The other files, each whole, go to either worker (--dist loadgroup)."""
+    files = {item.path for item in items if "forked" in getattr(item, "fixturenames", ())}
+    for item in items:
+        if item.path in files:
+            item.add_marker(pytest.mark.xdist_group("fork-server"))
 
 
 @pytest.fixture(scope="session")
