@@ -30,13 +30,18 @@ SUITE = textwrap.dedent(
 )
 
 # On the controller, when the first result arrives: which of the run end's heavy modules are loaded.
+# (And in every process of the run, what tests/conftest.py does at the end: pytest's closing garbage
+# collections skip the objects torch made, a second of CPU a worker.)
 CONTROLLER_PROBE = textwrap.dedent(
     """
-    import json, sys
+    import gc, json, sys
 
     def pytest_configure(config):
         global CONFIG
         CONFIG = config
+
+    def pytest_unconfigure(config):
+        gc.freeze()
 
     def pytest_runtest_logreport(report):
         if report.when == "call" and not hasattr(CONFIG, "workerinput"):
