@@ -29,7 +29,6 @@ INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:b
 TIMEOUT_S = 300  # for one inner run; a few seconds is usual
 
 
-
 @pytest.fixture(scope="session")
 def forked():
     """forked_pytest.py: processes forked from one that has imported torch; its server stops at the end."""

@@ -78,8 +78,8 @@ def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str, mo
     # What the fork server made is there for good: kept out of the garbage collector's sweeps (pytest
     # collects five times at its end, a second's work over torch's objects).
     gc.freeze()
-    # Ctrl-C raises KeyboardInterrupt, as in an interpreter started from a shell; the fork server
-    # ignores it, and so does the process that started the server when it is an xdist worker.
+    # Ctrl-C raises KeyboardInterrupt, as in an interpreter started from a shell (a fork server started
+    # by an xdist worker, which ignores SIGINT, would otherwise hand its runs an ignored SIGINT).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(cwd)
     os.environ.clear()
@@ -102,10 +102,12 @@ def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str, mo
             sys.argv = [module, *args]
             runpy.run_module(module, run_name="__main__", alter_sys=True)
             status = 0
-    except SystemExit as exc:  # as the interpreter reads sys.exit's argument
-        status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-        if not isinstance(exc.code, (int, type(None))):
+    except SystemExit as exc:  # as the interpreter reads sys.exit's argument: a status, None (0) or a message (1)
+        if exc.code is None or isinstance(exc.code, int):
+            status = exc.code or 0
+        else:
             print(exc.code, file=sys.stderr)
+            status = 1
     except BaseException:  # noqa: BLE001 - shown as a crashed interpreter would show it
         traceback.print_exc()
         status = 3 if module == "pytest" else 1  # pytest's INTERNAL_ERROR; an uncaught exception's 1
