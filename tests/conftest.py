@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
@@ -27,49 +28,53 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), os.envir
 INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 TIMEOUT_S = 300  # for one inner run; a few seconds is usual
 
-# Inner runs (pytester's and `run_pytest`'s subprocesses) import perfguard as this process does: from
-# this checkout, not from whichever copy is installed (an editable install may point at another worktree).
-ROOT = Path(__file__).resolve().parents[1]
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+@pytest.fixture(scope="session")
+def forked():
+    """forked_pytest.py: processes forked from one that has imported torch; its server stops at the end."""
+    import forked_pytest
+
+    yield forked_pytest
+    forked_pytest.stop()
 
 
 @pytest.fixture(scope="session")
-def run_pytest(tmp_path_factory):
+def run_pytest(tmp_path_factory, forked):
     """`run_pytest(path, *args, env={...})`: `python -m pytest` in a process of its own in `path`, isolated
     as `pytester.runpytest_subprocess` isolates it, for a module-scoped fixture whose one run several
     tests look at. The process is forked from one that has imported torch, scipy and pytest already
-    (forked_pytest.py); `fresh=True` starts a new interpreter instead, for a test of what a run imports.
-    The run sees no GPU, so that it takes the CPU path on any machine."""
-    import forked_pytest
-
+    (forked_pytest.py); `fresh=True` starts a new interpreter instead, for a test of what a run imports
+    or of what torch reads at its import. `module="perfguard.cli"` runs `python -m perfguard.cli ARGS`
+    instead, forked as well. The run sees no GPU, so that it takes the CPU path on any machine."""
     outputs = tmp_path_factory.mktemp("inner-output")
     runs = itertools.count()
 
-    def run(path: Path, *args: str, env: dict[str, str | None] | None = None, fresh: bool = False) -> pytest.RunResult:
+    def run(path: Path, *args: str, env: dict[str, str | None] | None = None, fresh: bool = False,
+            module: str = "pytest") -> pytest.RunResult:
         changes = env or {}  # variables to set, or to remove (None), for this run only
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in changes}
         env.update({k: v for k, v in changes.items() if v is not None})
         env["PY_COLORS"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = ""
         n = next(runs)
-        argv = [*INNER_ARGS, f"--basetemp={outputs / f'{n}-basetemp'}", *args]  # out of `path`, which may be a checkout
+        argv = list(args)
+        if module == "pytest":  # out of `path`, which may be a checkout
+            argv = [*INNER_ARGS, f"--basetemp={outputs / f'{n}-basetemp'}", *args]
         start = time.monotonic()
         if fresh:
-            out = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=path, env=env,
+            out = subprocess.run([sys.executable, "-m", module, *argv], cwd=path, env=env,
                                  capture_output=True, text=True, timeout=TIMEOUT_S)
             return pytest.RunResult(out.returncode, out.stdout.splitlines(), out.stderr.splitlines(), time.monotonic() - start)
-        stdout, stderr = outputs / f"{n}.out", outputs / f"{n}.err"
-        process = forked_pytest.start(path, argv, env, stdout, stderr)
-        process.join(TIMEOUT_S)
-        if process.exitcode is None:
-            process.kill()
-            process.join()
-            raise TimeoutError(f"pytest {' '.join(argv)} in {path} ran over {TIMEOUT_S} s; its output is in {stdout}")
-        lines = [p.read_text(encoding="utf-8", errors="replace").splitlines() for p in (stdout, stderr)]
-        return pytest.RunResult(process.exitcode, *lines, time.monotonic() - start)
+        done = forked.run(path, argv, env, outputs / f"{n}.out", outputs / f"{n}.err", TIMEOUT_S, module)
+        return pytest.RunResult(*done, time.monotonic() - start)
 
-    yield run
-    forked_pytest.stop()
+    return run
+
+
+@pytest.fixture(scope="session")
+def fake_clock() -> str:
+    """fake_clock.py's text: an inner run's conftest.py that makes its cases' times exact, whatever the load."""
+    return Path(__file__).with_name("fake_clock.py").read_text()
 
 
 @pytest.fixture(scope="session")
@@ -103,6 +108,16 @@ def freeze():
         folder.chmod(0o755)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # pytest ends with five full garbage collections (to report what a finaliser raises), each a sweep
+    # of everything this process holds, torch's objects included: most of a second of CPU in each
+    # process (every xdist worker's). Objects alive now are left out of those sweeps, as forked_pytest.py
+    # leaves its runs' inherited ones; a cycle a test left for the collector and never got collected is
+    # no longer reported at the very end.
+    gc.freeze()
+
+
 def _cuda_available() -> bool:
     try:
         import torch
@@ -111,7 +126,10 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker (`-n 2 --dist loadgroup`, the README's command)
+        _one_worker_for_the_fork_server(items)
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here); on a GPU machine "
@@ -119,6 +137,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _one_worker_for_the_fork_server(items: list[pytest.Item]) -> None:
+    """Every test file with a test that uses the fork server (`forked`, `run_pytest`) goes to one worker,
+    whose server then serves them all: a second worker's server would import torch and the rest
+    again (5 s of CPU). The other files, each whole, go to either worker (--dist loadgroup)."""
+    files = {item.path for item in items if "forked" in getattr(item, "fixturenames", ())}
+    for item in items:
+        if item.path in files:
+            item.add_marker(pytest.mark.xdist_group("fork-server"))
 
 
 @pytest.fixture(scope="session")

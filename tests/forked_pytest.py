@@ -4,8 +4,11 @@ A new interpreter spends 3-5 s of CPU importing them before its first test (and 
 3 s more for what torch's profiler imports), and the suite starts a few dozen inner runs. Each run
 here is still a process of its own (its own folder, environment, test modules, exit status, stdout
 and stderr) but is forked, by multiprocessing's fork server, from a process that imported PRELOAD and
-compiled the HTML report's template once. What a fork cannot show is which modules a run imports and
-when, nor a run pointing perfguard at other templates: a test about either asks
+compiled the HTML report's template once. As a new interpreter would, a run finds its modules in its
+folder first, then in its PYTHONPATH's entries. The same goes for another module's command line
+(`python -m perfguard.cli calibrate`, `run(..., module="perfguard.cli")`). What a fork cannot show is
+which modules a run imports and when, what torch read from the environment at its import
+(OMP_NUM_THREADS), nor a run pointing perfguard at other templates: a test about any of those asks
 `run_pytest(..., fresh=True)` for a new interpreter.
 """
 
@@ -15,6 +18,8 @@ import gc
 import io
 import multiprocessing
 import os
+import runpy
+import signal
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -40,11 +45,25 @@ def _compile_the_report_template() -> None:
 _compile_the_report_template()
 
 
-def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path) -> multiprocessing.Process:
-    """`python -m pytest ARGS` in `cwd`, its output going to the files `out` and `err`; join it for the status."""
-    process = _context.Process(target=_main, args=(str(cwd), list(args), dict(env), str(out), str(err)), daemon=True)
+def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path,
+          module: str = "pytest") -> multiprocessing.Process:
+    """`python -m MODULE ARGS` in `cwd`, its output going to the files `out` and `err`; join it for the status."""
+    process = _context.Process(target=_main, args=(str(cwd), list(args), dict(env), str(out), str(err), module), daemon=True)
     process.start()
     return process
+
+
+def run(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path, timeout_s: float,
+        module: str = "pytest") -> tuple[int, list[str], list[str]]:
+    """`start`, then wait: (exit status, stdout's lines, stderr's lines); TimeoutError past `timeout_s`."""
+    process = start(cwd, args, env, out, err, module)
+    process.join(timeout_s)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
+        raise TimeoutError(f"python -m {module} {' '.join(args)} in {cwd} ran over {timeout_s} s; its output is in {out}")
+    lines = [Path(p).read_text(encoding="utf-8", errors="replace").splitlines() for p in (out, err)]
+    return process.exitcode, *lines
 
 
 def stop() -> None:
@@ -54,15 +73,19 @@ def stop() -> None:
     forkserver._forkserver._stop()  # noqa: SLF001 - the one way to wait for it
 
 
-def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
-    """In the forked process: become `python -m pytest ARGS` run in `cwd` with `env`."""
+def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str, module: str) -> None:
+    """In the forked process: become `python -m MODULE ARGS` run in `cwd` with `env`."""
     # What the fork server made is there for good: kept out of the garbage collector's sweeps (pytest
     # collects five times at its end, a second's work over torch's objects).
     gc.freeze()
+    # Ctrl-C raises KeyboardInterrupt, as in an interpreter started from a shell (a fork server started
+    # by an xdist worker, which ignores SIGINT, would otherwise hand its runs an ignored SIGINT).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    sys.path.insert(0, cwd)  # where `python -m` puts the current folder
+    # Where `python -m` in a new interpreter looks first: the current folder, then PYTHONPATH's entries.
+    sys.path[:0] = [cwd, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     for fd, path in ((1, out), (2, err)):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
@@ -70,13 +93,24 @@ def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) ->
     # Both names: pytest sizes its lines from sys.__stdout__ (not a terminal here: 80 columns, as in a pipe).
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
-    import pytest
-
     try:
-        status = int(pytest.main(args))
+        if module == "pytest":
+            import pytest
+
+            status = int(pytest.main(args))
+        else:
+            sys.argv = [module, *args]
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            status = 0
+    except SystemExit as exc:  # as the interpreter reads sys.exit's argument: a status, None (0) or a message (1)
+        if exc.code is None or isinstance(exc.code, int):
+            status = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            status = 1
     except BaseException:  # noqa: BLE001 - shown as a crashed interpreter would show it
         traceback.print_exc()
-        status = 3  # pytest's INTERNAL_ERROR
+        status = 3 if module == "pytest" else 1  # pytest's INTERNAL_ERROR; an uncaught exception's 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -2,12 +2,18 @@
 
 The repository under test has a src/ layout, so a side finds its own `mylib` only through the
 PYTHONPATH perfguard ab builds for it: a base side that imported the working tree's code would see
-no regression.
+no regression. The measured comparison runs `perfguard ab` in this process with each round's
+`python -m pytest` forked (forked_pytest.py, which puts PYTHONPATH's entries on the path as a new
+interpreter does); the run that stops at its first round is the console command, rounds and all, in
+processes of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import itertools
 import os
 import subprocess
 import sys
@@ -78,11 +84,31 @@ def worktrees(repo: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def against_the_parent(repo, inner_args) -> subprocess.CompletedProcess[str]:
-    """`perfguard ab --base HEAD~1`, one round a side: each round is a new interpreter importing torch
-    (seconds). Which side goes first in later rounds, and how a side's rounds pool, are tested below
-    on the schedule and on records."""
-    return perfguard_ab(repo, inner_args, "--base", "HEAD~1", "--rounds", "1")
+def against_the_parent(repo, inner_args, forked, tmp_path_factory) -> subprocess.CompletedProcess[str]:
+    """`perfguard ab --base HEAD~1`, one round a side, each round forked rather than a new interpreter
+    importing torch (seconds). Which side goes first in later rounds, and how a side's rounds pool,
+    are tested below on the schedule and on records."""
+    outputs = tmp_path_factory.mktemp("ab-rounds")
+    rounds = itertools.count()
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kwargs):  # subprocess.run, as perfguard ab calls it for a round
+        if cmd[:3] != [sys.executable, "-m", "pytest"]:
+            return real_run(cmd, *args, **kwargs)  # git
+        assert kwargs["capture_output"] and kwargs["text"], kwargs
+        env = {k: v for k, v in kwargs["env"].items() if not k.startswith("PYTEST_")}
+        n = next(rounds)
+        status, out, err = forked.run(kwargs["cwd"], cmd[3:], env, outputs / f"{n}.out", outputs / f"{n}.err", 300)
+        return subprocess.CompletedProcess(cmd, status, "".join(f"{line}\n" for line in out), "".join(f"{line}\n" for line in err))
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        mp.chdir(repo)
+        mp.setenv("CUDA_VISIBLE_DEVICES", "")  # the CPU path on any machine
+        mp.setattr(ab.subprocess, "run", run)
+        status = cli.main(["ab", "--base", "HEAD~1", "--rounds", "1", "--", *inner_args, "--perfguard-budget", "0.05", "tests"])
+    assert next(rounds) == 2  # both rounds were forked
+    return subprocess.CompletedProcess(["perfguard", "ab"], status, stdout.getvalue(), stderr.getvalue())
 
 
 def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, against_the_parent):

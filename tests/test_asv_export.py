@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -56,9 +57,17 @@ def make_repo(path: Path, commits: int) -> tuple[Path, list[str]]:
     return path, hashes
 
 
+@pytest.fixture(scope="module")
+def made_once(tmp_path_factory) -> tuple[Path, list[str]]:
+    """The repository of N_COMMITS commits, made once for the module (a few dozen git commands)."""
+    return make_repo(tmp_path_factory.mktemp("made-once") / "project", N_COMMITS)
+
+
 @pytest.fixture
-def repo(tmp_path) -> tuple[Path, list[str]]:
-    return make_repo(tmp_path / "project", N_COMMITS)
+def repo(tmp_path, made_once) -> tuple[Path, list[str]]:
+    """A copy of that repository of the test's own, which it may change (a commit, a detached HEAD)."""
+    path, hashes = made_once
+    return Path(shutil.copytree(path, tmp_path / "project", symlinks=True)), hashes
 
 
 def case(name: str, params: dict, median_ms: float, rng: np.random.Generator, nbytes: float | None = None,
@@ -89,13 +98,21 @@ def write(path: Path, record: RunRecord) -> str:
     return str(path)
 
 
-@pytest.fixture
-def runs(tmp_path, repo) -> list[str]:
-    """One record per commit; add[float16] is STEP slower from commit STEP_AT on."""
+@pytest.fixture(scope="module")
+def run_texts(made_once) -> list[str]:
+    """One record per commit, as JSON; add[float16] is STEP slower from commit STEP_AT on."""
     rng = np.random.default_rng(7)
-    _, hashes = repo
-    return [write(tmp_path / f"run{i}.json", run_of(h, i + 1, rng, STEP if i >= STEP_AT else 1.0))
-            for i, h in enumerate(hashes)]
+    _, hashes = made_once
+    return [dumps(run_of(h, i + 1, rng, STEP if i >= STEP_AT else 1.0)) for i, h in enumerate(hashes)]
+
+
+@pytest.fixture
+def runs(tmp_path, run_texts) -> list[str]:
+    """Those records, in files of the test's own."""
+    paths = [tmp_path / f"run{i}.json" for i in range(len(run_texts))]
+    for path, text in zip(paths, run_texts):
+        path.write_text(text)
+    return [str(path) for path in paths]
 
 
 @pytest.fixture

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -30,13 +26,6 @@ SUITE = """
     def nap(device):
         return lambda: time.sleep(0.002)
 """
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU path on any machine
-    return subprocess.run([sys.executable, "-m", "perfguard.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 def test_calibrated_roofs_place_the_case_and_flop_utilisation_stays_against_the_datasheet():
@@ -86,18 +75,20 @@ def calibrated(tmp_path_factory, run_pytest, write_baseline):
     (root / "test_suite.py").write_text(textwrap.dedent(SUITE), encoding="utf-8")
     write_baseline(root, {"test_suite.py::nap": 200.0})  # far slower than the 2 ms nap: no load fails the run
     before = json.loads(next((root / "baselines").glob("*.json")).read_text(encoding="utf-8"))
-    out = cli(root, "calibrate", "--budget", "0.2")
+    # `perfguard calibrate` in a process of its own (forked), with torch's threads left to perfguard.
+    out = run_pytest(root, "calibrate", "--budget", "0.2", module="perfguard.cli", env={"OMP_NUM_THREADS": None})
     run = run_pytest(root, "--perfguard", "--perfguard-budget=0.2")
     return root, before, out, run
 
 
 def test_calibrate_on_the_cpu_measures_copy_and_matmul_and_keeps_the_recorded_cases(calibrated, monkeypatch, capsys):
     root, before, out, _run = calibrated
-    assert out.returncode == 0, out.stderr
-    assert "copy" in out.stdout and "matmul fp32" in out.stdout and "stored in baselines" in out.stdout
+    assert out.ret == 0, out.errlines
+    said = "\n".join(out.outlines)
+    assert "copy" in said and "matmul fp32" in said and "stored in baselines" in said
     # What a CPU's calibration is used for: copy_util, not a roofline it does not get.
-    assert "a CPU gets no roofline" in out.stdout and "(copy_util)" in out.stdout and "places cases" not in out.stdout
-    assert "with 1 torch thread(s)" in out.stdout  # as `pytest --perfguard` measures on a CPU
+    assert "a CPU gets no roofline" in said and "(copy_util)" in said and "places cases" not in said
+    assert "with 1 torch thread(s)" in said  # as `pytest --perfguard` measures on a CPU
     after = json.loads(next((root / "baselines").glob("*.json")).read_text(encoding="utf-8"))
     assert after["cases"] == before["cases"]
     cal = after["calibration"]

@@ -39,9 +39,12 @@ def allowed(module: str, heavy: str) -> bool:
 
 
 # Each module is imported in a child forked from an interpreter that has loaded nothing of perfguard
-# nor of HEAVY: as fresh as a new interpreter, without paying for sixty of them. The modules of
-# measure/ may load torch, so their children fork from a parent that has it already (one import of
-# torch, not one per module), and are checked for pytest and jinja2 alone.
+# nor of HEAVY: as fresh as a new interpreter, without paying for sixty of them. The parent has loaded
+# the light dependencies many modules share (numpy, scipy.stats: a second and a half each child would
+# otherwise spend), having checked that they load none of HEAVY. The modules of measure/ may load
+# torch, so the same parent imports torch afterwards (once, not once per module) and forks their
+# children then; they are checked for pytest and jinja2 alone.
+SHARED = ("numpy", "scipy.stats")
 PROBE = textwrap.dedent(
     """
     import importlib, json, os, sys
@@ -65,19 +68,24 @@ PROBE = textwrap.dedent(
         os.waitpid(pid, 0)
         return json.loads(data)
 
-    if sys.argv[1] == "torch":
-        import torch  # noqa: F401
-    print(json.dumps({{name: loaded_by(name) for name in sys.argv[2:]}}))
+    found = {{}}
+    for preload, modules in json.loads(sys.argv[1]):  # stages: what the parent imports, then whose children it forks
+        for name in preload:
+            importlib.import_module(name)
+        found[" ".join(preload)] = sorted(m for m in {heavy!r} if m in sys.modules)
+        found.update({{name: loaded_by(name) for name in modules}})
+    print(json.dumps(found))
     """
 )
 
 
-def loaded_after_import(modules: list[str], preload_torch: bool, tmp_path: Path) -> dict[str, list[str]]:
-    if not modules:
-        return {}
+def loaded_after_import(stages: list[tuple[tuple[str, ...], list[str]]], tmp_path: Path) -> dict[str, list[str]]:
+    """For each (preload, modules) in turn: the parent imports `preload`, then each module is imported in
+    a child of its own. module -> which of HEAVY were loaded then; also " ".join(preload) -> those the
+    parent had loaded after that stage's preload."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), "torch" if preload_torch else "-", *modules],
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), json.dumps(stages)],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -86,10 +94,11 @@ def loaded_after_import(modules: list[str], preload_torch: bool, tmp_path: Path)
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory) -> dict[str, list[str]]:
     """module -> which of HEAVY importing it alone loaded (torch is not reported for measure/)."""
-    tmp = tmp_path_factory.mktemp("imports")
     measure = [m for m in MODULES if allowed(m, "torch")]
-    found = loaded_after_import([m for m in MODULES if m not in measure], False, tmp)
-    found.update(loaded_after_import(measure, True, tmp))
+    found = loaded_after_import([(SHARED, [m for m in MODULES if m not in measure]), (("torch",), measure)],
+                                tmp_path_factory.mktemp("imports"))
+    # What the parent held when it forked: the shared dependencies load none of HEAVY; then torch.
+    assert found.pop(" ".join(SHARED)) == [] and found.pop("torch") == ["torch"]
     return found
 
 
@@ -110,7 +119,7 @@ def test_importing_a_module_loads_a_heavy_dependency_only_in_its_layer(loaded, h
 def test_the_xdist_controller_lists_gpus_without_torch(tmp_path):
     # measure/ may use torch, but the controller lists GPUs before any worker starts and must not pay
     # for it, nor touch CUDA.
-    assert loaded_after_import(["perfguard.measure.gpus"], False, tmp_path) == {"perfguard.measure.gpus": []}
+    assert loaded_after_import([((), ["perfguard.measure.gpus"])], tmp_path) == {"": [], "perfguard.measure.gpus": []}
 
 
 def test_the_probe_sees_an_import_when_there_is_one(loaded):

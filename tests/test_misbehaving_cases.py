@@ -2,7 +2,7 @@
 
 A case that changes torch's global settings, exits, hangs, returns NaN, or ends the process. One
 suite of such cases is run once for the module (`run_pytest`); the cases that end the process get a
-`pytester` run each. Nothing asserts on time: the hanging case's timeout is its own, 120 × a 0.01 s
+run each. Nothing asserts on time: the hanging case's timeout is its own, 120 × a 0.01 s
 budget, while the others keep 120 × 0.1 s.
 """
 
@@ -136,17 +136,16 @@ OS_EXIT_SUITE = """
 """
 
 
-def test_os_exit_in_a_case_leaves_a_record_that_says_unfinished_not_the_previous_one(pytester, inner_args, monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    reports = pytester.path / "reports"
+def test_os_exit_in_a_case_leaves_a_record_that_says_unfinished_not_the_previous_one(tmp_path, run_pytest):
+    reports = tmp_path / "reports"
     reports.mkdir()
     previous = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
                          results=(CaseResult(id="healthy", name="healthy", status="smoke"),))
     (reports / "perfguard.json").write_text(dumps(previous))
     (reports / "perfguard.html").write_text("<p>yesterday</p>")
     (reports / "perfguard.md").write_text("yesterday")
-    pytester.makepyfile(test_dies=textwrap.dedent(OS_EXIT_SUITE))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", timeout=300)
+    (tmp_path / "test_dies.py").write_text(textwrap.dedent(OS_EXIT_SUITE))
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1")
     assert result.ret == 3
     record = loads_record((reports / "perfguard.json").read_text(), "record")
     assert record.status == "unfinished" and record.results == ()
@@ -170,15 +169,13 @@ STUCK_IN_C_SUITE = """
 """
 
 
-def test_a_call_python_cannot_interrupt_ends_the_process_with_its_stack_and_an_unfinished_record(pytester, inner_args,
-                                                                                                 monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    pytester.makeconftest("import perfguard.measure.watchdog as w\nw.GRACE_S = 0.5\n")
-    pytester.makepyfile(test_stuck=textwrap.dedent(STUCK_IN_C_SUITE))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard", "--perfguard-budget=0.1", timeout=300)
+def test_a_call_python_cannot_interrupt_ends_the_process_with_its_stack_and_an_unfinished_record(tmp_path, run_pytest):
+    (tmp_path / "conftest.py").write_text("import perfguard.measure.watchdog as w\nw.GRACE_S = 0.5\n")
+    (tmp_path / "test_stuck.py").write_text(textwrap.dedent(STUCK_IN_C_SUITE))
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1")
     assert result.ret == 1
     result.stderr.fnmatch_lines(["Timeout (0:00:01.700000)!", "*test_stuck.py*in run"])
-    assert loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record").status == "unfinished"
+    assert loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record").status == "unfinished"
 
 
 # --- the parts, in this process ----------------------------------------------------------------------

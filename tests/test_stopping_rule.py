@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import time
+import types
 
 from perfguard.analysis.stats import ci_half_width_ratio
+from perfguard.measure import timers
 from perfguard.measure.timers import HostTimer, SamplingRule, sample
 
 FAR = float("inf")  # a deadline that never comes
@@ -39,18 +41,20 @@ def test_steady_samples_converge_after_the_minimum_count_when_no_minimum_time_is
     assert len(samples) == 10
 
 
-def test_converging_waits_for_the_minimum_sampling_time():
+def test_converging_waits_for_the_minimum_sampling_time(monkeypatch):
     rule = SamplingRule(min_time_s=0.05)
+    now = [0.0]  # the sampling loop's clock, moved only by the calls: no load changes what it reads
+    monkeypatch.setattr(timers, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
 
-    def take(k):  # steady 1 ms calls that really take their time
-        time.sleep(k * 0.001)
+    def take(k):  # steady 1 ms calls that take their time
+        now[0] += k * 0.001
         return [1.0] * k
 
-    began = time.perf_counter()
     samples, stop = sample(take, 0.001, rule, FAR)
     assert stop == "converged"
-    assert time.perf_counter() - began >= rule.min_time_s
-    assert len(samples) > rule.min_samples
+    assert now[0] >= rule.min_time_s
+    # Converged at 10 samples, but went on until the minimum time had passed, and no further batch.
+    assert 50 <= len(samples) <= 60
 
 
 def test_noisy_samples_stop_at_the_deadline_with_at_least_the_minimum_count():

@@ -1,7 +1,8 @@
 """The gate cannot be switched off without a failure: an update that was interrupted, could not be
 written, or would have replaced a linked baseline leaves the baseline as the user expects and says so.
 
-End-to-end runs use `pytester` (a real pytest in a subprocess); the file-level cases call the store.
+End-to-end runs are real pytest runs in processes of their own (`run_pytest`); the file-level cases
+call the store.
 """
 
 from __future__ import annotations
@@ -40,24 +41,19 @@ CTRL_C_SUITE = """
 """
 
 
-@pytest.fixture
-def no_gpu(monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-
-
-def test_ctrl_c_during_an_update_writes_no_baseline_and_a_record_that_says_interrupted(pytester, inner_args, no_gpu):
+def test_ctrl_c_during_an_update_writes_no_baseline_and_a_record_that_says_interrupted(tmp_path, run_pytest):
     from perfguard.measure.device import detect
 
-    baselines = pytester.path / "baselines"
+    baselines = tmp_path / "baselines"
     path = store.update(baselines, detect("cpu"), [], commit="earlier", recorded_at="earlier")  # a baseline of no case
     before = path.read_bytes()
-    pytester.makepyfile(test_suite=textwrap.dedent(CTRL_C_SUITE))
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard-update", "--perfguard-budget=0.1")
+    (tmp_path / "test_suite.py").write_text(textwrap.dedent(CTRL_C_SUITE))
+    result = run_pytest(tmp_path, "--perfguard-update", "--perfguard-budget=0.1")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert path.read_bytes() == before
     problems = [line for line in result.outlines if line.startswith("perfguard: interrupted")]
     assert problems == ["perfguard: interrupted: no baseline written (1 case(s) had finished); run --perfguard-update again"]
-    record = loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record")
+    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     assert record.status == "interrupted"
     assert [r.id for r in record.results] == ["finished"]
     assert [(v.case_id, v.status) for v in record.verdicts] == [("finished", "new")]  # the rest is not "missing"
@@ -72,18 +68,18 @@ def read_only(tmp_path, freeze):
     return freeze(folder)
 
 
-def test_a_baseline_that_cannot_be_written_fails_the_run_with_one_line_and_keeps_the_record(pytester, inner_args,
-                                                                                            no_gpu, read_only):
-    pytester.makepyfile(test_nap=NAP)
-    result = pytester.runpytest_subprocess(*inner_args, "--perfguard-update", "--perfguard-budget=0.1",
-                                           f"--perfguard-baselines={read_only}")
+def test_a_baseline_that_cannot_be_written_fails_the_run_with_one_line_and_keeps_the_record(tmp_path, run_pytest, read_only):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_nap.py").write_text(NAP)
+    result = run_pytest(suite, "--perfguard-update", "--perfguard-budget=0.1", f"--perfguard-baselines={read_only}")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     (problem,) = [line for line in result.outlines if line.startswith(f"perfguard: {read_only}")]
     assert problem.startswith(f"perfguard: {read_only}/cpu-") and ".json: cannot update the baseline (" in problem
     assert problem.endswith("; choose a writable --perfguard-baselines folder; this run fails until its baseline is written")
     assert list(read_only.iterdir()) == []
-    record = loads_record((pytester.path / "reports" / "perfguard.json").read_text(), "record")
+    record = loads_record((suite / "reports" / "perfguard.json").read_text(), "record")
     assert [r.id for r in record.results] == ["nap"]  # the figures are kept: `perfguard baseline accept` can take them
 
 

@@ -241,7 +241,7 @@ def test_the_merge_step_turns_the_pools_records_into_one_baseline(wf, tmp_path):
         (folder / "perfguard.json").write_text(dumps(record))
     bin_dir = Path(sys.executable).parent
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": os.environ["PYTHONPATH"]})  # this checkout's perfguard
     assert done.returncode == 0, done.stderr
     runs = store.load(tmp_path / "baselines", "nvidia-h200").cases["add"].runs
     assert [r.device_uuid for r in runs] == ["GPU-1", "GPU-2", "GPU-3"]

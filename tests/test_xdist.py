@@ -1,30 +1,47 @@
-"""Results ride on the test reports: under pytest-xdist the controller gets every case once."""
+"""Results ride on the test reports: under pytest-xdist the controller gets every case once.
+
+One run with two workers, which several tests look at: a new interpreter for the controller, whose
+modules a probe lists, and for each worker (as xdist starts them), whose torch reads OMP_NUM_THREADS
+at its import, as in a user's run.
+"""
 
 from __future__ import annotations
 
 import textwrap
+
+import pytest
 
 from perfguard.model import loads_record, to_jsonable
 
 SUITE = textwrap.dedent(
     """
     import time
+
+    import torch
+
     from perfguard import perf_case
 
     @perf_case(params={"ms": [1, 2, 3, 4]})
     def nap(ms):
+        with open("threads.txt", "a") as f:  # what torch measures this case with
+            f.write(f"{torch.get_num_threads()}\\n")
         return lambda: time.sleep(ms / 1000)
     """
 )
 
 # On the controller, when the first result arrives: which of the run end's heavy modules are loaded.
+# (And in every process of the run, what tests/conftest.py does at the end: pytest's closing garbage
+# collections skip the objects torch made, a second of CPU a worker.)
 CONTROLLER_PROBE = textwrap.dedent(
     """
-    import json, sys
+    import gc, json, sys
 
     def pytest_configure(config):
         global CONFIG
         CONFIG = config
+
+    def pytest_unconfigure(config):
+        gc.freeze()
 
     def pytest_runtest_logreport(report):
         if report.when == "call" and not hasattr(CONFIG, "workerinput"):
@@ -34,35 +51,47 @@ CONTROLLER_PROBE = textwrap.dedent(
 )
 
 
-def test_two_workers_send_every_case_to_the_controller_once(tmp_path, run_pytest):
-    (tmp_path / "test_naps.py").write_text(SUITE)
-    (tmp_path / "conftest.py").write_text(CONTROLLER_PROBE)
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory, run_pytest):
+    path = tmp_path_factory.mktemp("xdist")
+    (path / "test_naps.py").write_text(SUITE)
+    (path / "conftest.py").write_text(CONTROLLER_PROBE)
     # A new interpreter: the controller's probe asks which modules it loaded, and when.
-    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True,
-                        env={"OMP_NUM_THREADS": None})
+    result = run_pytest(path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True,
+                        env={"OMP_NUM_THREADS": "2"})
     assert result.ret == 0, "\n".join(result.outlines[-30:])
-    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
+    return path, result, loads_record((path / "reports" / "perfguard.json").read_text(), "record")
+
+
+def test_two_workers_send_every_case_to_the_controller_once(two_workers):
+    path, _, record = two_workers
     assert sorted(r.id for r in record.results) == [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]
     assert {r.status for r in record.results} == {"ok"}
     assert len(record.devices) == 1 and record.devices[0].kind == "cpu"
     assert sorted(v.case_id for v in record.verdicts) == sorted(r.id for r in record.results)
-    (baseline,) = (tmp_path / "baselines").glob("cpu-*.json")
+    (baseline,) = (path / "baselines").glob("cpu-*.json")
     assert baseline.read_text().count('"commit": null,\n   "fingerprint"') == 4  # one entry per case
     # The controller loaded jinja2 (and the template) while the workers measured, not after the last
     # case; the verdicts' statistics need no scipy on the controller.
-    first = (tmp_path / "controller-modules.json").read_text().splitlines()[0]
+    first = (path / "controller-modules.json").read_text().splitlines()[0]
     assert first == '["jinja2"]'
 
 
-def test_two_workers_measuring_on_one_cpu_are_told_they_timed_each_other(tmp_path, run_pytest):
-    (tmp_path / "test_naps.py").write_text(SUITE)
-    result = run_pytest(tmp_path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", env={"OMP_NUM_THREADS": None})
-    assert result.ret == 0, "\n".join(result.outlines[-30:])
+def test_two_workers_measuring_on_one_cpu_are_told_they_timed_each_other(two_workers):
+    _, result, record = two_workers
     (said,) = [line for line in result.outlines if line.startswith("CPU figures (host clock) are rough")]
     assert "2 xdist workers measured on this CPU at once and timed each other's work: use -n 0" in said
-    assert "torch measured with 1 thread(s)" in said  # the workers' choice, sent to the controller
-    options = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record").options
-    assert (options["cpu_workers"], options["cpu_threads"]) == (2, 1)
+    assert record.options["cpu_workers"] == 2
+
+
+def test_each_worker_measures_with_the_threads_omp_num_threads_asks_for(two_workers):
+    # The user's OMP_NUM_THREADS, read by each worker's torch at its import, is kept (with none set, a
+    # CPU run measures with one thread: test_plugin.py); the workers' choice is sent to the controller.
+    path, result, record = two_workers
+    assert set((path / "threads.txt").read_text().split()) == {"2"}
+    (said,) = [line for line in result.outlines if line.startswith("CPU figures (host clock) are rough")]
+    assert "torch measured with 2 thread(s)" in said
+    assert record.options["cpu_threads"] == 2
 
 
 def test_version_strings_leave_as_plain_str():
