@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from perfguard.case import CaseInstance, CaseSpec
+from perfguard.analysis import metrics
 from perfguard.measure import runner
 from perfguard.measure.device import detect
 from perfguard.measure.timers import SamplingRule
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         pg, pg_wall, db, dbg, stops, util = [], [], [], [], [], []
         error = None
         for _ in range(args.rounds):
-            result = runner.measure(inst, device, rule)
+            result = metrics.complete(runner.measure(inst, device, rule), device)
             if result.status != "ok":
                 error = (result.error or "").splitlines()[0]
                 break

@@ -35,11 +35,13 @@ def cuda_device():
 
 def measure(spec, budget_s: float = 0.5) -> CaseResult:
     """Measure a one-instance case on the GPU, as the plugin does."""
+    from perfguard.analysis import metrics
     from perfguard.measure import runner
     from perfguard.measure.timers import SamplingRule
 
     (instance,) = spec.instances("cuda")
-    return runner.measure(instance, cuda_device(), SamplingRule(budget_s=budget_s))
+    device = cuda_device()
+    return metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s)), device)
 
 
 def hand_timed_median_ms(op, reps: int = 50) -> float:

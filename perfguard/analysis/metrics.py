@@ -5,7 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from perfguard.analysis import roofline
-from perfguard.model import DeviceInfo, Metrics
+import dataclasses
+
+from perfguard.model import CaseResult, DeviceInfo, Metrics
+
+
+def complete(result: CaseResult, device: DeviceInfo) -> CaseResult:
+    """`result` with its derived figures, from its median (the judged figure) and its caller's time:
+    what the measure layer leaves to analysis (a result without a median is returned as it is)."""
+    if result.latency is None:
+        return result
+    caller = result.caller.median_ms if result.caller else None
+    return dataclasses.replace(result, metrics=derive(result.latency.median_ms, result.bytes, result.flops, device, caller,
+                                                      result.params.get("dtype")))
 
 
 def derive(

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from perfguard.analysis import metrics as derived
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError
@@ -170,8 +169,6 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         caller_samples_ms=thin_samples(caller_samples),
         dropped_samples=dropped,
         enqueue_ms=estimate.host_s * 1e3 if cuda else None,
-        metrics=derived.derive(latency.median_ms, base.bytes, base.flops, device, caller.median_ms if caller else None,
-                               base.params.get("dtype")),
         memory=mem,
         telemetry=watch.result(),
         setup_s=setup_s,

@@ -72,6 +72,7 @@ class Measurer:
             raise CaseFailure(f"{item.nodeid}: case id {instance.id!r} is already used by {owner}; give one of them name=...")
         if self._before_case is not None:
             self._before_case()
+        from perfguard.analysis import metrics
         from perfguard.measure import runner
         from perfguard.measure.device import detect
         from perfguard.measure.timers import SamplingRule
@@ -98,7 +99,8 @@ class Measurer:
                 device = baseline.calibration.apply_to(device)
 
             def measure() -> CaseResult:
-                return runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s)
+                return metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s),
+                                        device)
 
             result = measure()
         else:
