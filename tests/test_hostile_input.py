@@ -156,6 +156,7 @@ HOSTILE = {  # how the file is made hostile (its top object, its one result) →
     "zero median": (lambda top, r: r["latency"].update(median_ms=0), ".latency.median_ms is 0.0"),
     "negative sample": (lambda top, r: r["samples_ms"].__setitem__(3, -1.0), ".samples_ms holds -1.0"),
     "huge integer": (lambda top, r: r["latency"].update(n=10**30), ".latency.n is 1000000000000000000000000000000"),
+    "unknown timing regime": (lambda top, r: r.update(regime="<img src=x>"), ".regime '<img src=x>' is none of"),
 }
 
 
@@ -320,3 +321,15 @@ def test_a_plain_read_leaves_the_files_of_a_live_writer_alone(tmp_path):
         go.touch()
         assert holder.wait(timeout=30) == 0
     assert not lock.exists()  # the writer removed its lock file on the way out
+
+
+def test_a_baseline_run_whose_callers_time_is_not_positive_is_refused(tmp_path, capsys):
+    # log() of it would make the caller's tolerance NaN: a gate switched off without a word.
+    from perfguard.model import run_summary
+
+    entry = BaselineEntry(WHEN, None, {}, measured(), runs=(run_summary(measured(), WHEN),))
+    top = json.loads(dumps(BaselineFile(device=CPU, cases={"add[n=1]": entry})))
+    top["cases"]["add[n=1]"]["runs"][0]["caller_median_ms"] = -1.0
+    path = write(tmp_path / "hostile" / f"{CPU.slug}.json", json.dumps(top))
+    line = refused(capsys, "baseline", "show", "--baselines", path.parent)
+    assert ".caller_median_ms is -1.0; a run's median is above 0" in line

@@ -19,6 +19,7 @@ from perfguard.errors import BaselineError
 from perfguard.model import names
 from perfguard.model.records import (
     CASE_STATUSES,
+    REGIMES,
     VERDICT_STATUSES,
     BaselineFile,
     CaseResult,
@@ -87,6 +88,10 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.device {names.shown(obj.device)} is not a device slug (lower-case letters and digits joined by dashes)"
         if obj.status not in CASE_STATUSES:
             yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(CASE_STATUSES)}"
+        if obj.regime and obj.regime not in REGIMES:
+            yield f"{where}.regime {names.shown(obj.regime)} is none of {', '.join(REGIMES)}"
+        if obj.dropped_samples < 0 or (obj.enqueue_ms is not None and not obj.enqueue_ms >= 0):
+            yield f"{where} holds a negative count or time (dropped_samples {obj.dropped_samples}, enqueue_ms {obj.enqueue_ms!r})"
     elif isinstance(obj, Verdict) and obj.status not in VERDICT_STATUSES:
         yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(VERDICT_STATUSES)}"
     elif isinstance(obj, Profile) and obj.trace is not None and not names.is_report_link(obj.trace):
@@ -96,6 +101,8 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.median_ms is {obj.median_ms!r}; a run's median is above 0"
         if obj.n < 1:
             yield f"{where}.n is {obj.n}; a run has samples"
+        if obj.caller_median_ms is not None and not obj.caller_median_ms > 0:
+            yield f"{where}.caller_median_ms is {obj.caller_median_ms!r}; a run's median is above 0"
     elif isinstance(obj, Latency):
         if obj.median_ms <= 0:
             yield f"{where}.median_ms is {obj.median_ms!r}; a measured median is above 0"
