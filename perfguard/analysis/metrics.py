@@ -36,8 +36,8 @@ def derive(
     intensity = flops / bytes_moved if flops and bytes_moved else None
     overhead = share = None
     if eager_latency_ms is not None:
-        # The eager latency is a single synchronised call timed on the host; it can come out a hair
-        # under the device median by noise, which is no overhead, not a negative one.
+        # The caller's time is back-to-back calls on the host clock, without the L2 flush; it can come out
+        # under the cold-cache device median, which is no overhead, not a negative one.
         overhead = max(eager_latency_ms - median_ms, 0.0)
         share = overhead / eager_latency_ms if eager_latency_ms > 0 else None
     # FLOP utilisation stays against the datasheet, the figure that compares across machines.

@@ -5,7 +5,7 @@ The roofline of a GPU is min(peak FLOP/s, intensity × peak bandwidth): below th
 above it, at best compute at the dtype's peak. A case is
 
 - `latency`-bound when launch and scheduling, not its bytes or flops, set its time: more than half
-  of the eager latency a caller sees is not GPU time, or the GPU time is near the launch floor;
+  of the time a caller sees is not GPU time, or the GPU time is near the launch floor;
 - else `memory`-bound when its intensity is under the ridge point, or it declares bytes and no flops;
 - else `compute`-bound.
 
@@ -29,7 +29,7 @@ from perfguard.model import DeviceInfo
 # Within twice that, at least half the time is the fixed cost, not the declared bytes or flops; and
 # in 10 µs a kernel at the H200's 4.8 TB/s moves only 48 MB, less than its 60 MB L2.
 LAUNCH_FLOOR_MS = 0.010
-# Launch-bound when more than half of what the caller waits for (eager latency) is not GPU time.
+# Launch-bound when more than half of what the caller waits for (its back-to-back time) is not GPU time.
 LAUNCH_SHARE_LIMIT = 0.5
 
 # A case's "dtype" parameter as its record writes it (torch.bfloat16 -> "bfloat16") to the peak that

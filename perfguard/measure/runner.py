@@ -1,4 +1,4 @@
-"""Measure one case instance end to end: setup, warm-up, sampling, eager latency, memory, telemetry.
+"""Measure one case instance end to end: setup, warm-up, GPU samples, the caller's time, memory, telemetry.
 
 `measure` and `smoke` always return a CaseResult: a case that cannot be measured comes back with
 status "error" and a one-line reason (plus the user's traceback), its GPU memory freed, so the
