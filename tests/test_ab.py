@@ -214,3 +214,11 @@ def test_a_round_that_errored_is_left_out_of_the_pool():
     assert pooled.results[0].samples_ms == (2.0,) * 4 and pooled.options["rounds"] == 2
     assert pool_case([error], CPU) is error  # no round measured it: the error stands
 
+
+
+def test_a_side_pools_its_rounds_callers_times_too():
+    rounds = [dataclasses.replace(result([1.0] * 3), caller_samples_ms=(2.0,) * 3),
+              dataclasses.replace(result([1.0] * 3), caller_samples_ms=(4.0,) * 5)]
+    pooled = pool_case(rounds, CPU)
+    assert pooled.caller_samples_ms == (2.0,) * 3 + (4.0,) * 5 and pooled.caller.median_ms == 4.0
+    assert pooled.metrics.eager_latency_ms == 4.0  # the derived figures read the pooled caller's time

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from perfguard.analysis import metrics
 from perfguard.analysis.stats import summarize
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Telemetry, thin_samples
+from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, thin_samples
 
 
 def pool_records(records: Sequence[RunRecord]) -> RunRecord:
@@ -45,19 +45,18 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
         return results[-1]
     first = measured[0]
     samples = [s for r in measured for s in r.samples_ms]
-    latency = summarize(samples, "+".join(sorted({r.latency.stop_reason for r in measured if r.latency})) or "pooled")
-    eager = [r.metrics.eager_latency_ms for r in measured if r.metrics and r.metrics.eager_latency_ms is not None]
-    figures = first.metrics
+    latency = summarize(samples, _stops(r.latency for r in measured))
+    # The caller's time is judged too (perfguard ab's verdicts): its samples are pooled alike.
+    callers = [s for r in measured for s in r.caller_samples_ms]
+    caller = summarize(callers, _stops(r.caller for r in measured)) if callers else first.caller
+    pooled = dataclasses.replace(first, latency=latency, samples_ms=tuple(samples), caller=caller,
+                                 caller_samples_ms=tuple(callers))
     if device is not None:
-        figures = metrics.derive(latency.median_ms, first.bytes, first.flops, device,
-                                 statistics.median(eager) if eager else None, first.params.get("dtype"))
+        pooled = metrics.complete(pooled, device)
     # Peak memory is deterministic, so rounds agree; the largest is the safe one to keep.
     memories = [r.memory for r in measured if r.memory is not None and r.memory.peak_allocated_bytes is not None]
     return dataclasses.replace(
-        first,
-        latency=latency,
-        samples_ms=tuple(samples),
-        metrics=figures,
+        pooled,
         memory=max(memories, key=lambda m: m.peak_allocated_bytes or 0) if memories else first.memory,
         telemetry=_telemetry([r.telemetry for r in measured if r.telemetry is not None]),
         setup_s=_total([r.setup_s for r in measured]),
@@ -68,8 +67,14 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
 def thinned(record: RunRecord) -> RunRecord:
     """The record as it is stored: at most MAX_STORED_SAMPLES samples per case, evenly over the rounds."""
     return dataclasses.replace(
-        record, results=tuple(dataclasses.replace(r, samples_ms=thin_samples(r.samples_ms)) for r in record.results)
+        record, results=tuple(dataclasses.replace(r, samples_ms=thin_samples(r.samples_ms),
+                                                  caller_samples_ms=thin_samples(r.caller_samples_ms))
+                              for r in record.results)
     )
+
+
+def _stops(summaries: Iterable[Latency | None]) -> str:
+    return "+".join(sorted({s.stop_reason for s in summaries if s})) or "pooled"
 
 
 def _telemetry(parts: list[Telemetry]) -> Telemetry | None:
