@@ -115,41 +115,39 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
 
     # The judged figure: GPU time where calls can be queued ahead of the device, else the caller's.
     regime = "host-clock" if not cuda else "device"
-    caller_timer = CallerTimer(fn, estimate.total_s, cuda) if cuda else None
     with nvtx(f"{where}: samples", cuda):
         try:
             samples, stop = sample(take, estimate.total_s, rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
                                    calls_per_sample=calls)
             if cuda:
                 regime = "enqueue-bound" if timer.enqueue_bound() else "device"
-                caller_timer = CallerTimer(fn, max(estimate.host_s, timer.device_s / calls), cuda)
+                per_call_s = max(estimate.host_s, timer.device_s / calls)
         except _Outrun:
-            regime, timer = "caller", caller_timer
-            samples, stop = _sample_caller(where, caller_timer, rule, sampling + rule.budget_s * 0.9, watch)
+            regime, timer = "caller", CallerTimer(fn, estimate.total_s)
+            samples, stop = _sample_caller(where, timer, rule, sampling + rule.budget_s * 0.9, watch)
     check_finite(samples, where)
+    latency = summarize(samples, stop)
     timer_name = timer.name
     dropped = getattr(timer, "dropped", 0)
     del timer  # a captured graph holds its own memory pool
 
     caller_samples: list[float] = []
-    caller = None
-    mem = None
+    caller = mem = None
     if cuda:
         if regime == "caller":
-            caller_samples, caller_stop = samples, stop
+            caller_samples, caller = samples, latency
         else:
             with nvtx(f"{where}: caller", cuda):
                 caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
-                caller_samples, caller_stop = _sample_caller(where, caller_timer, rule, caller_end, watch)
+                caller_samples, caller_stop = _sample_caller(where, CallerTimer(fn, per_call_s), rule, caller_end, watch)
             check_finite(caller_samples, f"{where} (caller's time)")
-        caller = summarize(caller_samples, caller_stop)
+            caller = summarize(caller_samples, caller_stop)
         with nvtx(f"{where}: memory", cuda):
             mem = guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
-    del caller_timer
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
-    # seconds, not the case's budget. A failure is a note on the breakdown, not a case error.
-    # The L2 flush buffer (twice the L2) is perfguard's: gone before the breakdown, which would count it.
+    # seconds, not the case's budget. A failure is a note on the breakdown, not a case error. The L2
+    # flush buffer (twice the L2) is perfguard's: gone before the breakdown, which would count it.
     del flush
     parts = None
     if instance.spec.memory_breakdown:
@@ -157,7 +155,6 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
             parts = breakdown.measure(fn, device)
     del fn
 
-    latency = summarize(samples, stop)
     return _replace(
         base,
         status="ok",

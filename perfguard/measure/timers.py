@@ -265,14 +265,12 @@ class CallerTimer:
 
     name = "caller"
 
-    def __init__(self, fn: Callable[[], Any], per_call_s: float, cuda: bool):
+    def __init__(self, fn: Callable[[], Any], per_call_s: float):
         self.fn = fn
-        self.cuda = cuda
         self.calls = int(min(100_000, max(1, BATCH_TARGET_S // max(per_call_s, 1e-7))))
 
     def take(self, k: int) -> list[float]:
-        fn, calls, clock = self.fn, self.calls, time.perf_counter_ns
-        sync = torch.cuda.synchronize if self.cuda else (lambda: None)
+        fn, calls, clock, sync = self.fn, self.calls, time.perf_counter_ns, torch.cuda.synchronize
         out = []
         with _gc_paused():
             for _ in range(k):
