@@ -12,6 +12,7 @@ devices.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -190,7 +191,7 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
     slower = [any(v.metric == metric and v.status == "regressed" for v in vs) for _, vs in measured]
     if not any(slower):
         return verdict
-    figure = (lambda r: r.caller.median_ms if r.caller else math.nan) if metric == "caller_latency" else _median
+    figure = functools.partial(_median, metric=metric)
     changes = ", ".join(f"{100 * (figure(r) / verdict.baseline - 1):+.1f}%" for r, _ in measured) if verdict.baseline else ""
     if all(slower[1:]):
         status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
@@ -252,9 +253,8 @@ def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry,
     if est is None:
         return None
     caller = metric == "caller_latency"
-    summary = current.caller if caller else current.latency
-    samples = current.caller_samples_ms if caller else current.samples_ms
-    old, new = est.centre_ms, (summary.median_ms if summary else float(statistics.median(samples)))
+    summary, samples = _time_of(current, metric)
+    old, new = est.centre_ms, _median(current, metric)
     change = 100.0 * (new / old - 1.0)
     tol = est.tolerance_pct
     figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
@@ -381,9 +381,17 @@ def _centre(entry: BaselineEntry) -> float:
     return statistics.median(r.median_ms for r in entry.runs) if entry.runs else _median(entry.result)
 
 
-def _median(result: CaseResult) -> float:
+def _time_of(result: CaseResult, metric: str = "latency") -> tuple[Latency | None, tuple[float, ...]]:
+    """A time metric's summary and samples: the judged figure's, or the caller's."""
+    if metric == "caller_latency":
+        return result.caller, result.caller_samples_ms
+    return result.latency, result.samples_ms
+
+
+def _median(result: CaseResult, metric: str = "latency") -> float:
     # The summary's median uses every sample; a stored result may keep only a thinned subset.
-    return result.latency.median_ms if result.latency else float(statistics.median(result.samples_ms))
+    summary, samples = _time_of(result, metric)
+    return summary.median_ms if summary else float(statistics.median(samples)) if samples else math.nan
 
 
 def _by_id(record: RunRecord, label: str) -> dict[str, CaseResult]:
