@@ -65,7 +65,7 @@ CARD_PCT = {"memory": 0.5, "latency": 1.0, "compute": 1.5, None: 1.0}
 CARD_PCT_HOST_CLOCK = 5.0
 # The caller's time of a call whose host work (its enqueue) is over HOST_BOUND_SHARE of it moves with
 # the host's speed, which on a shared cloud VM is not steady: GPT-2 small's batch-1 forward (5 ms of
-# Python and launches a call) read 4.5-8.5 ms as the caller sees it in nine processes on one H200
+# Python and launches a call) read 4.3-9.2 ms as the caller sees it in 15 processes on one H200
 # host, and 4.3-7.9 ms between half-second blocks of one process, the thread's CPU time alike; a
 # probe of fixed host work did not track it. Such a caller's time is judged with a prior of that size,
 # so the gate catches a call that takes twice as long, not 5% more Python (docs/method.md).
