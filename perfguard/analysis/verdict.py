@@ -1,12 +1,12 @@
-"""Verdicts: did a case's latency, its caller's time or its peak memory move past what its own noise allows?
+"""Verdicts: did a case's latency, its caller's time or its memory move past what its own noise allows?
 
 Latency is judged run against runs: the change of this run's median from the centre of the
 baseline's runs must pass the case's tolerance, which comes from how far its median moves between
 independent runs (perfguard/analysis/noise.py) and is never below the threshold the user says
 matters. Within-run samples only say how precise this run's median is; they never stand for
-run-to-run evidence, so no verdict claims a p-value or a confidence. Peak memory is deterministic,
-so its change is compared with its threshold directly. Pure functions of the records: no files, no
-devices.
+run-to-run evidence, so no verdict claims a p-value or a confidence. Memory (peak, footprint, retained
+per call) is deterministic, so its change is compared with its threshold directly
+(memory_verdicts.py). Pure functions of the records: no files, no devices.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from perfguard import defaults, units
+from perfguard import defaults
 from perfguard.analysis import noise
+from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
     VERDICT_STATUSES,
@@ -42,9 +43,6 @@ TIME_METRICS = ("latency", "caller_latency")
 # noise would have let the gate see; noisy cases get their wider tolerance from their runs.
 DEFAULT_THRESHOLD_PCT = defaults.THRESHOLD_PCT
 DEFAULT_MEMORY_THRESHOLD_PCT = defaults.MEMORY_THRESHOLD_PCT
-# Peak memory below this much change never flips a verdict: allocator rounding (512 B blocks, 2 MiB
-# segments for large tensors) moves tiny cases by whole percents without anything having changed.
-MEMORY_FLOOR_BYTES = 64 * 1024
 MIN_SAMPLES = 5  # fewer samples than this give no median worth judging
 
 
@@ -97,10 +95,7 @@ def compare_case(
         if caller is not None:
             verdicts.append(caller)
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
-    memory = _peak_memory(ctx, current, entry.result, mem_threshold)
-    if memory is not None:
-        verdicts.append(memory)
-    return verdicts
+    return verdicts + memory_verdicts(ctx, current, entry.result, mem_threshold)
 
 
 def as_entry(result: CaseResult, recorded_at: str = "", host: str | None = None) -> BaselineEntry:
@@ -243,7 +238,7 @@ def env_differences(
     return tuple(diffs)
 
 
-# --- the two metrics --------------------------------------------------------------------------
+# --- the times (memory: analysis/memory_verdicts.py) ----------------------------------------------
 
 
 def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry, threshold: float,
@@ -313,20 +308,6 @@ def _half_width(summary: Latency | None) -> float:
         return 0.0
     half = summary.ci_half_width_pct
     return half if math.isfinite(half) else 100.0
-
-
-def _peak_memory(ctx: _Context, current: CaseResult, baseline: CaseResult, threshold: float) -> Verdict | None:
-    old = baseline.memory.peak_allocated_bytes if baseline.memory else None
-    new = current.memory.peak_allocated_bytes if current.memory else None
-    if old is None or new is None:  # a CPU run: no allocator to ask
-        return None
-    allowed = max(old * threshold / 100.0, MEMORY_FLOOR_BYTES)
-    change = 100.0 * (new - old) / old if old else None
-    status = "regressed" if new - old > allowed else "improved" if old - new > allowed else "same"
-    shown = f"{change:+.1f}%" if change is not None else f"{units.size(new - old)}"
-    hint = "run with --perfguard-update to make it the baseline" if status == "improved" else ""
-    return ctx.verdict("peak_memory", status, threshold, float(old), float(new), change,
-                       detail=f"{units.size(old)} → {units.size(new)} ({shown}, deterministic)", hint=hint)
 
 
 # --- helpers ----------------------------------------------------------------------------------

@@ -1,18 +1,35 @@
-"""GPU memory of a case (torch's caching allocator and NVML), and the L2 flush for cold-cache timing."""
+"""GPU memory of a case (torch's caching allocator and NVML), and the L2 flush for cold-cache timing.
+
+Three figures come from the allocator's own statistics, as PyTorch's CudaMemoryLeakCheck reads them:
+the peak of a call over what was live before it; the footprint, the most the case held during a call
+counted from before its setup (so that what a call keeps for the next, gradients or a cache, counts);
+and the bytes retained from one call to the next (a leak). Libraries that keep a workspace for the
+life of the process (cuBLAS and cuBLASLt, one per stream) are settled before the case's setup and
+again before the memory pass, so that no case pays for them because it happened to run first.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import gc
+import statistics
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from perfguard.measure import nvml
+from perfguard.measure.timers import capture_stream
 from perfguard.model import DeviceInfo, Memory
 
 # Used only when the device does not report its L2 size.
 FALLBACK_L2_BYTES = 64 * 2**20
+# Calls watched back to back for memory held from one call to the next: five steps between them, so
+# that one step with a one-off allocation (a lazily made buffer, a cache's first entry) is outvoted.
+WATCHED_CALLS = 6
+# Calls of the confirming pass, run only when the watched calls grew: an even number, so that a case
+# that alternates between two buffers nets nothing.
+CONFIRM_CALLS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +39,15 @@ class Before:
     handle: Any
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """The allocator around one call: live before it, its peak, and what stayed once its output was dropped."""
+
+    live: int
+    peak: int
+    after: int
+
+
 def l2_flusher(device: DeviceInfo) -> Callable[[], Any]:
     """Overwrite a buffer twice the size of the L2, so the next call finds none of its data cached."""
     size = 2 * (device.l2_bytes or FALLBACK_L2_BYTES)
@@ -29,41 +55,109 @@ def l2_flusher(device: DeviceInfo) -> Callable[[], Any]:
     return buf.zero_
 
 
+def settle_libraries() -> None:
+    """Make the workspaces cuBLAS keeps per stream, before the case's setup: on the current stream
+    and on the stream CUDA-graph cases are captured on.
+
+    cuBLAS and cuBLASLt each keep a workspace (32 MiB apiece on a Hopper GPU) per handle and stream for
+    the life of the process, made by the first matmul on that stream. Without this, the first case of a
+    process to multiply counts 64 MiB more than the same case run later. Made before every case's
+    setup (after the first, at no cost: they exist), they are live at both ends of every figure and
+    cancel out. They are not freed (torch._C._cuda_clearCublasWorkspaces, as PyTorch's own leak
+    check does): a graph the user's code captured and keeps (torch.compile's CUDA graphs) may run on
+    them. The tensors are made without the RNG, whose state the user's cases draw from.
+    """
+    streams = [torch.cuda.current_stream(), capture_stream()]
+    streams[1].wait_stream(streams[0])
+    for stream in streams:
+        with torch.cuda.stream(stream):
+            for dtype in (torch.float32, torch.bfloat16, torch.float16):
+                try:
+                    a = torch.ones(16, 16, device="cuda", dtype=dtype)
+                    bias = torch.ones(16, device="cuda", dtype=dtype)
+                    torch.mm(a, a)  # cuBLAS
+                    torch.addmm(bias, a, a)  # cuBLASLt (a GEMM with a bias epilogue)
+                except RuntimeError:  # a dtype this GPU cannot multiply in: its library paths go unused too
+                    continue
+    torch.cuda.synchronize()
+
+
 def before_setup(handle: Any | None) -> Before:
     """What is allocated (torch) and used (NVML, through the GPU's `handle`) before the case's setup."""
-    torch.cuda.synchronize()
+    settle_libraries()
     torch.cuda.reset_peak_memory_stats()
     snap = nvml.snapshot(handle)
     return Before(torch.cuda.memory_allocated(), snap.memory_used_bytes if snap else None, handle)
 
 
-def measure_call(fn: Callable[[], Any], before: Before) -> Memory:
-    """Peak memory of one call, on top of what the case's setup left allocated."""
+def measure_calls(fn: Callable[[], Any], before: Before) -> Memory:
+    """The memory pass: WATCHED_CALLS calls back to back, each with its own peak, after the case's samples.
+
+    The peak is the largest of the calls' peaks over what was live before each; the footprint the
+    largest peak over what was allocated before the case's setup; the retained bytes per call how much
+    the allocated memory grows from one call to the next, outputs dropped (`_retained`).
+    """
     torch.cuda.synchronize()
     setup_allocated = torch.cuda.memory_allocated() - before.allocated
     retries0 = torch.cuda.memory_stats().get("num_alloc_retries", 0)
-    # Hand back blocks cached by earlier calls, so "reserved at peak" is what this call needed
+    # Hand back blocks cached by earlier calls, so "reserved at peak" is what a call needed
     # and fragmentation measures the allocator's waste, not its cache.
     torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
-    live = torch.cuda.memory_allocated()
-    out = fn()
-    torch.cuda.synchronize()
-    peak_allocated = torch.cuda.max_memory_allocated()
+    first = _watch(fn)
     peak_reserved = torch.cuda.max_memory_reserved()
-    retries = torch.cuda.memory_stats().get("num_alloc_retries", 0) - retries0
     snap = nvml.snapshot(before.handle)
-    del out
+    calls = [first, *(_watch(fn) for _ in range(WATCHED_CALLS - 1))]
+    retained = _retained(fn, calls)
+    retries = torch.cuda.memory_stats().get("num_alloc_retries", 0) - retries0
     used_delta = (
         snap.memory_used_bytes - before.nvml_used
         if snap and snap.memory_used_bytes is not None and before.nvml_used is not None
         else None
     )
     return Memory(
-        peak_allocated_bytes=peak_allocated - live,
+        peak_allocated_bytes=max(c.peak - c.live for c in calls),
         peak_reserved_bytes=peak_reserved,
         setup_allocated_bytes=setup_allocated,
         nvml_used_delta_bytes=used_delta,
-        fragmentation=1 - peak_allocated / peak_reserved if peak_reserved else None,
+        fragmentation=1 - first.peak / peak_reserved if peak_reserved else None,
         alloc_retries=retries,
+        footprint_bytes=max(c.peak for c in calls) - before.allocated,
+        retained_bytes_per_call=retained,
     )
+
+
+def _watch(fn: Callable[[], Any]) -> _Call:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    live = torch.cuda.memory_allocated()
+    out = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    del out  # what the caller would drop; what the call kept elsewhere stays
+    return _Call(live, peak, torch.cuda.memory_allocated())
+
+
+def _retained(fn: Callable[[], Any], calls: list[_Call]) -> int:
+    """Bytes the allocated memory grows by per call, never below 0.
+
+    The median step between the watched calls ignores a one-off allocation. When it shows growth,
+    it is confirmed as PyTorch's leak check confirms one, after a garbage collection (tensors in
+    reference cycles that only the collector frees grow and fall in a sawtooth, without leaking):
+    CONFIRM_CALLS more calls between two collections. Growth then is the smaller of the median step
+    and the net growth per call over them, so that neither a one-off nor a sawtooth reads as a leak.
+    """
+    steps = [b.after - a.after for a, b in zip(calls, calls[1:])]
+    growth = statistics.median_low(steps)
+    if growth <= 0:
+        return 0
+    gc.collect()
+    start = torch.cuda.memory_allocated()
+    afters = []
+    for _ in range(CONFIRM_CALLS):
+        out = fn()
+        del out
+        afters.append(torch.cuda.memory_allocated())
+    gc.collect()
+    net = (torch.cuda.memory_allocated() - start) // CONFIRM_CALLS
+    confirmed = statistics.median_low(b - a for a, b in zip([start, *afters], afters))
+    return max(0, min(growth, confirmed, net))

@@ -143,7 +143,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
             check_finite(caller_samples, f"{where} (caller's time)")
             caller = summarize(caller_samples, caller_stop)
         with nvtx(f"{where}: memory", cuda):
-            mem = guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
+            mem = guard(where, "memory pass", lambda: memory.measure_calls(fn, mem_before))
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
     # seconds, not the case's budget. A failure is a note on the breakdown, not a case error. The L2

@@ -10,12 +10,13 @@ from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord,
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
+from perfguard.report.view import footprint_text
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
 COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle", "GB/s", "% peak BW", "TFLOP/s", "bound",
-           "peak mem")
+           "peak mem", "footprint")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
@@ -47,6 +48,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 units.number(m.tflops if m else None, 2),
                 (m.bound if m else None) or "-",
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
+                footprint_text(r),
             )
         )
     lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]

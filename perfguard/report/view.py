@@ -200,6 +200,23 @@ def peak_memory(result: CaseResult | None) -> int | None:
     return result.memory.peak_allocated_bytes if result is not None and result.memory is not None else None
 
 
+def footprint(result: CaseResult | None) -> int | None:
+    return result.memory.footprint_bytes if result is not None and result.memory is not None else None
+
+
+def retained_text(result: CaseResult | None) -> str:
+    """"+1.0 MiB/call" for a case whose calls keep memory for good; "" for one whose calls do not."""
+    from perfguard.analysis.memory_verdicts import leaks
+
+    m = result.memory if result is not None else None
+    return f"+{units.size(m.retained_bytes_per_call)}/call" if m is not None and leaks(m) else ""
+
+
+def footprint_text(result: CaseResult | None) -> str:
+    """The footprint, and what each call retains when it keeps memory: "4.6 GiB +1.0 MiB/call"."""
+    return " ".join(t for t in (units.size(footprint(result)), retained_text(result)) if t)
+
+
 def versions(info: DeviceInfo) -> list[tuple[str, str]]:
     """The header facts of a device that are known, as (label, value)."""
     facts = [
