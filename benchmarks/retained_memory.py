@@ -47,8 +47,8 @@ def make_case(model_py: Path):
     @perf_case(params={"batch": [1, 2, 4, 8], "variant": list(VARIANTS)}, budget_s=0.5)
     def nanogpt_train_step(batch, variant, device):
         torch.manual_seed(0)
-        model = GPT(GPTConfig(block_size=BLOCK, dropout=0.0)).to(device)
-        with contextlib.redirect_stdout(io.StringIO()):  # configure_optimizers prints its parameter counts
+        with contextlib.redirect_stdout(io.StringIO()), torch.device(device):  # nanoGPT prints its parameter counts
+            model = GPT(GPTConfig(block_size=BLOCK, dropout=0.0))  # made on the GPU: seconds faster than .to()
             optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cuda")
         x = torch.randint(0, 50304, (batch, BLOCK), device=device)
         y = torch.randint(0, 50304, (batch, BLOCK), device=device)
