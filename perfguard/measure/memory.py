@@ -55,9 +55,9 @@ def l2_flusher(device: DeviceInfo) -> Callable[[], Any]:
     return buf.zero_
 
 
-def settle_libraries() -> None:
-    """Make the workspaces cuBLAS keeps per stream, before the case's setup: on the current stream
-    and on the stream CUDA-graph cases are captured on.
+def settle_libraries(graph: bool = False) -> None:
+    """Make the workspaces cuBLAS keeps per stream, before the case's setup: on the current stream,
+    and for a CUDA-graph case (`graph`) on the stream every such case is captured on.
 
     cuBLAS and cuBLASLt each keep a workspace (32 MiB apiece on a Hopper GPU) per handle and stream for
     the life of the process, made by the first matmul on that stream. Without this, the first case of a
@@ -67,8 +67,9 @@ def settle_libraries() -> None:
     check does): a graph the user's code captured and keeps (torch.compile's CUDA graphs) may run on
     them. The tensors are made without the RNG, whose state the user's cases draw from.
     """
-    streams = [torch.cuda.current_stream(), capture_stream()]
-    streams[1].wait_stream(streams[0])
+    streams = [torch.cuda.current_stream(), *([capture_stream()] if graph else [])]
+    for stream in streams[1:]:
+        stream.wait_stream(streams[0])
     for stream in streams:
         with torch.cuda.stream(stream):
             for dtype in (torch.float32, torch.bfloat16, torch.float16):
@@ -82,9 +83,10 @@ def settle_libraries() -> None:
     torch.cuda.synchronize()
 
 
-def before_setup(handle: Any | None) -> Before:
-    """What is allocated (torch) and used (NVML, through the GPU's `handle`) before the case's setup."""
-    settle_libraries()
+def before_setup(handle: Any | None, graph: bool = False) -> Before:
+    """What is allocated (torch) and used (NVML, through the GPU's `handle`) before the case's setup;
+    `graph`: the case is timed by CUDA-graph replay."""
+    settle_libraries(graph)
     torch.cuda.reset_peak_memory_stats()
     snap = nvml.snapshot(handle)
     return Before(torch.cuda.memory_allocated(), snap.memory_used_bytes if snap else None, handle)

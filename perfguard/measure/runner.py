@@ -80,7 +80,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     watch = telemetry.Watch(handle, device.max_sm_clock_mhz)
     # The flush buffer is perfguard's, not the case's: allocated before the memory baseline is taken.
     flush = memory.l2_flusher(device) if cuda and instance.spec.cache == "cold" else None
-    mem_before = memory.before_setup(handle) if cuda else None
+    mem_before = memory.before_setup(handle, graph=instance.spec.mode == "graph") if cuda else None
 
     t_setup = time.perf_counter()
     fn = setup(instance, device)
