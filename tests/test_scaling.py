@@ -102,13 +102,24 @@ def test_memory_that_does_not_grow_by_a_mib_on_a_large_constant_is_flat():
     assert series.memory.label == "constant" and series.fits_up_to is None
 
 
+def test_a_training_step_on_a_floor_at_batch_1_reads_linear_from_batch_2():
+    # nanoGPT's GPT-2 training step (H200, 2026-12-01, benchmarks/retained_memory.py): the footprint
+    # is the larger of two phases' peaks; at batch 1 the one where nothing grows with the batch.
+    footprints = [max(2071 * MIB, 1683 * MIB + 229.4 * MIB * b) for b in (1, 2, 4, 8)]
+    (series,) = scalings([footprint_step(b, f) for b, f in zip((1, 2, 4, 8), footprints)], [GPU])
+    assert series.memory.label == "linear" and series.memory_from == 2
+    assert series.memory.coefficient == pytest.approx(229.4 * MIB)
+    assert series.fits_up_to == pytest.approx((140 * GIB - 1683 * MIB) / (229.4 * MIB))
+    assert "from batch=2 up (below it the call peaks where nothing grows with batch)" in scaling_line(series)
+    # Fitted whole, it read x^1.30 and forecast batch ≈ 250 instead of ≈ 600.
+
+
 def test_a_series_the_growth_law_does_not_describe_forecasts_nothing():
-    # The issue's order dependence: the first case of the sweep counted cuBLAS's 64 MiB of workspaces.
-    # Fitted as it came, it read "memory cubic (k=3.00) ... fits up to batch ≈ 240"; R² was 0.35.
+    # One point off in the middle of a linear sweep (67 MB more, as cuBLAS's workspaces once were).
     held = [18e6 + 4.4 * MIB * b for b in (1, 2, 4, 8, 16)]
-    held[0] += 67e6
+    held[2] += 67e6
     (series,) = scalings([footprint_step(b, h) for b, h in zip((1, 2, 4, 8, 16), held)], [GPU])
-    assert series.memory.r2 < 0.9
+    assert series.memory.r2 < 0.9 and series.memory_from is None
     assert series.fits_up_to is None
     line = scaling_line(series)
     assert "too poor a fit to forecast from" in line and "fits in device memory" not in line

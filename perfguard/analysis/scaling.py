@@ -37,6 +37,8 @@ MEMORY_FLAT_BYTES = 2**20
 # A memory fit that explains less than this of its series' variance forecasts nothing: deterministic
 # figures that a growth law does not describe are not on one (an outlier point, a regime change).
 MIN_FORECAST_R2 = 0.9
+# Memory is counted: a growth law that describes a series fits it all but exactly, above this.
+EXACT_R2 = 0.999
 GROWTH = {0: "constant", 1: "linear", 2: "quadratic", 3: "cubic"}
 
 
@@ -73,6 +75,8 @@ class Scaling:
     fits_up_to: float | None  # the largest value whose fitted memory fits in the device's memory
     activations: Growth | None = None  # of the memory breakdown's activations at the peak
     activations_per_unit: float | None = None  # their growth per unit, from the largest two values, when linear
+    # The value the memory's growth is fitted from, when the smaller ones sit on a floor (memory_fit).
+    memory_from: float | None = None
 
     @property
     def title(self) -> str:
@@ -100,7 +104,7 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
             continue
         latency = fit(xs, [r.latency.median_ms for _, r in points])
         held = [_held(r) for _, r in points]
-        memory = fit(xs, held, flat_bytes=MEMORY_FLAT_BYTES) if all(h is not None for h in held) else None
+        memory, memory_from = memory_fit(xs, held) if all(h is not None for h in held) else (None, None)
         saved = [_activations(r) for _, r in points]
         activations = fit(xs, saved) if all(a is not None for a in saved) else None
         if latency is None and memory is None and activations is None:  # nothing grows the way the model can say
@@ -109,8 +113,28 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
         saved_per_unit = _top_slope(xs, saved) if activations and activations.label == "linear" else None
         out.append(Scaling(device, name, p, fixed, tuple(xs), latency, memory, per_unit,
                            largest_fitting(memory, memory_of.get(device)) if memory and memory.r2 >= MIN_FORECAST_R2 else None,
-                           activations, saved_per_unit))
+                           activations, saved_per_unit, memory_from))
     return out
+
+
+def memory_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[Growth | None, float | None]:
+    """The memory's growth, and the value it is fitted from when the smallest values sit on a floor.
+
+    A training step's footprint is the larger of its phases' peaks: at a small batch it can peak where
+    nothing grows with the batch (every gradient live while the tied embedding's is accumulated:
+    nanoGPT's GPT-2 at batch 1), above the line the larger batches lie on. When the whole series is
+    not fitted all but exactly, and leaving out its smallest values (keeping MIN_POINTS) gives a fit
+    that is, with the values left out above it, that fit is the growth: what a larger value costs.
+    """
+    whole = fit(xs, ys, flat_bytes=MEMORY_FLAT_BYTES)
+    if whole is None or whole.r2 >= EXACT_R2:
+        return whole, None
+    for start in range(1, len(xs) - MIN_POINTS + 1):
+        top = fit(xs[start:], ys[start:], flat_bytes=MEMORY_FLAT_BYTES)
+        if (top is not None and top.exponent > 0 and top.r2 >= EXACT_R2
+                and all(y > top.at(x) for x, y in zip(xs[:start], ys[:start]))):
+            return top, xs[start]
+    return whole, None
 
 
 def fit(xs: Sequence[float], ys: Sequence[float], flat_bytes: float | None = None) -> Growth | None:

@@ -60,7 +60,8 @@ def settle_libraries(graph: bool = False) -> None:
     and for a CUDA-graph case (`graph`) on the stream every such case is captured on.
 
     cuBLAS and cuBLASLt each keep a workspace (32 MiB apiece on a Hopper GPU) per handle and stream for
-    the life of the process, made by the first matmul on that stream. Without this, the first case of a
+    the life of the process, made by the first matmul on that stream (and thread: a handle is per
+    thread, so also in a backward pass). Without this, the first case of a
     process to multiply counts 64 MiB more than the same case run later. Made before every case's
     setup (after the first, at no cost: they exist), they are live at both ends of every figure and
     cancel out. They are not freed (torch._C._cuda_clearCublasWorkspaces, as PyTorch's own leak
@@ -72,15 +73,37 @@ def settle_libraries(graph: bool = False) -> None:
         stream.wait_stream(streams[0])
     for stream in streams:
         with torch.cuda.stream(stream):
-            for dtype in (torch.float32, torch.bfloat16, torch.float16):
-                try:
-                    a = torch.ones(16, 16, device="cuda", dtype=dtype)
-                    bias = torch.ones(16, device="cuda", dtype=dtype)
-                    torch.mm(a, a)  # cuBLAS
-                    torch.addmm(bias, a, a)  # cuBLASLt (a GEMM with a bias epilogue)
-                except RuntimeError:  # a dtype this GPU cannot multiply in: its library paths go unused too
-                    continue
+            _multiply()
+            # cuBLAS's handles are per thread, and autograd runs a CUDA backward on a thread of its own
+            # (measured: the first training step of a process held 32 MiB more than the same step later).
+            seed = torch.ones(1, device="cuda", requires_grad=True)
+            _MultiplyInBackward.apply(seed).sum().backward()
     torch.cuda.synchronize()
+
+
+def _multiply() -> None:
+    """A small GEMM through cuBLAS and one through cuBLASLt, in each dtype the GPU multiplies in."""
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        try:
+            a = torch.ones(16, 16, device="cuda", dtype=dtype)
+            bias = torch.ones(16, device="cuda", dtype=dtype)
+            torch.mm(a, a)  # cuBLAS
+            torch.addmm(bias, a, a)  # cuBLASLt (a GEMM with a bias epilogue)
+        except RuntimeError:  # a dtype this GPU cannot multiply in: its library paths go unused too
+            continue
+
+
+class _MultiplyInBackward(torch.autograd.Function):
+    """The identity, whose backward multiplies: on autograd's device thread."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        _multiply()
+        return grad
 
 
 def before_setup(handle: Any | None, graph: bool = False) -> Before:

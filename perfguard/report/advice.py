@@ -197,12 +197,16 @@ def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str, str]:
 
 
 def _memory(s: Scaling) -> str:
-    """How the footprint grows: "linear (k=1.00, R²=1.000)", and why a poor fit forecasts nothing."""
+    """How the footprint grows: "linear (k=1.00, R²=1.000)", from where when its smallest values sit on
+    a floor, and why a poor fit forecasts nothing."""
     from perfguard.analysis.scaling import MIN_FORECAST_R2
 
     m = s.memory
     poor = "; too poor a fit to forecast from" if m.exponent and m.r2 < MIN_FORECAST_R2 else ""
-    return f"{m.label} (k={m.exponent:.2f}, R²={m.r2:.3f}{poor})"
+    text = f"{m.label} (k={m.exponent:.2f}, R²={m.r2:.3f}{poor})"
+    if s.memory_from is not None:
+        text += f" from {s.parameter}={s.memory_from:g} up (below it the call peaks where nothing grows with {s.parameter})"
+    return text
 
 
 def _activations(s: Scaling) -> str:
