@@ -32,7 +32,7 @@ class Context(Protocol):
 
     def verdict(self, metric: str, status: str, threshold: float, baseline: float | None = None,
                 current: float | None = None, change: float | None = None,
-                *, detail: str, hint: str = "", **judged: object) -> Verdict: ...
+                *, detail: str, hint: str = "", bound: str | None = None, **judged: object) -> Verdict: ...
 
 
 def memory_verdicts(ctx: Context, current: CaseResult, baseline: CaseResult, threshold: float) -> list[Verdict]:
@@ -96,19 +96,21 @@ def _footprint(ctx: Context, old: int, now: Memory, was: Memory | None, threshol
 
 def _retained(ctx: Context, old: int, new: int, threshold: float) -> Verdict:
     change = 100.0 * (new - old) / old if old else None
-    figures = f"{units.size(old)} → {units.size(new)}"
+    figures = f"{units.size(old)} → {units.size(new)} retained per call"
+    held = dict(bound=f"any growth past {RETAINED_FLOOR_BYTES} B a call fails")
     if new - old > RETAINED_FLOOR_BYTES:
         what = ("the call keeps what it allocates: a leak" if old <= RETAINED_FLOOR_BYTES
                 else "the call keeps more of what it allocates")
         return ctx.verdict("retained_memory", "regressed", threshold, float(old), float(new), change,
-                           detail=f"{figures} retained per call ({what}: a long run grows by it every call until it "
-                                  "runs out of memory)",
-                           hint="look for tensors kept across calls: appended to a list, cached, or held by a graph")
+                           detail=f"{figures} ({what}, which grows a long run by {units.size(new - old)} every call "
+                                  "until it runs out of memory)",
+                           hint="look for tensors kept across calls: appended to a list, cached, or held by a graph",
+                           **held)
     if old - new > RETAINED_FLOOR_BYTES:
         return ctx.verdict("retained_memory", "improved", threshold, float(old), float(new), change,
-                           detail=f"{figures} retained per call (deterministic)", hint=IMPROVED_HINT)
+                           detail=f"{figures} (deterministic)", hint=IMPROVED_HINT, **held)
     return ctx.verdict("retained_memory", "same", threshold, float(old), float(new), change,
-                       detail=f"{figures} retained per call (deterministic)")
+                       detail=f"{figures} (deterministic)", **held)
 
 
 def _new(ctx: Context, metric: str, value: int, threshold: float, unit: str = "") -> Verdict:

@@ -321,10 +321,11 @@ class _Context:
 
     def verdict(self, metric: str, status: str, threshold: float, baseline: float | None = None,
                 current: float | None = None, change: float | None = None,
-                *, detail: str, hint: str = "", **judged: object) -> Verdict:
+                *, detail: str, hint: str = "", bound: str | None = None, **judged: object) -> Verdict:
+        """`bound`: what a change is held to, when it is not the threshold (said in the message)."""
         compared = status not in ("new", "missing")
         against = f" against {self.baseline_file}" if self.baseline_file and compared else ""
-        bound = f" (threshold {threshold:g}%)" if compared else ""
+        bound = f" ({bound or f'threshold {threshold:g}%'})" if compared else ""
         env = f"; environment differs from the baseline: {', '.join(self.env)}" if self.env else ""
         return Verdict(
             case_id=self.case_id,
