@@ -135,3 +135,20 @@ def test_a_one_off_allocation_among_the_watched_calls_is_not_a_leak():
 
     lazy = [_Call(live=0, peak=0, after=a) for a in (100, 100, 100 + 8 * MIB, 100 + 8 * MIB, 100 + 8 * MIB, 100 + 8 * MIB)]
     assert _retained(never_called, lazy) == 0
+
+
+def test_the_reports_show_the_footprint_and_what_a_call_retains():
+    from perfguard.model import RunRecord
+    from perfguard.report.html import render_html
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import summary
+
+    leaky = result(memory(footprint=200 * MIB, retained=MIB))
+    record = RunRecord("2026-12-01T00:00:00+00:00", "0", devices=(H200,), results=(leaky,),
+                       verdicts=tuple(compare_case(leaky, result(memory(footprint=150 * MIB)))))
+    lines = [line for line, _ in summary(record.results, record.devices, record)]
+    assert lines[1].split()[-1] == "footprint" and lines[2].endswith("200.0 MiB +1.0 MiB/call")
+    assert any(line.startswith("train_step: retained_memory regressed: 0 B → 1.0 MiB") for line in lines)
+    assert "| 200.0 MiB +1.0 MiB/call |" in render_markdown([record])
+    html = render_html([record])
+    assert "retained per call" in html and "1.0 MiB (a leak)" in html and "held between calls" in html

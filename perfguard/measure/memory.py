@@ -4,8 +4,8 @@ Three figures come from the allocator's own statistics, as PyTorch's CudaMemoryL
 the peak of a call over what was live before it; the footprint, the most the case held during a call
 counted from before its setup (so that what a call keeps for the next, gradients or a cache, counts);
 and the bytes retained from one call to the next (a leak). Libraries that keep a workspace for the
-life of the process (cuBLAS and cuBLASLt, one per stream) are settled before the case's setup and
-again before the memory pass, so that no case pays for them because it happened to run first.
+life of the process (cuBLAS and cuBLASLt, one per stream and thread) are made before every case's
+setup, so that no case pays for them because it happened to run first.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,12 +25,14 @@ from perfguard.model import DeviceInfo, Memory
 
 # Used only when the device does not report its L2 size.
 FALLBACK_L2_BYTES = 64 * 2**20
-# Calls watched back to back for memory held from one call to the next: five steps between them, so
-# that one step with a one-off allocation (a lazily made buffer, a cache's first entry) is outvoted.
-WATCHED_CALLS = 6
+# Calls watched back to back for memory held from one call to the next: up to five steps between
+# them, so that a step with a one-off allocation (a lazily made buffer, a cache's first entry) is
+# outvoted; at least two (three calls) for a call so slow that more would pass MEMORY_PASS_S.
+WATCHED_CALLS = (3, 6)
 # Calls of the confirming pass, run only when the watched calls grew: an even number, so that a case
-# that alternates between two buffers nets nothing.
-CONFIRM_CALLS = 4
+# that alternates between two buffers nets nothing; two for a slow call.
+CONFIRM_CALLS = (2, 4)
+MEMORY_PASS_S = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,13 +74,16 @@ def settle_libraries(graph: bool = False) -> None:
     streams = [torch.cuda.current_stream(), *([capture_stream()] if graph else [])]
     for stream in streams[1:]:
         stream.wait_stream(streams[0])
-    for stream in streams:
-        with torch.cuda.stream(stream):
-            _multiply()
-            # cuBLAS's handles are per thread, and autograd runs a CUDA backward on a thread of its own
-            # (measured: the first training step of a process held 32 MiB more than the same step later).
-            seed = torch.ones(1, device="cuda", requires_grad=True)
-            _MultiplyInBackward.apply(seed).sum().backward()
+    try:
+        for stream in streams:
+            with torch.cuda.stream(stream), torch.enable_grad():
+                _multiply()
+                # cuBLAS's handles are per thread, and autograd runs a CUDA backward on a thread of its
+                # own (measured: the first training step of a process held 32 MiB more than later ones).
+                seed = torch.ones(1, device="cuda", requires_grad=True)
+                _MultiplyInBackward.apply(seed).sum().backward()
+    except RuntimeError:  # what a case's own settings refuse: the figures then carry the workspaces, no more
+        pass
     torch.cuda.synchronize()
 
 
@@ -116,7 +122,8 @@ def before_setup(handle: Any | None, graph: bool = False) -> Before:
 
 
 def measure_calls(fn: Callable[[], Any], before: Before) -> Memory:
-    """The memory pass: WATCHED_CALLS calls back to back, each with its own peak, after the case's samples.
+    """The memory pass: WATCHED_CALLS calls back to back, each with its own peak, after the case's samples
+    (as many as fit in MEMORY_PASS_S, within the bounds).
 
     The peak is the largest of the calls' peaks over what was live before each; the footprint the
     largest peak over what was allocated before the case's setup; the retained bytes per call how much
@@ -128,11 +135,13 @@ def measure_calls(fn: Callable[[], Any], before: Before) -> Memory:
     # Hand back blocks cached by earlier calls, so "reserved at peak" is what a call needed
     # and fragmentation measures the allocator's waste, not its cache.
     torch.cuda.empty_cache()
+    start = time.perf_counter()
     first = _watch(fn)
+    call_s = time.perf_counter() - start
     peak_reserved = torch.cuda.max_memory_reserved()
     snap = nvml.snapshot(before.handle)
-    calls = [first, *(_watch(fn) for _ in range(WATCHED_CALLS - 1))]
-    retained = _retained(fn, calls)
+    calls = [first, *(_watch(fn) for _ in range(_fitting(WATCHED_CALLS, call_s) - 1))]
+    retained = _retained(fn, calls, _fitting(CONFIRM_CALLS, call_s))
     retries = torch.cuda.memory_stats().get("num_alloc_retries", 0) - retries0
     used_delta = (
         snap.memory_used_bytes - before.nvml_used
@@ -151,6 +160,13 @@ def measure_calls(fn: Callable[[], Any], before: Before) -> Memory:
     )
 
 
+def _fitting(bounds: tuple[int, int], call_s: float) -> int:
+    """The most calls of `bounds` if they fit in MEMORY_PASS_S, else the fewest: a 2 s training step is
+    watched three times, not six."""
+    fewest, most = bounds
+    return most if most * call_s <= MEMORY_PASS_S else fewest
+
+
 def _watch(fn: Callable[[], Any]) -> _Call:
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -162,13 +178,13 @@ def _watch(fn: Callable[[], Any]) -> _Call:
     return _Call(live, peak, torch.cuda.memory_allocated())
 
 
-def _retained(fn: Callable[[], Any], calls: list[_Call]) -> int:
+def _retained(fn: Callable[[], Any], calls: list[_Call], confirm: int = CONFIRM_CALLS[1]) -> int:
     """Bytes the allocated memory grows by per call, never below 0.
 
     The median step between the watched calls ignores a one-off allocation. When it shows growth,
     it is confirmed as PyTorch's leak check confirms one, after a garbage collection (tensors in
     reference cycles that only the collector frees grow and fall in a sawtooth, without leaking):
-    CONFIRM_CALLS more calls between two collections. Growth then is the smaller of the median step
+    `confirm` more calls between two collections. Growth then is the smaller of the median step
     and the net growth per call over them, so that neither a one-off nor a sawtooth reads as a leak.
     """
     steps = [b.after - a.after for a, b in zip(calls, calls[1:])]
@@ -178,11 +194,11 @@ def _retained(fn: Callable[[], Any], calls: list[_Call]) -> int:
     gc.collect()
     start = torch.cuda.memory_allocated()
     afters = []
-    for _ in range(CONFIRM_CALLS):
+    for _ in range(confirm):
         out = fn()
         del out
         afters.append(torch.cuda.memory_allocated())
     gc.collect()
-    net = (torch.cuda.memory_allocated() - start) // CONFIRM_CALLS
+    net = (torch.cuda.memory_allocated() - start) // confirm
     confirmed = statistics.median_low(b - a for a, b in zip([start, *afters], afters))
     return max(0, min(growth, confirmed, net))
