@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,21 @@ class Entry:
         if self.result is not None and self.result.status == "error":
             return "error"
         if self.verdicts:
-            return min((v.status for v in self.verdicts), key=rank)
+            return min((v.status for v in deciding(self.verdicts)), key=rank)
         if self.result is not None and self.result.status in ("skipped", "smoke"):
             return self.result.status
         return "measured"
 
     def verdict(self, metric: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.metric == metric), None)
+
+
+def deciding(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """The verdicts that decide a case's overall status: a figure `new` beside a time that was judged
+    (a baseline recorded before perfguard measured the footprint) leaves the case judged, not new."""
+    verdicts = list(verdicts)
+    judged = any(v.metric == "latency" and v.status != "new" for v in verdicts)
+    return [v for v in verdicts if not (judged and v.status == "new" and v.metric != "latency")]
 
 
 @dataclasses.dataclass(frozen=True)
