@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
 from perfguard.errors import BaselineError
 from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Memory, dumps, loads_baseline, run_summary
@@ -24,7 +24,7 @@ H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
 def result(memory: Memory | None) -> CaseResult:
     samples = tuple(1.0 + 0.001 * i for i in range(20))
     return CaseResult(id="train_step", name="train_step", status="ok", device="nvidia-h200", timer="cuda-events",
-                      latency=summarize(samples, "converged"), samples_ms=samples, memory=memory)
+                      timings={"latency": timing(samples)}, memory=memory)
 
 
 def memory(footprint: int | None = 4_110 * 10**6, retained: int | None = 0, held: int = 3_000 * 10**6) -> Memory:

@@ -23,6 +23,9 @@ MEMORY_FLOOR_BYTES = 64 * 1024
 # the measurement, measure/memory.py).
 RETAINED_FLOOR_BYTES = 256
 IMPROVED_HINT = "run with --perfguard-update to make it the baseline"
+# The metrics of these verdicts; the ones a baseline from before this perfguard lacks: `new` for them.
+MEMORY_METRICS = ("peak_memory", "footprint", "retained_memory")
+ACROSS_CALLS = ("footprint", "retained_memory")
 
 
 class Context(Protocol):

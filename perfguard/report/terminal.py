@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
+from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import NEW_HINT, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
@@ -28,10 +29,11 @@ STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True},
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
-    verdicts = list(verdicts)
+    verdicts, results = list(verdicts), list(results)
     status = case_status(verdicts)
-    gate = {v.case_id: v for v in verdicts if v.metric == "latency"}
-    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency"}
+    judged = {r.id: r.judged_metric for r in results}
+    gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
+    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency" and judged.get(v.case_id) != "caller_latency"}
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -48,7 +50,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 f"±{r.latency.ci_half_width_pct:.2f}%",
                 _change(gate.get(r.id)),
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
-                units.duration(r.caller.median_ms) if r.caller and r.regime != "caller" else "-",
+                units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
                 units.number(m.gbps if m else None),
@@ -112,10 +114,10 @@ def summary(
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
             if v.status not in ("same", "new"):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
-        new = len({v.case_id for v in verdicts if v.status == "new" and v.metric == "latency"})
-        if new:
-            lines.append((NEW_LINE.format(n=new), {"cyan": True}))
-        figures = [v for v in verdicts if v.status == "new" and v.metric != "latency"]
+        news = {v.case_id for v in verdicts if v.status == "new" and v.metric not in ACROSS_CALLS}
+        if news:
+            lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
+        figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
         if figures:  # a baseline recorded before perfguard measured them: judged from its next update
             names = ", ".join(sorted({v.metric for v in figures}))
             lines.append((f"{len({v.case_id for v in figures})} case(s) with figures their baseline does not hold "

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perfguard import units
-from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 
 # A case's overall status, most pressing first; its verdicts' statuses, plus what a case without a
 # comparison is: errored, skipped, smoke-run only, or measured without a baseline to compare with.
@@ -53,13 +53,21 @@ class Entry:
     def verdict(self, metric: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.metric == metric), None)
 
+    def judged(self) -> Verdict | None:
+        """The verdict of the judged figure (the first time verdict: GPU time, or the caller's time)."""
+        metric = self.result.judged_metric if self.result is not None else None
+        return self.verdict(metric) if metric and self.verdict(metric) else next(
+            (v for v in self.verdicts if v.metric in TIME_METRICS), None)
+
 
 def deciding(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    """The verdicts that decide a case's overall status: a figure `new` beside a time that was judged
-    (a baseline recorded before perfguard measured the footprint) leaves the case judged, not new."""
+    """The verdicts that decide a case's overall status: memory across calls `new` beside a time that
+    was judged (a baseline recorded before perfguard measured it) leaves the case judged, not new."""
+    from perfguard.analysis.memory_verdicts import ACROSS_CALLS, MEMORY_METRICS
+
     verdicts = list(verdicts)
-    judged = any(v.metric == "latency" and v.status != "new" for v in verdicts)
-    return [v for v in verdicts if not (judged and v.status == "new" and v.metric != "latency")]
+    judged = any(v.metric not in MEMORY_METRICS and v.status != "new" for v in verdicts)
+    return [v for v in verdicts if not (judged and v.status == "new" and v.metric in ACROSS_CALLS)]
 
 
 @dataclasses.dataclass(frozen=True)
