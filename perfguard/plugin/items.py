@@ -11,6 +11,7 @@ import pytest
 from perfguard.case import OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.measurer import CaseFailure, Measurer
+from perfguard.report import inert
 
 # Case id -> the case that took it: a second case of the same id errors, naming where the first is declared.
 DECLARED = pytest.StashKey[dict[str, CaseSpec]]()
@@ -29,7 +30,7 @@ class PerfCaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CaseFailure, PerfguardError)):
-            return str(excinfo.value)
+            return inert.lines(excinfo.value)  # it quotes ids, messages and files: data
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -46,10 +47,10 @@ class InvalidCaseItem(pytest.Item):
         self.add_marker("perfguard")
 
     def setup(self) -> None:
-        pytest.fail(self.error, pytrace=False)  # an error in setup, reported as the message alone
+        pytest.fail(inert.lines(self.error), pytrace=False)  # an error in setup, reported as the message alone
 
     def runtest(self) -> None:  # never reached: setup fails
-        pytest.fail(self.error, pytrace=False)
+        pytest.fail(inert.lines(self.error), pytrace=False)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         line = self.declared_at.rpartition(":")[2]
@@ -117,8 +118,8 @@ class Perf:
         except (ConfigError, CaseFailure) as exc:  # a misuse of the fixture, or the case's failure: one line,
             reason, skipped = str(exc), False  # not perfguard's source (and failed outside this block, so without a chain)
         if skipped:
-            pytest.skip(reason)
-        pytest.fail(reason, pytrace=False)
+            pytest.skip(inert.lines(reason))
+        pytest.fail(inert.lines(reason), pytrace=False)
 
     def _spec(self, fn: Any, name: str | None, options: dict[str, Any], where: str, location: str) -> CaseSpec:
         check_keywords(where, options, ("name", *FIXTURE_OPTIONS))

@@ -23,7 +23,7 @@ from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.selection import Selection
-from perfguard.report import mark_unfinished, write_run_files
+from perfguard.report import inert, mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -141,19 +141,23 @@ class Recorder:
             return
         from perfguard.report.terminal import summary
 
+        def write(text: str, **style: bool) -> None:
+            # Every line through report.inert: case ids, device names and messages are data.
+            terminalreporter.write_line(inert.line(text), **style)
+
         terminalreporter.section("perfguard")
         for line, style in summary(self.results.values(), self.devices.values(), self.record, self.fits):
-            terminalreporter.write_line(line, **style)
+            write(line, **style)
         left_out = Selection.of(self.config).left_out
         if left_out:
-            terminalreporter.write_line(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
-                                        "(-k, -m, --deselect or the test paths): not compared")
+            write(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
+                  "(-k, -m, --deselect or the test paths): not compared")
         if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
-            terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
+            write("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
         for path in self.written:
-            terminalreporter.write_line(f"perfguard: wrote {path}")
+            write(f"perfguard: wrote {path}")
         for problem in self.problems:
-            terminalreporter.write_line(f"perfguard: {problem}", red=True)
+            write(f"perfguard: {problem}", red=True)
 
     def _attempt(self, write: Callable[[], Any], path: Path) -> None:
         try:
