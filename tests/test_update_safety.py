@@ -163,3 +163,71 @@ def test_a_report_linking_out_of_its_folder_is_refused_and_its_target_kept(tmp_p
     refusal = f"perfguard: {record} is a symbolic link to {victim}, outside {suite / 'reports'}; perfguard writes nothing through it"
     assert [line for line in result.outlines if line.startswith(refusal)], result.outlines
     assert (suite / "reports" / "perfguard.html").is_file()  # the other files are written as usual
+
+
+# Ctrl-C after the last case: the inner run's conftest.py presses it (SIGINT to its own process) at one
+# point of the run's end, by wrapping the function perfguard calls there.
+PRESS_AT = """
+import os
+import signal
+
+import perfguard.plugin.recorder as recorder
+import perfguard.report.html as html
+import perfguard.report.terminal as terminal
+from perfguard import store
+
+
+def pressing(module, name):
+    real = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does
+        return real(*args, **kwargs)
+
+    setattr(module, name, wrapper)
+
+
+pressing(*{
+    "before the baseline": (recorder, "_git_commit"),
+    "during the baseline": (store, "update"),
+    "during the reports": (html, "render_html"),
+    "during the summary": (terminal, "summary"),
+}[os.environ["PRESS_AT"]])
+"""
+BASELINE_LINES = {
+    "untouched": "perfguard: interrupted at the run's end: no baseline written, the old one is untouched; "
+                 "run --perfguard-update again; the record says interrupted",
+    "written": "perfguard: interrupted at the run's end: the baseline was written in full ({path}); the record says interrupted",
+    "not asked": "perfguard: interrupted at the run's end: the baseline is untouched (no --perfguard-update); "
+                 "the record says interrupted",
+}
+
+
+@pytest.mark.parametrize(("point", "update", "baseline"), [
+    ("before the baseline", True, "untouched"),
+    ("during the baseline", True, "written"),
+    ("during the reports", True, "written"),
+    ("during the summary", True, "written"),
+    ("during the reports", False, "not asked"),
+])
+def test_ctrl_c_at_the_runs_end_is_one_line_exit_2_and_the_baseline_whole_or_untouched(tmp_path, run_pytest, point,
+                                                                                        update, baseline):
+    from perfguard.measure.device import detect
+
+    path = store.update(tmp_path / "baselines", detect("cpu"), [], commit="earlier", recorded_at="earlier")
+    before = path.read_bytes()
+    (tmp_path / "test_nap.py").write_text(NAP)
+    (tmp_path / "conftest.py").write_text(PRESS_AT)
+    args = ["--perfguard-update" if update else "--perfguard", "--perfguard-budget=0.05"]
+    result = run_pytest(tmp_path, *args, env={"PRESS_AT": point})
+    out = result.outlines + result.errlines
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out
+    assert not [line for line in out if "Traceback" in line or "KeyboardInterrupt" in line], out
+    expected = BASELINE_LINES[baseline].format(path=path)
+    assert [line for line in out if line.startswith("perfguard: interrupted")] == [expected]
+    if baseline == "written":
+        assert sorted(store.load_file(path).cases) == ["nap"]
+    else:
+        assert path.read_bytes() == before
+    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
+    assert record.status == "interrupted" and [r.id for r in record.results] == ["nap"]

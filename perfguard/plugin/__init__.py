@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from perfguard.case import CaseSpec, InvalidCase
 from perfguard.measure import watchdog
-from perfguard.plugin import workers
-from perfguard.plugin.items import Perf, collect
+from perfguard.plugin import strict, workers
+from perfguard.plugin.items import Perf, collect, unwrap
 from perfguard.plugin.measurer import BEFORE_CASE
 from perfguard.plugin.options import Options, add_options
 from perfguard.plugin.recorder import RECORDER, Recorder
@@ -30,6 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
+    if not hasattr(config, "workerinput"):  # the controller judges where the options came from
+        strict.refuse_weakening(config, options)
     watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
@@ -42,6 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDER] = recorder
     config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
     config.pluginmanager.register(recorder, "perfguard-recorder")
+    config.pluginmanager.register(recorder.watch, "perfguard-watch")
     config.pluginmanager.register(Selection.of(config), "perfguard-selection")
 
 
@@ -65,7 +67,8 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
-    return collect(collector, obj) if isinstance(obj, (CaseSpec, InvalidCase)) else None
+    found = unwrap(obj)  # a case, or a case under marks written above its @perf_case
+    return collect(collector, *found) if found else None
 
 
 @pytest.fixture
@@ -90,11 +93,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
     recorder.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-    if recorder.unwritten_baselines and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an update that wrote nothing must not pass for one
+    recorder.session = session  # the terminal summary, which may still see a Ctrl-C, sets its exit status
+    if recorder.ctrl_c.pressed:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED  # Ctrl-C after the last case (plugin/interrupt.py)
+        return
+    if (recorder.unwritten_baselines or recorder.strict_failures) and session.exitstatus == pytest.ExitCode.OK:
+        # An update that wrote nothing must not pass for one; under strict, nor a gate that judged less than it should.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     recorder = config.stash.get(RECORDER, None)
     if recorder is not None:
-        recorder.summarize(terminalreporter)
+        recorder.summarize(terminalreporter, recorder.session)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is not None:
+        recorder.ctrl_c.stop()  # Ctrl-C is pytest's again, even where no terminal summary ran

@@ -57,7 +57,34 @@ class InvalidCaseItem(pytest.Item):
         return self.path, int(line) - 1 if line.isdigit() else None, self.name
 
 
-def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[pytest.Item]:
+def unwrap(obj: object) -> tuple[CaseSpec | InvalidCase, list[pytest.MarkDecorator]] | None:
+    """The perf case in a module attribute, and the marks written above its `@perf_case`; None if it is none.
+
+    pytest stores a mark on a function; a case is not one, so a mark above `@perf_case` leaves a mark
+    holding the case as its last argument (and marks above that, the same around it). Unwrapped here,
+    `@pytest.mark.skip` above `@perf_case` skips the case as it does below it."""
+    marks = []
+    while isinstance(obj, pytest.MarkDecorator) and obj.args:
+        marks.append(getattr(pytest.mark, obj.name).with_args(*obj.args[:-1], **obj.kwargs))
+        obj = obj.args[-1]
+    return (obj, marks) if isinstance(obj, (CaseSpec, InvalidCase)) else None
+
+
+def _marks_below(spec: CaseSpec | InvalidCase) -> list[pytest.MarkDecorator]:
+    """The marks written below `@perf_case`: pytest stored them on the setup function."""
+    stored = getattr(spec.setup, "pytestmark", [])
+    return [getattr(pytest.mark, m.name).with_args(*m.args, **m.kwargs) for m in (stored if isinstance(stored, list) else [stored])]
+
+
+def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase, marks: list[pytest.MarkDecorator] = ()) -> list[pytest.Item]:
+    items = _collect(collector, spec)
+    for item in items:
+        for mark in [*marks, *_marks_below(spec)]:
+            item.add_marker(mark)
+    return items
+
+
+def _collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[pytest.Item]:
     measurer = Measurer.of(collector.config)  # made here, at the run's first perf case
     try:
         instances = spec.instances(measurer.kind)
