@@ -70,7 +70,8 @@ def record(ms_b: float, created_at: str) -> RunRecord:
                 Verdict("b", "latency", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", (), "2x slower"),
                 Verdict("d", "latency", "missing", 1.0, None, None, 1.0, "baselines/x.json", (), "not run"))
     return poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
-                              verdicts=verdicts, commit="0123abcd", options={"note": "x"}))
+                              verdicts=verdicts, commit="0123abcd",
+                              options={"note": "x", "gate": ["gate: threshold 1%"]}))
 
 
 def assert_inert(text: str) -> None:

@@ -63,6 +63,11 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         out.force("", f"_Merged from {merged.records} run records; per device and case the latest record wins._")
     for line in filter(None, map(run_line, records)):
         out.force("", f"**{_md(line)}**")
+    # The gate's settings and what kept cases from being judged (plugin/strict.py), as the run printed them.
+    gate = [line for r in records if isinstance(r.options.get("gate"), list) for line in r.options["gate"]
+            if isinstance(line, str)]
+    if gate:
+        out.force("", *(f"- {_md(line)}" for line in gate))
     multi = len(devices) > 1
     entries = sorted(merged.entries(), key=lambda e: (view.rank(e.status), e.case_id, e.device))
     for status, title in SECTIONS:
