@@ -257,6 +257,8 @@ class CaseResult:
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
 VERDICT_STATUSES = ("regressed", "unstable", "improved", "missing", "new", "same")
+# What a case not in the baseline yet needs: in each new verdict's message, and once per run in the terminal.
+NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
 
 
 @dataclasses.dataclass(frozen=True)

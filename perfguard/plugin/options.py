@@ -47,7 +47,7 @@ class Options:
         root = config.rootpath
         _refuse_spaced_folders(config)
         update = bool(_value(config, "perfguard-update"))
-        return cls(
+        options = cls(
             enabled=bool(_value(config, "perfguard")) or update,  # an update needs figures to write
             update=update,
             baselines_dir=Path(root, _parsed(config, "perfguard-baselines")),
@@ -62,6 +62,12 @@ class Options:
             strict=bool(_value(config, "perfguard-strict")),
             max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
         )
+        if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
+            from perfguard.store.atomic import refuse_file_for_folder
+            from perfguard.store.baselines import BASELINES_FOLDER
+
+            refuse_file_for_folder(options.baselines_dir, BASELINES_FOLDER, pytest.UsageError)
+        return options
 
     @property
     def ceiling_pct(self) -> float | None:
