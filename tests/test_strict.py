@@ -79,22 +79,94 @@ def make(folder: Path, write_baseline, edit: str | None) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, run_pytest, write_baseline, fake_clock):
-    """(edit, strict) -> (result, folder); the edit None is the suite as it is, with `slow` not slower."""
+    """edit -> (result, folder) of a strict run; the edit None is the suite as it is, with `slow` not slower."""
     done = {}
     for edit in [None, *EDITS]:
-        for strict in (True, False) if edit else (True,):
-            folder = tmp_path_factory.mktemp("strict") / "suite"
-            make(folder, write_baseline, edit)
-            (folder / "conftest.py").write_text(fake_clock)
-            if edit is None:
-                text = (folder / "test_suite.py").read_text().replace("time.sleep(0.026)", "time.sleep(0.020)")
-                (folder / "test_suite.py").write_text(text)
-            done[edit, strict] = run_pytest(folder, *ARGS, *(["--perfguard-strict"] if strict else [])), folder
+        folder = tmp_path_factory.mktemp("strict") / "suite"
+        make(folder, write_baseline, edit)
+        (folder / "conftest.py").write_text(fake_clock)
+        if edit is None:
+            text = (folder / "test_suite.py").read_text().replace("time.sleep(0.026)", "time.sleep(0.020)")
+            (folder / "test_suite.py").write_text(text)
+        done[edit] = run_pytest(folder, *ARGS, "--perfguard-strict"), folder
+    return done
+
+
+# Not strict, the edits that touch one case each are made together, one case each, in one run (the
+# others change the whole run: each has its own).
+TOGETHER = """
+    import time
+
+    import pytest
+
+    from perfguard import perf_case
+
+    @pytest.mark.skip(reason="later")
+    @perf_case
+    def slow(device):
+        return lambda: time.sleep(0.026)
+
+    @perf_case
+    @pytest.mark.skip(reason="later")
+    def skipped_below(device):
+        return lambda: time.sleep(0.026)
+
+    @pytest.mark.xfail
+    @perf_case
+    def xfail_above(device):
+        return lambda: time.sleep(0.026)
+
+    @perf_case
+    def renamed_v2(device):
+        return lambda: time.sleep(0.026)
+
+    @perf_case(threshold=100)
+    def lenient(device):
+        return lambda: time.sleep(0.026)
+
+    @perf_case
+    def unwanted(device):
+        return lambda: time.sleep(0.026)
+"""
+LOOSE = {  # edit -> the run that shows it when not strict, and its line there
+    "the baseline file deleted": ("the baseline file deleted", EDITS["the baseline file deleted"][3]),
+    "skip above @perf_case": ("together", "test_suite.py::slow: skipped (later)"),
+    "skip below @perf_case": ("together", "test_suite.py::skipped_below: skipped (later)"),
+    "xfail above @perf_case": ("together", "test_suite.py::xfail_above: marked xfail"),
+    "skip on the module": ("skip on the module", EDITS["skip on the module"][3]),
+    "the case renamed": ("together", "1 new case(s), not in the baseline: measured, not judged: renamed_v2"),
+    "-k in addopts": ("together", "1 perf case(s) deselected: not measured: test_suite.py::unwanted"),
+    "threshold=100 on the case": ("together", "lenient sets threshold=100, above the run's 1%"),
+    "update in the ini file": ("ini", EDITS["update in the ini file"][3]),
+    "threshold 1000 in the ini file": ("ini", EDITS["threshold 1000 in the ini file"][3]),
+}
+
+
+@pytest.fixture(scope="module")
+def loose(tmp_path_factory, run_pytest, write_baseline, fake_clock):
+    """run name -> (result, folder) of the runs that are not strict (LOOSE)."""
+    done = {}
+    for name in sorted({run for run, _ in LOOSE.values()}):
+        folder = tmp_path_factory.mktemp("loose") / "suite"
+        if name == "together":
+            folder.mkdir(parents=True)
+            (folder / "test_suite.py").write_text(textwrap.dedent(TOGETHER))
+            (folder / "pytest.ini").write_text("[pytest]\naddopts = -k 'not unwanted'\n")
+            write_baseline(folder, {f"test_suite.py::{case}": 20.0 for case in ("slow", "skipped_below", "xfail_above",
+                                                                                 "renamed", "lenient", "unwanted")})
+        elif name == "ini":
+            make(folder, write_baseline, "update in the ini file")
+            with (folder / "pytest.ini").open("a") as ini:
+                ini.write("perfguard_threshold = 1000\n")
+        else:
+            make(folder, write_baseline, name)
+        (folder / "conftest.py").write_text(fake_clock)
+        done[name] = run_pytest(folder, *ARGS), folder
     return done
 
 
 def test_the_suite_as_it_is_passes_strict_and_says_what_it_judged_against(runs):
-    result, _ = runs[None, True]
+    result, _ = runs[None]
     assert result.ret == pytest.ExitCode.OK, result.outlines
     (line,) = [line for line in result.outlines if line.startswith("perfguard: gate: ")]
     assert line.startswith("perfguard: gate: threshold 1% (from the default), ceiling 1%; baseline baselines/cpu-")
@@ -104,7 +176,7 @@ def test_the_suite_as_it_is_passes_strict_and_says_what_it_judged_against(runs):
 
 @pytest.mark.parametrize("edit", list(EDITS))
 def test_each_gate_off_edit_fails_a_strict_run_with_its_line(runs, edit):
-    result, folder = runs[edit, True]
+    result, folder = runs[edit]
     strict_line = EDITS[edit][2]
     if strict_line is None:  # refused before anything ran
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -117,9 +189,10 @@ def test_each_gate_off_edit_fails_a_strict_run_with_its_line(runs, edit):
 
 
 @pytest.mark.parametrize("edit", list(EDITS))
-def test_each_gate_off_edit_shows_its_line_when_not_strict(runs, edit):
-    result, folder = runs[edit, False]
-    line = EDITS[edit][3]
+def test_each_gate_off_edit_shows_its_line_when_not_strict(loose, edit):
+    name, line = LOOSE[edit]
+    result, folder = loose[name]
+    assert result.ret == pytest.ExitCode.OK, result.outlines
     assert [out for out in result.outlines if out.startswith(f"perfguard: {line}")], result.outlines
     assert (folder / "reports" / "perfguard.json").is_file()  # a skipped module too leaves its record
 
