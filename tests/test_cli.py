@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfguard import store
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
 
@@ -23,7 +23,7 @@ def result(case_id: str, rng: np.random.Generator, slowdown: float = 1.0, status
         return CaseResult(id=case_id, name=case_id, status=status, device=CPU.slug, error="setup raised ValueError")
     samples = tuple(float(x) for x in rng.lognormal(np.log(0.5), 0.02, 100) * slowdown)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=CPU.slug, timer="host-clock",
-                      latency=summarize(samples, "converged"), samples_ms=samples)
+                      timings={"latency": timing(samples)})
 
 
 def record(path: Path, *results: CaseResult, commit: str = "0123456789abcdef", **fields) -> Path:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.model import CaseResult, RunRecord, Verdict
 from perfguard.report.markdown import render_markdown
 from perfguard.report.terminal import summary
 
 
 def result(case_id: str, ms: float) -> CaseResult:
-    return CaseResult(id=case_id, name=case_id, status="ok", latency=summarize([ms] * 10, "converged"))
+    return CaseResult(id=case_id, name=case_id, status="ok", timings={"latency": timing([ms] * 10)})
 
 
 def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:

@@ -15,7 +15,7 @@ import pytest
 
 from perfguard import store
 from perfguard.errors import BaselineError
-from perfguard.model import CaseResult, DeviceInfo, Latency, loads_record
+from perfguard.model import CaseResult, DeviceInfo, Latency, Timing, loads_record
 
 NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap(device):\n    return lambda: time.sleep(0.001)\n"
 
@@ -89,7 +89,7 @@ LATENCY = Latency(median_ms=1.0, mean_ms=1.0, min_ms=0.9, max_ms=1.1, p10_ms=0.9
 
 
 def result(case_id: str) -> CaseResult:
-    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, latency=LATENCY, samples_ms=(1.0,) * 10)
+    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, timings={"latency": Timing(LATENCY, (1.0,) * 10)})
 
 
 def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp_path, monkeypatch):

@@ -61,7 +61,7 @@ def _baseline_show(args: argparse.Namespace) -> int:
 
 def _spread(entry: BaselineEntry) -> str:
     """How far the runs' medians lie apart: (max - min) / min, or "-" with one run."""
-    medians = [r.median_ms for r in entry.runs]
+    medians = [m for m in (r.median_of(entry.result.judged_metric) for r in entry.runs) if m is not None]
     if len(medians) < 2 or not min(medians) > 0:
         return "-"
     return f"{100 * (max(medians) / min(medians) - 1):.2f}%"
@@ -70,6 +70,7 @@ def _spread(entry: BaselineEntry) -> str:
 def _baseline_accept(args: argparse.Namespace) -> int:
     """Each record is one run of its cases, oldest first: the artifacts of a CI matrix over a pool of
     runners of one GPU model become one baseline whose tolerances know the pool's spread."""
+    from perfguard.analysis import verdict
     from perfguard.store import update_runs
 
     records = sorted(((path, read_record(path)) for path in args.runs), key=lambda pr: pr[1].created_at)
@@ -95,7 +96,7 @@ def _baseline_accept(args: argparse.Namespace) -> int:
             runs_by_slug.setdefault(slug, []).append((accepted, record.commit, record.created_at,
                                                       hosts.pop() if len(hosts) == 1 else None))
         # A case whose latency had moved past its tolerance when the record was made starts a new series.
-        restart |= {v.case_id for v in record.verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+        restart |= verdict.moved_series(record.results, record.verdicts)
     missing = sorted(wanted - {r.id for _, record in records for r in record.results})
     if missing:
         raise ConfigError(f"no case {', '.join(missing)} in {', '.join(args.runs)}; see `perfguard show RUN.json`")

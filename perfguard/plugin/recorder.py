@@ -140,10 +140,11 @@ class Recorder:
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
+        from perfguard.analysis.verdict import moved_series
 
-        # A case whose latency moved past its tolerance starts a new series of runs: its old runs
+        # A case whose judged figure moved past its tolerance starts a new series of runs: its old runs
         # describe other code, and mixed in they would read as noise.
-        restart = {v.case_id for v in verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+        restart = moved_series(self.results.values(), verdicts)
         for slug, device in self._models().items():
             if self.ctrl_c.pressed:  # Ctrl-C during the previous file's update: no further file is begun
                 break

@@ -27,10 +27,11 @@ STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True},
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
-    verdicts = list(verdicts)
+    verdicts, results = list(verdicts), list(results)
     status = case_status(verdicts)
-    gate = {v.case_id: v for v in verdicts if v.metric == "latency"}
-    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency"}
+    judged = {r.id: r.judged_metric for r in results}
+    gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
+    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency" and judged.get(v.case_id) != "caller_latency"}
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -47,7 +48,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 f"±{r.latency.ci_half_width_pct:.2f}%",
                 _change(gate.get(r.id)),
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
-                units.duration(r.caller.median_ms) if r.caller and r.regime != "caller" else "-",
+                units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
                 units.number(m.gbps if m else None),

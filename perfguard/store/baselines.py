@@ -33,7 +33,7 @@ from perfguard.model import (
     loads_baseline,
     names,
     run_summary,
-    thin_samples,
+    thin_timings,
 )
 from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import followed, refuse_file_for_folder, refuse_links_out, temp_prefix, write_atomic
@@ -136,7 +136,7 @@ def update_runs(
     if keep_runs < 1:
         raise BaselineError(f"keep_runs must be at least 1, got {keep_runs}")
     fingerprint = device.fingerprint()
-    measured = [([r for r in results if r.status == "ok" and (r.latency or r.samples_ms)], commit, at, host)
+    measured = [([r for r in results if r.status == "ok" and r.timings], commit, at, host)
                 for results, commit, at, host in runs]
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
@@ -168,7 +168,8 @@ def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_r
         cases: dict[str, BaselineEntry] = {}
         for case_id in sorted({c for f in files for c in f.cases}):
             entries = sorted((f.cases[case_id] for f in files if case_id in f.cases), key=lambda e: e.recorded_at)
-            runs = {(r.recorded_at, r.device_uuid, r.median_ms): r for e in entries for r in e.runs}
+            runs = {(r.recorded_at, r.device_uuid, tuple(sorted((m, t.median_ms) for m, t in r.timings.items()))): r
+                    for e in entries for r in e.runs}
             ordered = sorted(runs.values(), key=lambda r: r.recorded_at)[-keep_runs:]
             cases[case_id] = dataclasses.replace(entries[-1], runs=tuple(ordered))
         calibration = next((f.calibration for f in files if f.calibration), None)
@@ -225,7 +226,7 @@ def _stored(result: CaseResult) -> CaseResult:
     """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
     (a profile points at one run's trace file)."""
     return dataclasses.replace(
-        result, samples_ms=thin_samples(result.samples_ms, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
+        result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
         profile=None,
     )
 
