@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
 from perfguard.report import inert
@@ -49,7 +49,7 @@ def poisoned(obj):
     if isinstance(obj, tuple):
         return tuple(poisoned(v) for v in obj)
     if isinstance(obj, dict):
-        return {poisoned(k) if isinstance(k, str) else k: poisoned(v) for k, v in obj.items()}
+        return {k: poisoned(v) for k, v in obj.items()}  # keys name fields of their own (timings' metrics)
     return obj
 
 
@@ -59,7 +59,7 @@ CPU = DeviceInfo(kind="cpu", name="AMD EPYC", slug="cpu-amd-epyc", driver="d", t
 def measured(case_id: str, ms: float, **fields) -> CaseResult:
     samples = tuple(ms * (1 + 0.001 * (i % 7)) for i in range(50))
     return CaseResult(id=case_id, name=case_id, status="ok", nodeid=f"test_x.py::{case_id}", device=CPU.slug,
-                      timer="host-clock", latency=summarize(samples, "converged"), samples_ms=samples,
+                      timer="host-clock", timings={"latency": timing(samples)},
                       params={"n": "4"}, **fields)
 
 
