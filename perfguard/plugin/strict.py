@@ -93,7 +93,10 @@ class Watch:
               baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> list[Fact]:
         """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
         baseline file's label and the file as read (None: there is none)."""
+        from perfguard.report.terminal import case_status
+
         results = list(results)
+        by_case = case_status(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new
         facts = [Fact(self._settings(options, results, baselines), fails=False)]
         for device, label, baseline in baselines.values():
             if baseline is None:
@@ -103,7 +106,7 @@ class Watch:
         for status, what in (("missing", "in the baseline but did not run (renamed, removed or not collected): "
                                          "not judged"),
                              ("new", "not in the baseline: measured, not judged")):
-            ids = sorted({v.case_id for v in verdicts if v.status == status})
+            ids = sorted(case for case, overall in by_case.items() if overall == status)
             if ids:
                 facts.append(Fact(f"{len(ids)} {status} case(s), {what}: {_named(ids)}"))
         facts += [Fact(f"{nodeid}: skipped ({reason}): not measured, not judged") for nodeid, reason in sorted(self.skipped.items())]
