@@ -256,7 +256,9 @@ class CaseResult:
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
-VERDICT_STATUSES = ("regressed", "unstable", "improved", "missing", "new", "same")
+# "inconclusive": the change is within its tolerance, but a change of the threshold's size could have
+# hidden in the noise (perfguard ab's rounds could not decide; `same` says it could not have).
+VERDICT_STATUSES = ("regressed", "unstable", "inconclusive", "improved", "missing", "new", "same")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ from perfguard.plugin.items import Perf, collect
 from perfguard.plugin.measurer import BEFORE_CASE
 from perfguard.plugin.options import Options, add_options
 from perfguard.plugin.recorder import RECORDER, Recorder
-from perfguard.plugin.selection import Selection
+from perfguard.plugin.selection import Selection, keep_listed
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,6 +66,10 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
     return collect(collector, obj) if isinstance(obj, (CaseSpec, InvalidCase)) else None
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    keep_listed(config, items)  # --perfguard-cases
 
 
 @pytest.fixture

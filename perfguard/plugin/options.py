@@ -31,6 +31,7 @@ class Options:
     keep_runs: int = defaults.KEEP_RUNS  # runs a baseline keeps per case
     confirm: int = defaults.CONFIRM  # re-measurements of a case that looks regressed before it fails
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
+    cases_file: Path | None = None  # --perfguard-cases: run only the node ids it lists
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -57,6 +58,7 @@ class Options:
             keep_runs=_parsed(config, "perfguard-baseline-runs"),
             confirm=_parsed(config, "perfguard-confirm"),
             timeout_s=_parsed(config, "perfguard-timeout"),
+            cases_file=_cases_file(config),
         )
 
     def timeout_for(self, budget_s: float) -> float | None:
@@ -113,6 +115,11 @@ def _profile(config: pytest.Config) -> str:
         # the operator table and trace a person needs; a laptop run does not pay for it unasked.
         return "regressed" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "none"
     return _parsed(config, "perfguard-profile")
+
+
+def _cases_file(config: pytest.Config) -> Path | None:
+    raw = _parsed(config, "perfguard-cases")
+    return None if raw is None else Path(config.invocation_params.dir, raw)
 
 
 def _refuse_spaced_folders(config: pytest.Config) -> None:
