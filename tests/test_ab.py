@@ -187,6 +187,9 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
     assert "steady_tight: latency inconclusive" in out.stdout and "--budget" in out.stdout
 
 
+@pytest.mark.parametrize(("tally", "code"), [
+    ({}, 0), ({"same": 3, "new": 1, "missing": 1}, 0), ({"unstable": 1, "improved": 2}, 0), ({"regressed": 1, "same": 5}, 1),
+])
 def test_ab_exits_1_when_a_case_regressed_and_0_otherwise(tally, code):
     from perfguard.analysis.verdict import STATUSES
 
