@@ -584,6 +584,30 @@ def test_a_plain_run_makes_no_perfguard_state_imports_nothing_heavy_and_writes_n
     assert "perfguard" not in {line.strip("= ") for line in result.outlines}
 
 
+UNUSED_TEST = """
+    import sys
+
+    def test_unused():
+        loaded = sorted(m for m in sys.modules if m == "perfguard" or m.startswith("perfguard."))
+        print("perfguard modules:", " ".join(loaded))
+"""
+# What a run that neither declares a case nor asks for --perfguard may import of perfguard: the plugin
+# and the option table it parses (a bad option is a usage error in every run), and the watchdog that
+# keeps a copy of stderr before pytest captures it. Everything else waits for a hook that needs it.
+UNUSED_RUN_MODULES = ["perfguard", "perfguard.defaults", "perfguard.measure", "perfguard.measure.watchdog",
+                      "perfguard.options", "perfguard.plugin", "perfguard.plugin.options"]
+
+
+def test_a_run_that_uses_no_perfguard_imports_only_the_plugin_and_its_options(tmp_path, run_pytest):
+    # Installed but unused must be nearly free (benchmarks/unused_cost.py): the record's dataclasses
+    # alone took most of 24 ms to import. A new interpreter, so that what the run imports shows.
+    write(tmp_path, "test_unused.py", UNUSED_TEST)
+    result = run_pytest(tmp_path, "-s", fresh=True)
+    result.assert_outcomes(passed=1)
+    [line] = [line for line in result.outlines if "perfguard modules:" in line]
+    assert line.split("perfguard modules:")[1].split() == UNUSED_RUN_MODULES
+
+
 def test_nothing_is_measured_or_written_when_no_case_ran(tmp_path, run_pytest):
     write(tmp_path, "test_one.py", "def test_plain():\n    assert True\n")
     result = run_pytest(tmp_path, "--perfguard")
