@@ -4,6 +4,7 @@ Seeded random rounds stand for a card's noise, so every figure here is the same 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -155,3 +156,23 @@ def test_each_shard_gets_its_own_gpu_and_more_shards_than_gpus_is_refused():
         shards.plan(4, ("0", "1", "2"))
     assert [s.gpu for s in shards.plan(2, ())] == [None, None]  # a CPU: the shards inherit its environment
     assert shards.plan(1, ("0", "1")) == [shards.Shard(0, None)]  # one shard: the environment as it is
+
+
+# --- the reports name each case's card where a run used several ---------------------------------
+
+
+def test_the_reports_name_each_cases_card_when_a_model_ran_on_several():
+    from perfguard.report.html import render_html
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import table
+
+    h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
+    cards = [dataclasses.replace(h200, uuid=f"GPU-{i}aaaaaaa-1111", index=i) for i in (0, 3)]
+    results = tuple(dataclasses.replace(result(c, 1.0), device="nvidia-h200", device_uuid=cards[k].uuid)
+                    for k, c in enumerate(("left", "right")))
+    run = RunRecord(created_at="2026-12-01T00:00:00+00:00", perfguard_version="0", devices=tuple(cards), results=results)
+    lines = table(run.results, run.devices)
+    assert lines[1].split()[-1] == "card" and "GPU 3 (GPU-3aaaaaaa)" in next(line for line in lines if line.startswith("right"))
+    assert "GPU 0 (GPU-0aaaaaaa)" in render_html([run]) and "GPU 3 (GPU-3aaaaaaa)" in render_markdown([run])
+    one_card = dataclasses.replace(run, results=tuple(dataclasses.replace(r, device_uuid=cards[0].uuid) for r in results))
+    assert "card" not in table(one_card.results, one_card.devices)[1].split()  # one card: no column

@@ -135,13 +135,16 @@ def _top_operator(e: Entry) -> str:
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
     if not entries:
         return
-    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW"]
+    cards = any(e.card for e in entries)  # cases of one model on several cards (xdist, perfguard ab -n)
+    header = (["case"] + (["device"] if multi else []) + (["card"] if cards else [])
+              + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW"])
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
               "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 5) + "---:|" * 5)
     shown = 0
     for e in entries:
         r = e.result
         cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
+        cells += [_text(e.card or "-", table=True)] if cards else []
         mark = ROUGH if r is not None and rough(r) else ""
         cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
                   view.change(e.verdict("latency")), view.detects(e.verdict("latency")),

@@ -10,6 +10,7 @@ from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord,
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
+from perfguard.report.view import card_names
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -18,13 +19,16 @@ COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle",
            "peak mem")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
-STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
+STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "inconclusive": {"yellow": True},
+         "improved": {"green": True}}
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
     verdicts = list(verdicts)
     status = case_status(verdicts)
     gate = {v.case_id: v for v in verdicts if v.metric == "latency"}
+    results, devices = list(results), list(devices)
+    cards = card_names(results, devices)  # a column only where cases of one model ran on several cards
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -47,12 +51,14 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 units.number(m.tflops if m else None, 2),
                 (m.bound if m else None) or "-",
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
+                *([cards.get(r.id, "-")] if cards else []),
             )
         )
     lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
     if rows:
-        widths = [max(len(str(row[i])) for row in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-        for row in [COLUMNS, *rows]:
+        header = (*COLUMNS, "card") if cards else COLUMNS
+        widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
     return lines + errors
 
