@@ -15,7 +15,7 @@ from perfguard.ab.sides import Side
 from perfguard.analysis import paired
 from perfguard.analysis.ab_verdict import judge_rounds
 from perfguard.errors import ConfigError
-from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry
+from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing
 
 
 def rounds_of(change: float, spread_pct: float, n: int, rng: random.Random, centre: float = 1.0):
@@ -98,7 +98,7 @@ def result(case: str, median: float, **telemetry: object) -> CaseResult:
     lat = Latency(median_ms=median, mean_ms=median, min_ms=median, max_ms=median, p10_ms=median, p90_ms=median,
                   iqr_ms=0, ci_low_ms=median, ci_high_ms=median, n=50, stop_reason="precision")
     return CaseResult(id=case, name=case, status="ok", device="cpu-a", nodeid=f"t.py::{case}", timer="cuda-events",
-                      latency=lat, samples_ms=(median,) * 50, telemetry=Telemetry(**telemetry) if telemetry else None)
+                      timings={"latency": Timing(lat, (median,) * 50)}, telemetry=Telemetry(**telemetry) if telemetry else None)
 
 
 def record(*results: CaseResult) -> RunRecord:

@@ -147,7 +147,7 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
         cells += [_text(e.card or "-", table=True)] if cards else []
         mark = ROUGH if r is not None and rough(r) else ""
         cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
-                  view.change(e.verdict("latency")), view.detects(e.verdict("latency")),
+                  view.change(e.judged()), view.detects(e.judged()),
                   units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util"))]
         if not out.add("| " + " | ".join(cells) + " |"):
