@@ -56,7 +56,8 @@ def make_repo(folder: Path, sizes: int) -> Path:
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
-    head = (repo / "test_ops.py").read_text().replace("HEAD = False", "HEAD = True", 1)
+    head = (repo / "test_ops.py").read_text().replace("\nHEAD = False\n", "\nHEAD = True\n", 1)
+    assert "\nHEAD = True\n" in head, "benchmarks/ab_sensitivity_suite.py lost its HEAD = False line"
     (repo / "test_ops.py").write_text(head)
     return repo
 

@@ -51,7 +51,7 @@ class Settings:
     rounds: int = defaults.AB_ROUNDS  # every case gets these before the first judgement
     max_rounds: int = defaults.AB_MAX_ROUNDS
     budget_s: float = defaults.AB_BUDGET_S  # the whole ab's wall time
-    shards: int = 1  # GPUs (-n)
+    shards: int | None = 1  # GPUs (-n); None: every visible GPU (-n auto)
     threshold_pct: float | None = None
     fail_inconclusive: bool = False
 
@@ -88,7 +88,8 @@ def run_ab(
                          import_path(tree, root, shim, inherited)),
             "head": Side("head", "working tree", root, here, import_path(root, root, shim, inherited)),
         }
-        plan = shards_.plan(settings.shards, gpus.visible() if settings.shards > 1 else ())
+        visible = gpus.visible() if settings.shards != 1 else ()
+        plan = shards_.plan(settings.shards or max(1, len(visible)), visible)
         loop = _Loop(settings, sides, plan, pytest_args, tmp, start or rounds_.launch, out, began)
         judged = loop.run()
     return _finish(judged, loop, sides, settings, Path(report_dir), out, time.monotonic() - began)

@@ -39,9 +39,12 @@ happen to agree closely do not claim a precision nobody measured; the verdict's 
 TRUSTED_ROUNDS on, s is the rounds' own, never below the timer's resolution.
 
 Stopping on the spread (adding rounds while D > threshold) makes the s of the rounds that stop a little
-smaller than the truth; MARGIN's 99% (against POWER's 95%) covers that: simulated with normal d_k,
-a change of exactly the threshold is caught in 99% of cases whose spread is 0.2% and an unchanged
-case fails in none of 5,000. Pure functions: no files, no devices.
+smaller than the truth; MARGIN's 99% (against POWER's 95%) covers that. Simulated through ab's loop
+(3 rounds, then one at a time up to 16; normal round noise, 1,000 cases each, seeded): a 1% slowdown
+at 0.2% spread a side is caught in 986, at 0.1% in 999, +0.95% at 0.2% in 971; 1,000 unchanged cases
+at 0.2% give no alarm and are all `same`, after 5.8 rounds on average (4.3 at 0.1%).
+
+Pure functions: no files, no devices.
 """
 
 from __future__ import annotations

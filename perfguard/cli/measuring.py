@@ -56,6 +56,11 @@ def _ab(args: argparse.Namespace) -> int:
         return 130
 
 
+def _gpus(text: str) -> int | None:
+    """-n: a number of GPUs, or "auto" (None: every visible GPU)."""
+    return None if text.strip().lower() == "auto" else defaults.count(text, 1, 64)
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     calibrate = command(commands, "calibrate", "measure this device's copy bandwidth and matmul rates; store them with its baseline")
     add_option(calibrate, "perfguard-baselines")
@@ -79,9 +84,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ab.add_argument("--budget", metavar="SECONDS", type=argument(defaults.seconds), default=defaults.AB_BUDGET_S,
                     help="wall time of the whole ab: no round starts that would overrun it; the cases still "
                     f"undecided then are inconclusive (default: {defaults.AB_BUDGET_S:g})")
-    ab.add_argument("-n", "--gpus", metavar="GPUS", type=argument(lambda text: defaults.count(text, 1, 64)), default=1,
-                    help="share the tests out over this many GPUs, each test on one GPU for every round of both "
-                    "sides (default: 1)")
+    ab.add_argument("-n", "--gpus", metavar="GPUS", type=argument(_gpus), default=1,
+                    help="share the tests out over this many GPUs (auto: every visible one), each test on one GPU "
+                    "for every round of both sides (default: 1)")
     ab.add_argument("--fail-inconclusive", action="store_true",
                     help="exit 1 when a case could not be decided within the budget, as when one regressed")
     add_option(ab, "perfguard-threshold", default=None,
