@@ -181,8 +181,11 @@ class _Loop:
         and its cases' own time (each one's mean over its rounds); the slowest shard's."""
         per_case: dict[str, list[float]] = {}
         for ran in self.runs[name]:
+            this_round: dict[str, float] = {}  # a test's perf() calls together: it runs whole
             for r in ran.record.results:
-                per_case.setdefault(r.nodeid, []).append(rounds_.case_seconds(r))
+                this_round[r.nodeid] = this_round.get(r.nodeid, 0.0) + rounds_.case_seconds(r)
+            for nodeid, seconds in this_round.items():
+                per_case.setdefault(nodeid, []).append(seconds)
         by_shard: dict[int, float] = {}
         for nodeid in nodeids:
             shard = (self.assignment or {}).get(nodeid, 0)
