@@ -73,6 +73,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                  "`pytest --perfguard`, each case is judged on the differences of its round medians, round by round, "
                  "and the cases not yet decided run again while the budget lasts. Pytest's arguments (test paths, -k, "
                  "--perfguard-budget ...) go after `--`: perfguard ab --base origin/main -- suites/")
+    ab.usage = ("perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] "
+                "[--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
     ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 2, 100)),
                     default=defaults.AB_ROUNDS,
