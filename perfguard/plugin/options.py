@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ class Options:
     keep_runs: int = defaults.KEEP_RUNS  # runs a baseline keeps per case
     confirm: int = defaults.CONFIRM  # re-measurements of a case that looks regressed before it fails
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
+    counter_allowance: Mapping[str, str] = dataclasses.field(default_factory=dict)  # --perfguard-counter-allowance
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -57,6 +59,7 @@ class Options:
             keep_runs=_parsed(config, "perfguard-baseline-runs"),
             confirm=_parsed(config, "perfguard-confirm"),
             timeout_s=_parsed(config, "perfguard-timeout"),
+            counter_allowance=_parsed(config, "perfguard-counter-allowance") or {},
         )
 
     def timeout_for(self, budget_s: float) -> float | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import COUNTER_KINDS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -14,7 +14,7 @@ from perfguard.report.advice import ROUGH, cpu_line, rough
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
-COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle", "GB/s", "% peak BW", "TFLOP/s", "bound",
+COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle", "kernels/syncs", "GB/s", "% peak BW", "TFLOP/s", "bound",
            "peak mem")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
@@ -43,6 +43,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
                 units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
                 units.percent(m.launch_overhead_share if m else None),
+                work(r),
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
@@ -56,6 +57,15 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         for row in [COLUMNS, *rows]:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
     return lines + errors
+
+
+def work(result: CaseResult) -> str:
+    """The work counters' column: kernels/syncs per call on a GPU ("140/1"), ATen operators on a CPU ("12 ops")."""
+    c = result.counters
+    if c is None:
+        return "-"
+    figure = lambda n: f"{n:,.0f}" if n == round(n) else f"{n:,.1f}"  # noqa: E731
+    return f"{figure(c.total('kernels'))}/{figure(c.total('syncs'))}" if c.device else f"{figure(c.total('aten_ops'))} ops"
 
 
 def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
@@ -98,7 +108,7 @@ def summary(
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
-            if v.status not in ("same", "new"):
+            if v.status not in ("same", "new") or (v.metric in COUNTER_KINDS and v.change_pct is not None):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
         # A verdict that stands but under other software versions is shown too, once per difference.
         quiet = [v for v in verdicts if v.env_mismatch and v.status in ("same", "new")]
