@@ -297,6 +297,18 @@ def test_a_first_measurement_the_re_measurements_do_not_repeat_is_not_a_regressi
     assert mixed.status == "unstable" and "disagree" in mixed.message
 
 
+def test_measurements_that_agree_but_straddle_the_tolerance_are_not_said_to_disagree(rng):
+    # +26.8%, +25.3%, +23.6% against a tolerance near 25% read "the 3 measurements disagree": they agree
+    # with each other; what they straddle is the tolerance.
+    base = entry([1.0, 1.08, 0.93, 1.04, 0.96], rng)
+    tolerance = latency(compare_case(run_of(1.0, rng), base, host="host-a")).tolerance_pct
+    edge = 1 + tolerance / 100
+    v = latency(settle(_measured(base, edge * 1.01, edge * 0.99, edge * 1.015, rng=rng))[1])
+    assert v.status == "unstable"
+    assert "disagree" not in v.message and f"2 of the 3 measurements" in v.message
+    assert f"outside the tolerance ±{tolerance:.1f}%" in v.message and "agree with each other" in v.message
+
+
 # --- peak memory ----------------------------------------------------------------------------------------
 
 

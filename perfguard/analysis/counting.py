@@ -15,6 +15,8 @@ from collections.abc import Mapping
 
 from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, CaseResult, Counters, Verdict
 
+# Added to a case's time verdict when its baseline holds no counters yet.
+NOT_RECORDED = "work counters not in the baseline yet: record them with `pytest --perfguard --perfguard-update`"
 SHOWN_NAMES = 3  # changed names a message lists before "and N more"
 MAX_NAME = 70  # characters of a kernel's name a message shows
 GENERIC_PARTS = {"AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor", "UnaryFunctor", "gpu_kernel_impl",
@@ -30,16 +32,13 @@ def compare_counters(
     baseline_file: str | None = None,
 ) -> list[Verdict]:
     """One verdict per counter that changed (none for those that did not), a `same` verdict when none
-    did, and a `new` one when the baseline has no counters yet. `allowance` is the run's; the case's
-    own (`current.counter_allowance`) overrides it kind by kind."""
+    did, and none when the baseline has no counters yet (one recorded before they were counted: the
+    case's time verdict says so, `NOT_RECORDED`). `allowance` is the run's; the case's own
+    (`current.counter_allowance`) overrides it kind by kind."""
     new, old = current.counters, baseline.counters
-    if new is None:
+    if new is None or old is None:
         return []
     where = baseline_file or "the baseline"
-    if old is None:
-        return [_verdict(current.id, "counters", "new", None, None, baseline_file, env,
-                         f"{summary(new)} per call, not in {where} yet",
-                         "record it with `pytest --perfguard --perfguard-update`")]
     allowed = {**(allowance or {}), **current.counter_allowance}
     verdicts = []
     for kind in COUNTER_KINDS:

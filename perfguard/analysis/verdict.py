@@ -23,6 +23,7 @@ from perfguard import defaults, units
 from perfguard.analysis import counting, noise
 from perfguard.errors import BaselineError
 from perfguard.model import (
+    NEW_HINT,
     TIME_LABELS,
     TIME_METRICS,
     VERDICT_STATUSES,
@@ -97,7 +98,7 @@ def compare_case(
         return [_Context(declared.id, baseline_file).verdict(
             metric, "new", threshold, current=_median(current, metric),
             detail=f"{_duration(_median(current, metric))}, not in {where} yet",
-            hint="record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)")]
+            hint=NEW_HINT)]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
     for name in judged_times(current, entry.result):
@@ -108,6 +109,8 @@ def compare_case(
     memory = _peak_memory(ctx, current, entry.result, mem_threshold)
     if memory is not None:
         verdicts.append(memory)
+    if current.counters is not None and entry.result.counters is None:
+        verdicts = note(verdicts, counting.NOT_RECORDED)
     return verdicts + counting.compare_counters(current, entry.result, allowance=counter_allowance, env=ctx.env,
                                                 baseline_file=baseline_file)
 
@@ -214,17 +217,32 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
     if not any(slower):
         return verdict
     figure = functools.partial(_median, metric=metric)
-    changes = ", ".join(f"{100 * (figure(r) / verdict.baseline - 1):+.1f}%" for r, _ in measured) if verdict.baseline else ""
+    moved = [100 * (figure(r) / verdict.baseline - 1) for r, _ in measured] if verdict.baseline else []
+    changes = ", ".join(f"{c:+.1f}%" for c in moved)
     if all(slower[1:]):
         status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
     elif any(slower[1:]) or verdict.status == "regressed":
-        status, said = "unstable", f"not confirmed: the {len(measured)} measurements disagree ({changes})"
+        status, said = "unstable", f"not confirmed: {_straddle(moved, slower, verdict.tolerance_pct)}"
     else:
         status, said = verdict.status, f"a first measurement looked slower; not confirmed ({changes})"
     prefix = f"{metric} {verdict.status}: "
     message = f"{metric} {status}: {verdict.message.removeprefix(prefix)}; {said}"
     return dataclasses.replace(verdict, status=status, message=message, confirmed=status == "regressed",
                                remeasured_ms=tuple(figure(r) for r, _ in measured if r is not kept))
+
+
+def _straddle(moved: Sequence[float], slower: Sequence[bool], tolerance_pct: float | None) -> str:
+    """What a set of measurements that did not all read slower says: how many passed the tolerance, and
+    whether they agree with each other (then the change sits at the tolerance's edge) or not."""
+    changes = ", ".join(f"{c:+.1f}%" for c in moved)
+    tolerance = f"the tolerance ±{tolerance_pct:.1f}%" if tolerance_pct is not None else "the tolerance"
+    said = f"{sum(slower)} of the {len(slower)} measurements ({changes}) are outside {tolerance}"
+    if not moved or tolerance_pct is None:
+        return said
+    if max(moved) - min(moved) < tolerance_pct:
+        return (f"{said}; they agree with each other within {max(moved) - min(moved):.1f} points, so the change "
+                "sits at the edge of what this case's noise allows (more baseline runs narrow the tolerance)")
+    return f"{said}; they disagree with each other by {max(moved) - min(moved):.1f} points"
 
 
 def moved_series(results: Iterable[CaseResult], verdicts: Iterable[Verdict]) -> set[str]:

@@ -113,6 +113,9 @@ def _parse(text: str, source: str) -> Any:
 def _check_schema(data: Any, source: str) -> int:
     if not isinstance(data, dict):
         raise BaselineError(f"{source}: expected a JSON object at the top, found {type(data).__name__}")
+    if "schema_version" not in data:
+        raise BaselineError(f"{source}: not a perfguard record or baseline (it has no schema_version); pass a run "
+                            "record such as reports/perfguard.json, or a baseline file from baselines/")
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise BaselineError(

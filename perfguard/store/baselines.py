@@ -36,7 +36,7 @@ from perfguard.model import (
     thin_timings,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import followed, temp_prefix, write_atomic
+from perfguard.store.atomic import followed, refuse_file_for_folder, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
@@ -45,6 +45,9 @@ LOCK_TIMEOUT_S = 60.0
 # Runs kept per case. Ten give a spread estimate within about ±25% of the truth; older runs would
 # mostly describe code and drivers that have since changed.
 DEFAULT_KEEP_RUNS = defaults.KEEP_RUNS
+# What the baselines folder is, for the line that refuses a file in its place.
+BASELINES_FOLDER = ("--perfguard-baselines (or --baselines) must name a folder: the per-GPU baseline files "
+                    "(nvidia-h200.json, ...) go inside it")
 NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
 
 
@@ -189,6 +192,7 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
     # temporary files are the target's: two links to one file share its lock.
     target = followed(path)
+    refuse_file_for_folder(target.parent, BASELINES_FOLDER, BaselineError, prefix=f"{path}: cannot {what}: ")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with held(_lock_of(path), LOCK_TIMEOUT_S):
