@@ -152,3 +152,21 @@ def test_a_case_that_gains_one_aten_operator_per_call_fails_against_a_one_run_ba
     ops = record.results[0].counters.total("aten_ops")
     assert f"scaled: aten_ops regressed: ATen operators per call {ops - 1:.0f} → {ops:.0f}: +1 × aten::neg against" in text
     assert [(v.metric, v.status) for v in record.verdicts if v.status != "same"] == [("aten_ops", "regressed")]
+
+
+def test_the_reports_show_the_kernels_by_name_and_what_changed():
+    from perfguard.model import DeviceInfo, RunRecord
+    from perfguard.report.html import render_html
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import record_lines
+
+    old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=24.0))
+    record = RunRecord(created_at="2026-12-01T12:00:00+00:00", perfguard_version="0",
+                       devices=(DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200"),),
+                       results=(new,), verdicts=tuple(compare_case(new, old)))
+    page = render_html([record])
+    assert "work per call: kernels by name" in page and "vectorized_elementwise_kernel&lt;4" in page
+    assert "kernels per call 140 → 152: +12 × vectorized_elementwise_kernel&lt;MulFunctor&gt;" in page
+    assert "| 152/0 |" in render_markdown([record])
+    lines = record_lines(record)
+    assert any("152/0" in line for line in lines) and any("kernels regressed" in line for line in lines)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import RunRecord
-from perfguard.report import view
+from perfguard.report import view, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -135,16 +135,17 @@ def _top_operator(e: Entry) -> str:
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
     if not entries:
         return
-    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW"]
+    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "kernels/syncs", "GB/s",
+                                                         "% peak BW"]
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
-              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 5) + "---:|" * 5)
+              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 6) + "---:|" * 6)
     shown = 0
     for e in entries:
         r = e.result
         cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
         mark = ROUGH if r is not None and rough(r) else ""
         cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
-                  view.change(e.judged()), view.detects(e.judged()),
+                  view.change(e.judged()), view.detects(e.judged()), work.compact(r.counters if r else None),
                   units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util"))]
         if not out.add("| " + " | ".join(cells) + " |"):

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
+from perfguard.report import work
 from perfguard.model import COUNTER_KINDS, NEW_HINT, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
@@ -51,7 +52,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
-                work(r),
+                work.compact(r.counters),
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
@@ -65,15 +66,6 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         for row in [COLUMNS, *rows]:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
     return lines + errors
-
-
-def work(result: CaseResult) -> str:
-    """The work counters' column: kernels/syncs per call on a GPU ("140/1"), ATen operators on a CPU ("12 ops")."""
-    c = result.counters
-    if c is None:
-        return "-"
-    figure = lambda n: f"{n:,.0f}" if n == round(n) else f"{n:,.1f}"  # noqa: E731
-    return f"{figure(c.total('kernels'))}/{figure(c.total('syncs'))}" if c.device else f"{figure(c.total('aten_ops'))} ops"
 
 
 def _change(verdict: Verdict | None) -> str:
