@@ -129,7 +129,7 @@ def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, again
 
 def test_a_case_that_did_not_change_passes(repo, against_the_parent):
     head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
-    (steady,) = [v for v in head.verdicts if v.case_id == "steady"]
+    (steady,) = [v for v in head.verdicts if v.case_id == "steady" and v.metric == "latency"]
     assert steady.status != "regressed" and steady.threshold_pct == 500
     assert "steady: latency regressed" not in against_the_parent.stdout
 

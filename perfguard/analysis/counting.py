@@ -31,8 +31,8 @@ def compare_counters(
     env: tuple[str, ...] = (),
     baseline_file: str | None = None,
 ) -> list[Verdict]:
-    """One verdict per counter that changed (none for those that did not), a `same` verdict when none
-    did, and none when the baseline has no counters yet (one recorded before they were counted: the
+    """One verdict per counter that changed (none for those that did not: no change, nothing to say),
+    and none when the baseline has no counters yet (one recorded before they were counted: the
     case's time verdict says so, `NOT_RECORDED`). `allowance` is the run's; the case's own
     (`current.counter_allowance`) overrides it kind by kind."""
     new, old = current.counters, baseline.counters
@@ -51,9 +51,6 @@ def compare_counters(
             continue
         verdicts.append(_judge(current.id, kind, old, new, deltas, allowed.get(kind, allowed.get("*", "0")),
                                env, baseline_file, where))
-    if not verdicts:
-        verdicts.append(_verdict(current.id, "counters", "same", None, None, baseline_file, env,
-                                 f"{summary(new)} per call, as in {where}"))
     return verdicts
 
 

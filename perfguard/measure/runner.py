@@ -49,6 +49,7 @@ def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_
 def measure(
     instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = "", timeout_s: float | None = None
 ) -> CaseResult:
+    counters.prepare()  # outside the case's time limit: the profiler's first start is the process's cost
     return _run(instance, device, nodeid, timeout_s, lambda base: _measure(instance, device, rule, base))
 
 
