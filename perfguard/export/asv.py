@@ -48,6 +48,7 @@ METRICS = {m.suffix: m for m in (
     Metric("kernels", "track", "kernels", "kernels launched per call (work counter)"),
     Metric("syncs", "track", "syncs", "host-device synchronisations per call (work counter)"),
     Metric("aten_ops", "track", "operators", "ATen operators per call (work counter)"),
+    Metric("footprint", "memory", "bytes", "the most the case held during a call, in bytes counted from before its setup"),
 )}
 
 
@@ -168,6 +169,8 @@ def _figures(r: CaseResult) -> Iterable[tuple[str, float | int, dict[str, Any]]]
         for kind in ("kernels", "syncs", "aten_ops"):
             if c.counted(kind):
                 yield kind, c.total(kind), {}
+    if r.memory is not None and r.memory.footprint_bytes is not None:
+        yield "footprint", r.memory.footprint_bytes, {}
 
 
 def _latency_stats(samples_ms: Sequence[float]) -> dict[str, Any]:

@@ -136,9 +136,9 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
     if not entries:
         return
     header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "kernels/syncs", "GB/s",
-                                                         "% peak BW"]
+                                                         "% peak BW", "footprint"]
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
-              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 6) + "---:|" * 6)
+              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 7) + "---:|" * 7)
     shown = 0
     for e in entries:
         r = e.result
@@ -147,7 +147,7 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
         cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
                   view.change(e.judged()), view.detects(e.judged()), work.compact(r.counters if r else None),
                   units.number(view.metric(r, "gbps")),
-                  units.percent(view.metric(r, "bandwidth_util"))]
+                  units.percent(view.metric(r, "bandwidth_util")), view.footprint_text(r)]
         if not out.add("| " + " | ".join(cells) + " |"):
             break
         shown += 1
