@@ -15,8 +15,6 @@ from collections.abc import Mapping
 
 from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, CaseResult, Counters, Verdict
 
-# Added to a case's time verdict when its baseline holds no counters yet.
-NOT_RECORDED = "work counters not in the baseline yet: record them with `pytest --perfguard --perfguard-update`"
 SHOWN_NAMES = 3  # changed names a message lists before "and N more"
 MAX_NAME = 70  # characters of a kernel's name a message shows
 GENERIC_PARTS = {"AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor", "UnaryFunctor", "gpu_kernel_impl",
@@ -32,8 +30,8 @@ def compare_counters(
     baseline_file: str | None = None,
 ) -> list[Verdict]:
     """One verdict per counter that changed (none for those that did not: no change, nothing to say),
-    and none when the baseline has no counters yet (one recorded before they were counted: the
-    case's time verdict says so, `NOT_RECORDED`). `allowance` is the run's; the case's own
+    and none when the baseline has no counters yet (one recorded before they were counted: nothing to
+    compare with until `--perfguard-update` records them; the HTML's work section shows the counts). `allowance` is the run's; the case's own
     (`current.counter_allowance`) overrides it kind by kind."""
     new, old = current.counters, baseline.counters
     if new is None or old is None:

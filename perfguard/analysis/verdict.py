@@ -105,8 +105,6 @@ def compare_case(
             verdicts.append(verdict)
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
     verdicts += memory_verdicts(ctx, current, entry.result, mem_threshold)
-    if current.counters is not None and entry.result.counters is None:
-        verdicts = note(verdicts, counting.NOT_RECORDED)
     return verdicts + counting.compare_counters(current, entry.result, allowance=counter_allowance, env=ctx.env,
                                                 baseline_file=baseline_file)
 
