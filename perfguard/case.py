@@ -20,6 +20,7 @@ from typing import Any
 
 from perfguard import defaults
 from perfguard.errors import ConfigError
+from perfguard.report import inert
 
 CACHE_MODES = ("cold", "hot")
 TIMING_MODES = ("eager", "graph")
@@ -119,9 +120,10 @@ class CaseInstance:
 
     @property
     def id(self) -> str:
+        # Printable, whatever the name and values hold: the id is printed by pytest, not only by perfguard.
         if not self.params:
-            return self.spec.name
-        return f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]"
+            return inert.line(self.spec.name)
+        return inert.line(f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]")
 
     @property
     def kwargs(self) -> dict[str, Any]:
