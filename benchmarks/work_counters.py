@@ -11,6 +11,10 @@ copies, allocations, ATen operators and GPU busy time.
   printed: case, injection, caught by which counter n/3, the message;
 - cost (not by default): the counting passes' share of the wall time of `pytest --perfguard suites/`.
 
+Each stage starts fresh pytest processes, 20-35 s each on an H200 (2026-12-01: CUDA start-up, five
+cases' measurement and their counting passes): the default stages start 18 (record 3, judge 3, inject
+4 x 3), about 8-10 minutes; `cost` is one more run of suites/.
+
 The cases live in a perf-case file this script writes to OUT/cases/ (DIR's model.py is imported as
 it is, never copied or edited); an injection is made by the environment variable PERFGUARD_INJECT,
 which the case file reads (one extra elementwise op per transformer block by wrapping Block.forward,
