@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ class Options:
     keep_runs: int = defaults.KEEP_RUNS  # runs a baseline keeps per case
     confirm: int = defaults.CONFIRM  # re-measurements of a case that looks regressed before it fails
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
+    counter_allowance: Mapping[str, str] = dataclasses.field(default_factory=dict)  # --perfguard-counter-allowance
     strict: bool = False  # --perfguard-strict (plugin/strict.py)
     max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
     cases_file: Path | None = None  # --perfguard-cases: run only the node ids it lists
@@ -60,6 +62,7 @@ class Options:
             keep_runs=_parsed(config, "perfguard-baseline-runs"),
             confirm=_parsed(config, "perfguard-confirm"),
             timeout_s=_parsed(config, "perfguard-timeout"),
+            counter_allowance=_parsed(config, "perfguard-counter-allowance") or {},
             strict=bool(_value(config, "perfguard-strict")),
             max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
             cases_file=_cases_file(config),
