@@ -478,8 +478,13 @@ def test_a_gpu_record_exports_one_machine_per_card_with_its_peak_memory(tmp_path
     data = json.loads(stored.read_text())
     assert data["commit_hash"] == record.commit and data["requirements"]["cuda"] == device.cuda
     rows = {name: dict(zip(data["result_columns"], row)) for name, row in data["results"].items()}
-    assert sorted(rows) == ["add.footprint", "add.latency", "add.peak_memory", "add.time_per_gb"]
+    # The work counters go to asv too; busy time where the run measured it (the timings it holds).
+    expected = {"add.footprint", "add.latency", "add.peak_memory", "add.time_per_gb", "add.kernels", "add.syncs",
+                "add.aten_ops"}
+    assert expected <= set(rows) <= expected | {"add.busy_time"}
     by_n = {r.params["n"]: r for r in record.results}
+    assert rows["add.kernels"]["result"] == [by_n[n].counters.total("kernels") for n in (2**16, 2**20)]
+    assert ("add.busy_time" in rows) == all("busy_time" in r.timings for r in record.results)
     assert rows["add.peak_memory"]["result"] == [by_n[n].memory.peak_allocated_bytes for n in (2**16, 2**20)]
     assert rows["add.footprint"]["result"] == [by_n[n].memory.footprint_bytes for n in (2**16, 2**20)]
     assert rows["add.peak_memory"]["result"][1] >= 4 * 2**20  # the output of a 2**20 float add
