@@ -266,7 +266,8 @@ def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry,
     if was and now and was != now and "caller" in (was, now):
         figures += f", timed as {now} (the baseline: {was})"
     noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
-    judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct)
+    judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct,
+                 judged_by=est.judged_by, judged_sources=est.sources)
     verdict = lambda status, detail, hint="": ctx.verdict(  # noqa: E731
         metric, status, threshold, old, new, change, detail=detail, hint=hint, **judge)
     if len(samples) < MIN_SAMPLES and (summary is None or summary.n < MIN_SAMPLES):
@@ -297,7 +298,26 @@ def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry,
     if change < -tol:
         return verdict("improved", f"{figures}, outside ±{tol:.1f}%: {noise_text}",
                        "run with --perfguard-update to make it the baseline")
+    if tol > threshold:
+        # Within a tolerance wider than the change the user asked about: a change of that size would
+        # have read the same, so "same" would claim more than the gate saw.
+        return verdict("inconclusive", f"{figures}, within ±{tol:.1f}%, wider than the {threshold:g}% threshold, "
+                       f"so a change of {threshold:g}% would pass unseen: {noise_text}", decidable(est, threshold))
     return verdict("same", f"{figures}, within ±{tol:.1f}%: {noise_text}")
+
+
+def decidable(est: noise.Noise, threshold: float) -> str:
+    """What would let the gate see a change of `threshold` in an inconclusive case."""
+    ways = []
+    if est.judged_by == "fleet":
+        ways.append(f"{noise.OWN_RUNS} runs of this {est.source} in the baseline, which then judge it alone "
+                    f"(it has {est.own_runs})")
+    needed = noise.runs_needed(est, threshold)
+    if needed is not None:
+        ways.append(f"{needed} baseline runs (it has {est.runs})")
+    ways.append("`perfguard ab`, base and head measured by turns on one card")
+    ways.append(f"a threshold of {math.ceil(est.tolerance_pct)}% (`@perf_case(threshold=...)`) if that is the change that matters")
+    return "to decide it: " + "; or ".join(ways)
 
 
 def _clock_drop_pct(entry: BaselineEntry, current: CaseResult) -> float | None:

@@ -21,6 +21,7 @@ from perfguard.model.records import (
     CASE_STATUSES,
     REGIMES,
     VERDICT_STATUSES,
+    JUDGED_BY,
     BaselineFile,
     CaseResult,
     DeviceInfo,
@@ -92,8 +93,11 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.regime {names.shown(obj.regime)} is none of {', '.join(REGIMES)}"
         if obj.dropped_samples < 0 or (obj.enqueue_ms is not None and not obj.enqueue_ms >= 0):
             yield f"{where} holds a negative count or time (dropped_samples {obj.dropped_samples}, enqueue_ms {obj.enqueue_ms!r})"
-    elif isinstance(obj, Verdict) and obj.status not in VERDICT_STATUSES:
-        yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(VERDICT_STATUSES)}"
+    elif isinstance(obj, Verdict):
+        if obj.status not in VERDICT_STATUSES:
+            yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(VERDICT_STATUSES)}"
+        if obj.judged_by not in JUDGED_BY:
+            yield f"{where}.judged_by {names.shown(obj.judged_by)} is none of own, fleet (or null)"
     elif isinstance(obj, Profile) and obj.trace is not None and not names.is_report_link(obj.trace):
         yield f"{where}.trace {names.shown(obj.trace)} is not a relative path inside the report's folder"
     elif isinstance(obj, RunSummary):

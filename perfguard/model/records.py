@@ -256,14 +256,18 @@ class CaseResult:
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
-VERDICT_STATUSES = ("regressed", "unstable", "improved", "missing", "new", "same")
+# `inconclusive`: within a tolerance wider than the threshold, so the gate could not have seen a
+# change of the threshold's size; `same` says it could have, and saw none.
+VERDICT_STATUSES = ("regressed", "unstable", "inconclusive", "improved", "missing", "new", "same")
+# Whose runs judged a time verdict (Verdict.judged_by); None where no runs did.
+JUDGED_BY = (None, "own", "fleet")
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """How one metric of one case compares with its baseline.
 
-    status is "regressed", "improved", "same", "unstable", "new" or "missing"; figures are in the
+    status is one of VERDICT_STATUSES; figures are in the
     metric's unit (ms for latency, bytes for peak_memory); `message` is the one line shown to a person.
     The latency's tolerance comes from the case's run-to-run noise over the baseline's runs
     (perfguard/analysis/noise.py), never below the threshold; null for deterministic metrics.
@@ -283,6 +287,10 @@ class Verdict:
     noise_pct: float | None = None  # the case's run-to-run spread (relative standard deviation, %)
     tolerance_pct: float | None = None  # a change past this is regressed / improved
     detectable_pct: float | None = None  # the smallest slowdown the gate catches 19 times in 20
+    # Whose runs judged a time: "own" (this card's, a CPU's: this host's) or "fleet" (all the
+    # baseline's, from `judged_sources` cards or hosts); None for other metrics and older records.
+    judged_by: str | None = None
+    judged_sources: int = 0
     # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
     # whether they agreed (None: not re-measured).
     remeasured_ms: tuple[float, ...] = ()

@@ -49,6 +49,7 @@ class Recorder:
         self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU, from the reports
         self.cpu_workers = cpu_workers  # xdist workers measuring on one CPU at once (plugin.workers.cpu_workers)
         self._marked = False  # the report folder's record says "unfinished" until this run's replaces it
+        self.admission_lines: list[str] = []  # each case whose run did not join its series, or restarted it
 
     def mark_unfinished(self) -> None:
         """Before this run's first case: mark the previous run's files stale (`report.mark_unfinished`), so
@@ -123,17 +124,21 @@ class Recorder:
             )
         elif self.options.update:
             from perfguard import store
+            from perfguard.analysis.series import Admission
 
-            # A case whose latency moved past its tolerance starts a new series of runs: its old runs
-            # describe other code, and mixed in they would read as noise.
-            restart = {v.case_id for v in verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+            # A case whose run lies outside its tolerance does not join its series (analysis/series.py):
+            # its old runs describe other code, or this run is off, and mixed in it would read as noise.
+            admission = Admission(
+                force=self.options.force_update, threshold_pct=self.options.threshold_pct,
+                remedy="if the code changed, --perfguard-update=force starts its series again with this run")
             for slug, device in self._models().items():
                 results = [r for r in self.results.values() if r.device == slug]
                 self._attempt(
                     lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
-                                         keep_runs=self.options.keep_runs, restart=restart),
+                                         keep_runs=self.options.keep_runs, admit=admission),
                     store.path_for(self.options.baselines_dir, slug),
                 )
+            self.admission_lines = admission.lines
 
     def summarize(self, terminalreporter: Any) -> None:
         """The run's end in the terminal: the table of cases, then what was left out, written or went wrong."""
@@ -150,6 +155,8 @@ class Recorder:
                                         "(-k, -m, --deselect or the test paths): not compared")
         if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
             terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
+        for line in self.admission_lines:
+            terminalreporter.write_line(f"perfguard: {line}", yellow=True)
         for path in self.written:
             terminalreporter.write_line(f"perfguard: wrote {path}")
         for problem in self.problems:
