@@ -121,7 +121,7 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
     base = entry(runs_with_spread(rng, 5, 0.004), rng)
     centre = float(np.median([r.median_ms for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.008, rng, n=20_000), base, host="host-a"))
-    assert v.status == "same"
+    assert v.status == "inconclusive"
     assert "p=" not in v.message and "confidence" not in v.message
 
 
@@ -134,7 +134,7 @@ def test_a_three_percent_slowdown_of_a_stable_case_is_caught_and_its_detectable_
     v = latency(compare_case(run_of(centre * 1.03, rng), base, host="host-a", baseline_file=BASELINE_FILE))
     assert v.status == "regressed"
     assert v.detectable_pct <= 2.0 and v.baseline_runs == 5
-    for part in ("latency regressed", "+3.0%", "outside ±", "over 5 runs", "smallest detectable change",
+    for part in ("latency regressed", "+3.0%", "outside ±", "judged by this host's 5 runs", "smallest detectable change",
                  BASELINE_FILE, f"threshold {DEFAULT_THRESHOLD_PCT:g}%"):
         assert part in v.message, part
 
@@ -161,8 +161,9 @@ def test_detection_of_injected_slowdowns_over_many_stable_cases():
 def test_a_noisy_case_says_what_it_cannot_see_instead_of_failing(rng):
     base = entry([1.0, 1.03, 0.98, 1.02, 0.97], rng)
     v = latency(compare_case(run_of(1.03, rng), base, host="host-a"))
-    assert v.status == "same"
+    assert v.status == "inconclusive"
     assert v.detectable_pct > 5.0 and v.noise_pct > 1.5
+    assert "wider than the 1% threshold, so a change of 1% would pass unseen" in v.message and "to decide it: " in v.message
 
 
 def test_more_runs_of_a_stable_case_narrow_what_the_gate_can_see(rng):
@@ -192,15 +193,15 @@ def test_per_case_threshold_overrides_the_run_wide_one(rng):
 def test_a_microsecond_kernel_on_another_host_gets_the_absolute_offset_and_on_its_own_host_does_not(rng):
     base = entry([0.005, 0.00501, 0.00499], rng, hosts=("host-a",))
     slower = run_of(0.0061, rng)  # +1.1 µs, +22%: what one H200 host showed against another
-    assert latency(compare_case(slower, base, host="host-b")).status == "same"
+    assert latency(compare_case(slower, base, host="host-b")).status == "inconclusive"
     assert latency(compare_case(slower, base, host="host-a")).status == "regressed"
-    assert latency(compare_case(slower, base, host=None)).status == "same"  # unknown host: assume another
+    assert latency(compare_case(slower, base, host=None)).status == "inconclusive"  # unknown host: assume another
 
 
 def test_a_baseline_from_several_hosts_knows_them_all(rng):
     base = entry([1.0, 1.001, 0.999, 1.0], rng, hosts=("host-a", "host-b"))
     v = latency(compare_case(run_of(1.0, rng), base, host="host-b"))
-    assert v.status == "same" and "has not seen" not in v.message
+    assert v.status == "inconclusive" and "has not seen" not in v.message
 
 
 def test_a_gpu_run_is_known_by_its_card_not_its_hostname(rng):
@@ -208,7 +209,7 @@ def test_a_gpu_run_is_known_by_its_card_not_its_hostname(rng):
     base = entry([0.005, 0.00501, 0.00499], rng, hosts=("vm",))
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
     slower = lambda uuid: dataclasses.replace(run_of(0.0061, rng), device_uuid=uuid)  # noqa: E731
-    assert latency(compare_case(slower("GPU-b"), base, host="vm")).status == "same"
+    assert latency(compare_case(slower("GPU-b"), base, host="vm")).status == "inconclusive"
     assert latency(compare_case(slower("GPU-a"), base, host="vm")).status == "regressed"
 
 
@@ -218,7 +219,7 @@ def test_another_card_of_the_model_gets_the_card_to_card_spread_and_the_same_car
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
     on = lambda uuid: dataclasses.replace(run_of(0.2555 * 1.022, rng), device_uuid=uuid)  # noqa: E731
     other = latency(compare_case(on("GPU-b"), base))
-    assert other.status == "same" and "card to card" in other.message
+    assert other.status == "inconclusive" and "card to card" in other.message
     assert latency(compare_case(on("GPU-a"), base)).status == "regressed"
 
 
@@ -291,7 +292,7 @@ def test_a_slowdown_every_re_measurement_agrees_with_is_confirmed_and_lists_them
 def test_a_first_measurement_the_re_measurements_do_not_repeat_is_not_a_regression(rng):
     base = entry([1.0, 1.001, 0.999], rng)
     v = latency(settle(_measured(base, 1.10, 1.0, 1.001, rng=rng))[1])
-    assert v.status == "same" and v.confirmed is False and "not confirmed" in v.message
+    assert v.status == "inconclusive" and v.confirmed is False and "not confirmed" in v.message
     mixed = latency(settle(_measured(base, 1.10, 1.11, 1.0, rng=rng))[1])
     assert mixed.status == "unstable" and "disagree" in mixed.message
 
@@ -340,7 +341,7 @@ def test_environment_mismatch_is_listed_but_does_not_decide(rng):
     base = entry([1.0, 1.0], rng)
     now = dataclasses.replace(H200, torch="2.12.0", triton=None).fingerprint()
     v = latency(compare_case(run_of(1.0, rng), base, current_fingerprint=now, host="host-a"))
-    assert v.status == "same"
+    assert v.status == "inconclusive"
     assert v.env_mismatch == ("torch 2.11.0 → 2.12.0", "triton 3.6.0 → n/a")
     assert "torch 2.11.0 → 2.12.0" in v.message
     assert env_differences(H200.fingerprint(), H200.fingerprint()) == ()
@@ -359,10 +360,11 @@ def test_compare_records_matches_cases_and_lists_the_device_change(rng):
     head = RunRecord(created_at="b", perfguard_version="0.1.0", devices=(other,),
                      results=(case("a", 1.0), case("b", 1.2), case("c", 1.0)))
     verdicts = compare_records(base, head, baseline_file="base.json")
-    assert {v.case_id: v.status for v in verdicts} == {"a": "same", "b": "regressed", "c": "new", "gone": "missing"}
+    assert {v.case_id: v.status for v in verdicts} == {"a": "inconclusive", "b": "regressed", "c": "new", "gone": "missing"}
     assert "driver 580.159.04 → 590.1" in {v.case_id: v for v in verdicts}["a"].env_mismatch
     assert ordered(verdicts)[0].case_id == "b"
-    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "improved": 0, "missing": 1, "new": 1, "same": 1}
+    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "inconclusive": 1, "improved": 0, "missing": 1, "new": 1,
+                                 "same": 0}
 
 
 def test_compare_records_counts_each_base_round_as_a_run(rng):
@@ -370,7 +372,7 @@ def test_compare_records_counts_each_base_round_as_a_run(rng):
               for i, m in enumerate((1.0, 1.001, 0.999))]
     head = RunRecord(created_at="h", perfguard_version="0.1.0", devices=(H200,), results=(run_of(1.0, rng),))
     (v,) = compare_records(rounds[0], head, base_rounds=rounds)
-    assert v.baseline_runs == 3 and v.status == "same"
+    assert v.baseline_runs == 3 and v.status == "inconclusive"
 
 
 def test_compare_records_refuses_a_case_id_twice(rng):
@@ -435,11 +437,11 @@ def test_host_work_added_to_a_launch_bound_call_fails_on_the_callers_time_alone(
     rng = np.random.default_rng(3)
     base = caller_entry(runs_with_spread(rng, 5, 0.01, 0.006), runs_with_spread(rng, 5, 0.01, 0.007), rng)
     verdicts = by_metric(compare_case(caller_run(0.006, 0.027, rng, bound="latency"), base))
-    assert verdicts["latency"].status == "same"
+    assert verdicts["latency"].status == "inconclusive"
     assert verdicts["caller_latency"].status == "regressed"
     assert "the caller's time" in verdicts["caller_latency"].message
     unchanged = by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), base))
-    assert unchanged["caller_latency"].status == "same"
+    assert unchanged["caller_latency"].status == "inconclusive"
 
 
 def test_a_host_bound_callers_time_is_judged_with_the_hosts_noise_and_a_device_bound_one_with_the_gpus():
@@ -464,7 +466,7 @@ def test_a_host_bound_callers_time_on_a_card_the_baseline_has_not_seen_gets_the_
     # A host half again as slow is within what a shared VM's host does from one run to the next; four
     # times as slow is not.
     assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.5, rng, bound="latency", enqueue=4.8),
-                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "same"
+                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "inconclusive"
     assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 4, rng, bound="latency", enqueue=19),
                                                       device_uuid="GPU-b"), base))["caller_latency"].status == "regressed"
 
@@ -495,7 +497,7 @@ def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
     _, verdicts = settle(measured)
     caller = by_metric(verdicts)["caller_latency"]
     assert caller.status == "regressed" and caller.confirmed and len(caller.remeasured_ms) == 2
-    assert by_metric(verdicts)["latency"].status == "same" and by_metric(verdicts)["latency"].confirmed is None
+    assert by_metric(verdicts)["latency"].status == "inconclusive" and by_metric(verdicts)["latency"].confirmed is None
     # One re-measurement back at the baseline: not confirmed.
     fine = caller_run(0.006, 0.007, rng, bound="latency")
     _, verdicts = settle([measured[0], (fine, compare_case(fine, base)), measured[1]])
