@@ -502,3 +502,49 @@ def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
     fine = caller_run(0.006, 0.007, rng, bound="latency")
     _, verdicts = settle([measured[0], (fine, compare_case(fine, base)), measured[1]])
     assert by_metric(verdicts)["caller_latency"].status == "unstable"
+
+
+# --- a card's own runs judge that card ----------------------------------------------------------------
+
+
+def fleet_entry(rng, own=4):
+    """Runs from three cards: `own` on GPU-a, tight (0.1%), the rest on GPU-b and GPU-c, 1-2% apart."""
+    cards = ["GPU-a"] * own + ["GPU-b", "GPU-c"] * 3
+    offset = {"GPU-a": 1.0, "GPU-b": 1.015, "GPU-c": 0.985}
+    runs = tuple(RunSummary(recorded_at=f"2026-11-{i + 1:02d}", median_ms=float(offset[c] * rng.lognormal(0.0, 0.001)),
+                            n=400, device_uuid=c, host="vm") for i, c in enumerate(cards))
+    return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint=H200.fingerprint(),
+                         result=run_of(1.0, rng), runs=runs)
+
+
+def on_card(card, median_ms, rng):
+    return dataclasses.replace(run_of(median_ms, rng), device_uuid=card)
+
+
+def test_a_card_with_three_runs_in_the_baseline_is_judged_by_them_alone(rng):
+    base = fleet_entry(rng, own=4)
+    own = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
+    fleet = latency(compare_case(on_card("GPU-new", 1.0, rng), base, host="vm"))
+    assert (own.judged_by, own.baseline_runs, own.judged_sources) == ("own", 4, 1)
+    assert (fleet.judged_by, fleet.baseline_runs, fleet.judged_sources) == ("fleet", 10, 3)
+    assert "judged by this card's 4 runs" in own.message and "judged by the fleet's 10 runs on 3 cards" in fleet.message
+    assert own.detectable_pct < 2.0 < fleet.detectable_pct
+    # 1.5% slower on its own card: caught there, though within the fleet's spread of cards.
+    slower = latency(compare_case(on_card("GPU-a", 1.015, rng), base, host="vm"))
+    assert slower.status == "regressed" and slower.judged_by == "own"
+    assert latency(compare_case(on_card("GPU-new", 1.015, rng), base, host="vm")).status != "regressed"
+
+
+def test_a_card_with_fewer_than_three_runs_is_judged_by_the_fleet_and_told_how_to_get_its_own(rng):
+    base = fleet_entry(rng, own=2)
+    v = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
+    assert v.judged_by == "fleet" and v.baseline_runs == 8
+    assert v.status == "inconclusive" and "3 runs of this card in the baseline, which then judge it alone (it has 2)" in v.message
+
+
+def test_one_run_far_from_the_others_is_left_out_of_the_spread_and_said(rng):
+    medians = list(runs_with_spread(rng, 6, 0.001))
+    clean = latency(compare_case(run_of(1.0, rng), entry(medians, rng), host="host-a"))
+    poisoned = latency(compare_case(run_of(1.0, rng), entry([*medians[:3], 2.0, *medians[3:]], rng), host="host-a"))
+    assert poisoned.detectable_pct <= 1.5 * clean.detectable_pct
+    assert "1 run far from the others left out" in poisoned.message and poisoned.baseline_runs == 6

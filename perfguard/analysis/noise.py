@@ -318,7 +318,7 @@ def drift_pct(samples: Sequence[float]) -> float:
     return 100.0 * float(np.std(medians, ddof=1)) / centre if centre > 0 else 0.0
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)  # runs_needed asks for up to 100 of them per verdict
 def alarm_quantile(runs: int) -> float:
     """Student's t for ALPHA at the spread's degrees of freedom (PRIOR_WEIGHT + runs - 1)."""
     from scipy import stats
