@@ -59,8 +59,10 @@ def main() -> int:
     parser.add_argument("--fleet", type=Path, default=ROOT / "baselines", help="the fleet's baseline folder")
     parser.add_argument("--record", type=int, default=5, help="runs recorded into OUT/own when --own is not given")
     parser.add_argument("--runs", type=int, default=3, help="unchanged runs judged")
-    parser.add_argument("pytest_args", nargs="*", default=["-n", "auto", "suites/"])
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.pytest_args = argv[split + 1:] or ["-n", "auto", "suites/"]
     own = args.own or args.out / "own"
     if args.own is None:
         for i in range(args.record):
