@@ -23,6 +23,12 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
   among the baseline's and the baseline's runs came from a single card; runs from several cards
   carry that spread themselves.
 
+Whose runs: a card (on a CPU, a host) with OWN_RUNS runs of the case in the baseline is judged by
+those alone (no card-to-card spread, the centre its own); any other by all of them, the fleet's.
+Before the spread is taken, a run far from the others' median (far_runs: OUTLIER_Z of the scale the
+others and the prior give) is left out, so one slow runner or one disturbed run cannot widen the
+tolerance until the gate sees nothing.
+
 The caller's time (`metric="caller_latency"`) is judged the same way over the runs that measured it,
 with the same priors where the GPU sets it; where the host's enqueue is over HOST_BOUND_SHARE of it,
 the host's speed sets it, and the priors are the host's (PRIOR_PCT_CALLER_HOST, CARD_PCT_CALLER_HOST).
