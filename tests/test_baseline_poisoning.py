@@ -17,7 +17,7 @@ import pytest
 
 from perfguard import store
 from perfguard.analysis import noise
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, Metrics, RunRecord, dumps
 
@@ -29,8 +29,7 @@ GOOD = (1.000, 1.003, 0.997, 1.002)  # the four good runners' medians, ms
 def result(median_ms: float, card: str) -> CaseResult:
     samples = tuple(float(x) for x in median_ms * np.random.default_rng(7).lognormal(0.0, 0.001, 200))
     return CaseResult(id=CASE, name="copy", status="ok", device=H200.slug, device_uuid=card, timer="cuda-events",
-                      regime="device", latency=summarize(samples, "converged"), samples_ms=samples,
-                      metrics=Metrics(bound="memory"))
+                      regime="device", timings={"latency": timing(samples)}, metrics=Metrics(bound="memory"))
 
 
 def record(folder: Path, name: str, median_ms: float, runner: int, day: int, **fields) -> str:

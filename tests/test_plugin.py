@@ -491,10 +491,11 @@ def test_a_case_id_used_twice_is_an_error_of_the_second_naming_the_first(tmp_pat
     result.assert_outcomes(passed=1, errors=2)
     one, again = decorator_lines(tmp_path / "test_one.py")
     (two,) = decorator_lines(tmp_path / "test_two.py")
-    first = f"the case at test_one.py:{one}; give one of them name=..."
+    first = f"the case at test_one.py:{one}"
     assert [line for line in result.outlines if "is already used by" in line and "ERROR" not in line] == [
-        f"perf_case 'nap' (test_one.py:{again}): case id 'nap' is already used by {first}",
-        f"perf_case 'nap' (test_two.py:{two}): case id 'nap' is already used by {first}",
+        f"perf_case 'nap' (test_one.py:{again}): case id 'nap' is already used by {first}; "
+        "give that one a name= of its own, or this one another name=",  # this one has name="nap" already
+        f"perf_case 'nap' (test_two.py:{two}): case id 'nap' is already used by {first}; give one of them name=...",
     ]
     record = read_record(tmp_path / "reports" / "perfguard.json")  # the default report folder
     (nap,) = record.results
@@ -582,6 +583,30 @@ def test_a_plain_run_makes_no_perfguard_state_imports_nothing_heavy_and_writes_n
     after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "__pycache__" not in p.parts)
     assert after == before  # no reports/, nothing in baselines/
     assert "perfguard" not in {line.strip("= ") for line in result.outlines}
+
+
+UNUSED_TEST = """
+    import sys
+
+    def test_unused():
+        loaded = sorted(m for m in sys.modules if m == "perfguard" or m.startswith("perfguard."))
+        print("perfguard modules:", " ".join(loaded))
+"""
+# What a run that neither declares a case nor asks for --perfguard may import of perfguard: the plugin
+# and the option table it parses (a bad option is a usage error in every run), and the watchdog that
+# keeps a copy of stderr before pytest captures it. Everything else waits for a hook that needs it.
+UNUSED_RUN_MODULES = ["perfguard", "perfguard.defaults", "perfguard.measure", "perfguard.measure.watchdog",
+                      "perfguard.options", "perfguard.plugin", "perfguard.plugin.options"]
+
+
+def test_a_run_that_uses_no_perfguard_imports_only_the_plugin_and_its_options(tmp_path, run_pytest):
+    # Installed but unused must be nearly free (benchmarks/unused_cost.py): the record's dataclasses
+    # alone took most of 24 ms to import. A new interpreter, so that what the run imports shows.
+    write(tmp_path, "test_unused.py", UNUSED_TEST)
+    result = run_pytest(tmp_path, "-s", fresh=True)
+    result.assert_outcomes(passed=1)
+    [line] = [line for line in result.outlines if "perfguard modules:" in line]
+    assert line.split("perfguard modules:")[1].split() == UNUSED_RUN_MODULES
 
 
 def test_nothing_is_measured_or_written_when_no_case_ran(tmp_path, run_pytest):

@@ -29,8 +29,9 @@ Before the spread is taken, a run far from the others' median (far_runs: OUTLIER
 others and the prior give) is left out, so one slow runner or one disturbed run cannot widen the
 tolerance until the gate sees nothing.
 
-The caller's time (`metric="caller_latency"`) is judged the same way over the runs that measured it,
-with the same priors where the GPU sets it; where the host's enqueue is over HOST_BOUND_SHARE of it,
+Every kind of time (a TimeMetric: GPU time, the caller's time, GPU busy time) is judged the same
+way, over the baseline runs that measured that kind; each kind's own row (KINDS) says what differs:
+the caller's time is the host clock's, and where the host's enqueue is over HOST_BOUND_SHARE of it,
 the host's speed sets it, and the priors are the host's (PRIOR_PCT_CALLER_HOST, CARD_PCT_CALLER_HOST).
 
 The times are not normalised to the SM clock, not even for compute-bound cases: between two H200
@@ -50,14 +51,11 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
-from perfguard.model import BaselineEntry, CaseResult, RunSummary
+from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary
 from perfguard.model.names import shown
-
-JudgedBy = Literal["own", "fleet"]
 
 ALPHA = 0.001  # one-sided, per comparison, before re-measurement
 Z_POWER = 1.645  # one-sided 95%
@@ -84,6 +82,8 @@ PRIOR_PCT_CALLER_HOST = 20.0
 CARD_PCT_CALLER_HOST = 10.0
 ABS_FLOOR_CALLER_MS = 0.002
 BLOCKS = 5  # blocks of consecutive samples whose medians show drift within a run
+
+
 # A card (a host, on a CPU) with this many runs in the baseline is judged by them alone. Three is the
 # fewest whose spread says something of the card (with the prior worth PRIOR_WEIGHT runs), and the
 # fewest among which one run far from the others can be told (far_runs).
@@ -95,6 +95,22 @@ OWN_RUNS = 3
 # lies about 14 (a CPU's host clock) to 200 (memory-bound on a GPU) of them away.
 OUTLIER_Z = 10.0
 MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, scaled to its standard deviation
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """What a kind of time brings to its noise."""
+
+    host_timed: bool  # taken on the host clock around the call: the host's speed can set it
+    abs_floor_ms: float  # the host-to-host offset of a tiny call (ABS_FLOOR_MS)
+
+
+KINDS: dict[str, Kind] = {
+    "latency": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
+    "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS),
+    # The union of the call's kernel and copy intervals: the GPU's work, timed on the GPU's clock.
+    "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,8 +159,7 @@ def estimate(
     metric: str = "latency",
 ) -> Noise | None:
     """The noise of `current`'s case over `baseline`'s runs, its tolerance and what the gate can detect.
-    `metric`: "latency" (the judged figure) or "caller_latency" (the caller's time; None when no
-    baseline run measured it).
+    `metric`: the kind of time (a TimeMetric); None when no baseline run measured that kind.
 
     A card (on a CPU, a host) with OWN_RUNS runs in the baseline is judged by those alone: their centre,
     their spread, no card-to-card prior. Any other is judged by all the runs (the fleet's). Either way a
@@ -247,35 +262,33 @@ def pooled_pct(prior: float, observed: float, k: int) -> float:
 def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
     """s0: the run-to-run spread a case of this kind has before its runs say otherwise, raised to the
     drift within the baseline's newest run (`newest`)."""
-    caller = metric == "caller_latency"
     if _host_bound(current, newest, metric):
         prior = PRIOR_PCT_CALLER_HOST
-    elif current.timer == "host-clock":
+    elif _host_clock(current, metric):
         prior = PRIOR_PCT_HOST_CLOCK
     else:
         prior = PRIOR_PCT.get(_bound(current), PRIOR_PCT[None])
-    return max(prior, drift_pct(newest.caller_samples_ms if caller else newest.samples_ms))
+    stored = newest.timings.get(metric)  # type: ignore[call-overload]
+    return max(prior, drift_pct(stored.samples_ms if stored else ()))
 
 
 def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
     """How far cards (on a CPU, hosts) of one model sit apart for a case of this kind, one standard deviation."""
     if _host_bound(current, newest, metric):
         return CARD_PCT_CALLER_HOST
-    if current.timer == "host-clock":
+    if _host_clock(current, metric):
         return CARD_PCT_HOST_CLOCK
     return CARD_PCT.get(_bound(current), CARD_PCT[None])
 
 
 def absolute_ms(current: CaseResult, metric: str = "latency") -> float:
-    """The absolute offset between hosts of this metric, ms."""
-    if current.timer == "host-clock":
-        return ABS_FLOOR_MS["cpu"]
-    return ABS_FLOOR_CALLER_MS if metric == "caller_latency" else ABS_FLOOR_MS["cuda"]
+    """The absolute offset between hosts of this kind of time, ms."""
+    return ABS_FLOOR_MS["cpu"] if _host_clock(current, metric) else KINDS[metric].abs_floor_ms
 
 
 def median_of(run: RunSummary, metric: str = "latency") -> float | None:
     """A run's median of the metric, ms (None where the run did not measure it)."""
-    return run.caller_median_ms if metric == "caller_latency" else run.median_ms
+    return run.median_of(metric)
 
 
 def run_source(run: RunSummary) -> str | None:
@@ -296,7 +309,11 @@ def describe_run(run: RunSummary, metric: str, centre_ms: float) -> str:
 
 
 def _host_bound(current: CaseResult, newest: CaseResult, metric: str) -> bool:
-    return metric == "caller_latency" and max(host_share(current), host_share(newest)) > HOST_BOUND_SHARE
+    return KINDS[metric].host_timed and max(host_share(current), host_share(newest)) > HOST_BOUND_SHARE
+
+
+def _host_clock(current: CaseResult, metric: str) -> bool:
+    return current.timer == "host-clock" and metric == "latency"
 
 
 def _bound(result: CaseResult) -> str | None:
@@ -309,7 +326,7 @@ def _plural(n: int, word: str) -> str:
 
 def host_share(result: CaseResult) -> float:
     """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
-    caller = result.caller.median_ms if result.caller else None
+    caller = result.median_of("caller_latency")
     return result.enqueue_ms / caller if result.enqueue_ms and caller else 0.0
 
 

@@ -4,7 +4,7 @@ A baseline's tolerances come from the spread of each case's runs, so a run that 
 there widens every later tolerance: a run of changed code mixed with the old code's, a runner twice
 as slow, a disturbed run. So a run joins a case's series only when the gate would have let it pass:
 
-- against a series the case already has, each time (`latency`, `caller_latency`) within the
+- against a series the case already has, each time (`latency`, `caller_latency`, `busy_time`) within the
   tolerance the gate gives it (analysis/noise.py, judged as the gate judges it: by this card's runs
   or the fleet's). A run outside it is not added: the code changed, or the run is off, and perfguard
   cannot tell which from one run. `force` (``--perfguard-update=force``) says the code changed: the
@@ -26,13 +26,12 @@ from collections.abc import Sequence
 
 from perfguard.analysis import noise
 from perfguard.defaults import THRESHOLD_PCT
-from perfguard.model import BaselineEntry, CaseResult, RunSummary
+from perfguard.model import TIME_METRICS, BaselineEntry, CaseResult, RunSummary
 from perfguard.model.names import shown
 
 # How far ahead of this machine's clock a run may be dated: runners' clocks disagree by seconds, not
 # minutes. A run dated later would stay the newest of its series for ever (the cap drops the oldest).
 CLOCK_SKEW = datetime.timedelta(minutes=5)
-TIMES = ("latency", "caller_latency")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +118,7 @@ class Admission:
         newest = fresh[-1].result
         sources = [noise.run_source(c.summary) for c in fresh]
         far: dict[int, str] = {}
-        for metric in TIMES:
+        for metric in TIME_METRICS:
             measured = [i for i, c in enumerate(fresh) if noise.median_of(c.summary, metric)]
             medians = [noise.median_of(fresh[i].summary, metric) or 0.0 for i in measured]
             off = noise.far_runs(medians, [sources[i] for i in measured], noise.prior_pct(newest, newest, metric),
@@ -135,7 +134,7 @@ class Admission:
     def _outside(self, c: Candidate, entry: BaselineEntry) -> str:
         """Why the candidate lies outside the case's tolerance, or "" when it does not."""
         threshold = c.result.threshold if c.result.threshold is not None else self.threshold_pct
-        for metric in TIMES:
+        for metric in TIME_METRICS:
             value = noise.median_of(c.summary, metric)
             est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric) if value else None
             if est is None or not value:
@@ -149,7 +148,7 @@ class Admission:
 
 def identity(run: RunSummary) -> tuple[object, ...]:
     """What makes two run summaries one run: when, on what, and what it measured."""
-    return (run.recorded_at, run.device_uuid, run.host, run.median_ms, run.caller_median_ms)
+    return (run.recorded_at, run.device_uuid, run.host, tuple(sorted((m, t.median_ms) for m, t in run.timings.items())))
 
 
 def in_future(recorded_at: str, now: datetime.datetime | None = None) -> bool:

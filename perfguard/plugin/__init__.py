@@ -6,22 +6,28 @@ the measurer (plugin/measurer.py), in each process that runs perf cases, made at
 and the recorder (plugin/recorder.py), in the one process that writes the files (the xdist controller),
 made only under --perfguard. A run without perf cases and without --perfguard makes neither: it parses
 the options, keeps a copy of stderr, and imports nothing heavy (torch, scipy, jinja2).
+
+This module is loaded by every pytest run in an environment where perfguard is installed, most of
+which never use it, so it imports only the option table at load time (hypothesis's plugin is the
+model): the rest of perfguard is imported by the hook that first needs it. A run that neither asks
+for --perfguard nor declares a perf case costs a few milliseconds of CPU (benchmarks/unused_cost.py,
+docs/development.md).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from perfguard.case import CaseSpec, InvalidCase
-from perfguard.measure import watchdog
-from perfguard.plugin import workers
-from perfguard.plugin.items import Perf, collect
-from perfguard.plugin.measurer import BEFORE_CASE
 from perfguard.plugin.options import Options, add_options
-from perfguard.plugin.recorder import RECORDER, Recorder
-from perfguard.plugin.selection import Selection
+
+if TYPE_CHECKING:
+    from perfguard.plugin.items import Perf
+    from perfguard.plugin.recorder import Recorder
+
+RECORDER_NAME = "perfguard-recorder"  # the recorder's name as a registered plugin: found without importing it
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
+    from perfguard.measure import watchdog  # torch-free and small
+
     watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
@@ -37,12 +45,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # files to the controller, which hears of its cases through their test reports.
     if not options.enabled or hasattr(config, "workerinput"):
         return
+    from perfguard.plugin import workers
+    from perfguard.plugin.measurer import BEFORE_CASE
+    from perfguard.plugin.recorder import RECORDER, Recorder
+    from perfguard.plugin.selection import Selection
+
     workers.refuse_shared_gpus(config, options)
     recorder = Recorder(config, cpu_workers=workers.cpu_workers(config, options))
     config.stash[RECORDER] = recorder
     config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
-    config.pluginmanager.register(recorder, "perfguard-recorder")
+    config.pluginmanager.register(recorder, RECORDER_NAME)
     config.pluginmanager.register(Selection.of(config), "perfguard-selection")
+
+
+def _recorder(config: pytest.Config) -> Recorder | None:
+    """This run's recorder; None without --perfguard, and on an xdist worker."""
+    return config.pluginmanager.get_plugin(RECORDER_NAME)
 
 
 # pytest-xdist's hooks (perfguard/plugin/workers.py); optional, so that perfguard runs without xdist.
@@ -50,27 +68,42 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    from perfguard.plugin import workers
+
     return workers.auto_count(config)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
+    from perfguard.plugin import workers
+
     workers.pin(config, specs)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
+    from perfguard.plugin import workers
+
     workers.tell(node)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
-    return collect(collector, obj) if isinstance(obj, (CaseSpec, InvalidCase)) else None
+    # Called for every name in every test module. A perf case is an object of perfguard.case, so in a
+    # process that never imported that module (no test file declares a case) nothing can be one.
+    case = sys.modules.get("perfguard.case")
+    if case is None or not isinstance(obj, (case.CaseSpec, case.InvalidCase)):
+        return None
+    from perfguard.plugin.items import collect
+
+    return collect(collector, obj)
 
 
 @pytest.fixture
 def perf(request: pytest.FixtureRequest) -> Perf:
     """Measure a callable inside an ordinary test: `perf(fn, bytes=..., flops=...)`."""
+    from perfguard.plugin.items import Perf
+
     return Perf(request)
 
 
@@ -78,14 +111,14 @@ def perf(request: pytest.FixtureRequest) -> Perf:
 def pytest_runtestloop(session: pytest.Session) -> object:
     # On the xdist controller, which waits while its workers start (seconds): load what the run's end
     # needs now, so that it is not paid after the last case.
-    recorder = session.config.stash.get(RECORDER, None)
+    recorder = _recorder(session.config)
     if recorder is not None and session.config.pluginmanager.has_plugin("dsession"):
         recorder.prepare_finish()
     return (yield)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    recorder = session.config.stash.get(RECORDER, None)
+    recorder = _recorder(session.config)
     if recorder is None:  # no --perfguard, or an xdist worker: nothing to write here
         return
     # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
@@ -95,6 +128,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    recorder = config.stash.get(RECORDER, None)
+    recorder = _recorder(config)
     if recorder is not None:
         recorder.summarize(terminalreporter)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfguard import units
+from perfguard.analysis.memory_verdicts import leaks
 from perfguard.model import REGIMES, Profile, Verdict, names
 from perfguard.report import view
 from perfguard.report.advice import LAUNCH_ADVICE
@@ -58,10 +59,11 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         ("efficiency", units.percent(metric("efficiency"))),
         ("roofs from", str(metric("roofs") or NA)),
     ]
-    caller = r.caller
+    caller = r.timings.get("caller_latency")
     launch = [
         ("judged figure", REGIMES.get(r.regime, r.regime or NA)),
-        ("caller's time", f"{d(caller.median_ms)} ±{caller.ci_half_width_pct:.2f}% ({caller.n:,} samples of back-to-back calls)"
+        ("caller's time", f"{d(caller.summary.median_ms)} ±{caller.summary.ci_half_width_pct:.2f}% "
+                         f"({caller.summary.n:,} samples of back-to-back calls)"
          if caller else NA),
         ("launch overhead", d(metric("launch_overhead_ms"))),
         ("GPU idle share", units.percent(metric("launch_overhead_share"))),
@@ -71,7 +73,11 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
     memory = [
         ("peak allocated", units.size(get(mem, "peak_allocated_bytes"))),
         ("peak reserved", units.size(get(mem, "peak_reserved_bytes"))),
-        ("setup allocated", units.size(get(mem, "setup_allocated_bytes"))),
+        ("footprint", units.size(get(mem, "footprint_bytes")) + " (the most held during a call, from before setup)"
+         if get(mem, "footprint_bytes") is not None else NA),
+        ("retained per call", units.size(get(mem, "retained_bytes_per_call")) + (" (a leak)" if leaks(mem) else "")
+         if get(mem, "retained_bytes_per_call") is not None else NA),
+        ("held between calls", units.size(get(mem, "setup_allocated_bytes"))),
         ("NVML used Δ", units.size(get(mem, "nvml_used_delta_bytes"))),
         ("fragmentation", units.percent(get(mem, "fragmentation"))),
         ("alloc retries", _g(get(mem, "alloc_retries"))),
@@ -101,7 +107,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
 
 def gate(entry: Entry) -> list[tuple[str, str]]:
     """What the latency verdict rests on: the baseline's runs, the case's noise, its tolerance and what it can see."""
-    v = entry.verdict("latency")
+    v = entry.judged()
     if v is None or v.tolerance_pct is None:
         return [("baseline runs", NA)]
     items = [

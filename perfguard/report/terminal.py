@@ -6,16 +6,23 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.analysis.memory_verdicts import ACROSS_CALLS
+from perfguard.model import NEW_HINT, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
+from perfguard.report.view import deciding, footprint_text
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
-COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle", "GB/s", "% peak BW", "TFLOP/s", "bound",
-           "peak mem")
+# `change` is the judged figure's against the baseline, beside what the gate `detects` for the case; a
+# `same` with a change larger than `detects` would be a contradiction, so both are always shown.
+COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "GB/s", "% peak BW",
+           "TFLOP/s", "bound", "peak mem", "footprint")
+# What a new case needs, said once under the table however many cases are new (the record says it per case).
+NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("record it", "record them").replace(
+    "its tolerance", "their tolerances")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True},
@@ -26,9 +33,11 @@ LISTED_INCONCLUSIVE = 5
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
-    verdicts = list(verdicts)
+    verdicts, results = list(verdicts), list(results)
     status = case_status(verdicts)
-    gate = {v.case_id: v for v in verdicts if v.metric == "latency"}
+    judged = {r.id: r.judged_metric for r in results}
+    gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
+    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency" and judged.get(v.case_id) != "caller_latency"}
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -43,14 +52,17 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 status.get(r.id, "-"),
                 (ROUGH if rough(r) else "") + units.duration(r.latency.median_ms),
                 f"±{r.latency.ci_half_width_pct:.2f}%",
+                _change(gate.get(r.id)),
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
-                units.duration(r.caller.median_ms) if r.caller and r.regime != "caller" else "-",
+                units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
+                _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
                 (m.bound if m else None) or "-",
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
+                footprint_text(r),
             )
         )
     lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
@@ -61,13 +73,16 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
     return lines + errors
 
 
+def _change(verdict: Verdict | None) -> str:
+    return f"{verdict.change_pct:+.1f}%" if verdict is not None and verdict.change_pct is not None else "-"
+
+
 def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
-    """A case's overall verdict: the most pressing of its metrics' verdicts."""
-    worst: dict[str, str] = {}
+    """A case's overall verdict: the most pressing of its metrics' verdicts (of those that decide it)."""
+    by_case: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        if v.case_id not in worst or ORDER.index(v.status) < ORDER.index(worst[v.case_id]):
-            worst[v.case_id] = v.status
-    return worst
+        by_case.setdefault(v.case_id, []).append(v)
+    return {case: min((v.status for v in deciding(vs)), key=ORDER.index) for case, vs in by_case.items()}
 
 
 def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None) -> list[str]:
@@ -104,6 +119,14 @@ def summary(
             if v.status not in ("same", "new", "inconclusive"):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
+        news = {v.case_id for v in verdicts if v.status == "new" and v.metric not in ACROSS_CALLS}
+        if news:
+            lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
+        figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
+        if figures:  # a baseline recorded before perfguard measured them: judged from its next update
+            names = ", ".join(sorted({v.metric for v in figures}))
+            lines.append((f"{len({v.case_id for v in figures})} case(s) with figures their baseline does not hold "
+                          f"yet ({names}): judged once `--perfguard-update` records them", {"cyan": True}))
         # A verdict that stands but under other software versions is shown too, once per difference.
         quiet = [v for v in verdicts if v.env_mismatch and v.status in ("same", "new")]
         for change in sorted({c for v in quiet for c in v.env_mismatch}):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from perfguard import defaults
-from perfguard.analysis.series import Admission, Admitted, Candidate
+from perfguard.analysis.series import Admission, Admitted, Candidate, identity
 from perfguard.errors import BaselineError
 from perfguard.model import (
     MAX_BASELINE_SAMPLES,
@@ -34,10 +34,10 @@ from perfguard.model import (
     loads_baseline,
     names,
     run_summary,
-    thin_samples,
+    thin_timings,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import followed, temp_prefix, write_atomic
+from perfguard.store.atomic import followed, refuse_file_for_folder, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 # Decides which new runs join a case's series: (case id, its entry or None, the new runs) -> what to keep.
@@ -48,6 +48,9 @@ LOCK_TIMEOUT_S = 60.0
 # Runs kept per case. Ten give a spread estimate within about ±25% of the truth; older runs would
 # mostly describe code and drivers that have since changed.
 DEFAULT_KEEP_RUNS = defaults.KEEP_RUNS
+# What the baselines folder is, for the line that refuses a file in its place.
+BASELINES_FOLDER = ("--perfguard-baselines (or --baselines) must name a folder: the per-GPU baseline files "
+                    "(nvidia-h200.json, ...) go inside it")
 NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
 
 
@@ -143,7 +146,7 @@ def update_runs(
     by_case: dict[str, list[Candidate]] = {}
     for i, (results, commit, at, host) in enumerate(runs):
         for r in results:
-            if r.status == "ok" and (r.latency or r.samples_ms):
+            if r.status == "ok" and r.timings:
                 origin = origins[i] if i < len(origins) else "this run"
                 by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin))
 
@@ -187,7 +190,7 @@ def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_r
                 kept = admission.merged(case_id, [(r, name or "a merged file") for e, name in entries for r in e.runs],
                                         entries[-1][0].result)
             else:
-                unique = {(r.recorded_at, r.device_uuid, r.median_ms): r for e, _ in entries for r in e.runs}
+                unique = {identity(r): r for e, _ in entries for r in e.runs}
                 kept = tuple(sorted(unique.values(), key=lambda r: r.recorded_at))
             cases[case_id] = dataclasses.replace(entries[-1][0], runs=kept[-keep_runs:])
         calibration = next((f.calibration for f, _ in files if f.calibration), None)
@@ -210,6 +213,7 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
     # temporary files are the target's: two links to one file share its lock.
     target = followed(path)
+    refuse_file_for_folder(target.parent, BASELINES_FOLDER, BaselineError, prefix=f"{path}: cannot {what}: ")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with held(_lock_of(path), LOCK_TIMEOUT_S):
@@ -233,7 +237,7 @@ def _stored(result: CaseResult) -> CaseResult:
     """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
     (a profile points at one run's trace file)."""
     return dataclasses.replace(
-        result, samples_ms=thin_samples(result.samples_ms, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
+        result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
         profile=None,
     )
 
