@@ -46,9 +46,9 @@ def _row(name: str, verdicts_per_run: list[list], cases: set[str]) -> tuple[str,
     latency = [v for vs in verdicts_per_run for v in vs if v.metric == "latency" and v.case_id in cases]
     detects = sorted(v.detectable_pct for v in latency if v.detectable_pct is not None)
     judged = sorted({v.judged_by or "-" for v in latency})
-    p90 = detects[int(0.9 * (len(detects) - 1))] if detects else float("nan")
-    return (name, "/".join(judged), str(len(cases)), f"{statistics.median(detects):.2f}%" if detects else "-",
-            f"{p90:.2f}%", f"{sum(d <= 2.0 for d in detects)}/{len(detects)}",
+    p90 = f"{detects[int(0.9 * (len(detects) - 1))]:.2f}%" if detects else "-"
+    return (name, "/".join(judged) or "-", str(len(cases)), f"{statistics.median(detects):.2f}%" if detects else "-",
+            p90, f"{sum(d <= 2.0 for d in detects)}/{len(detects)}",
             str(sum(v.status == "regressed" for v in latency)), str(sum(v.status == "inconclusive" for v in latency)))
 
 
