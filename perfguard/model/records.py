@@ -315,8 +315,9 @@ class CaseResult:
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
-# `inconclusive`: within a tolerance wider than the threshold, so the gate could not have seen a
-# change of the threshold's size; `same` says it could have, and saw none.
+# "inconclusive": the change is within its tolerance, but the tolerance is wider than the threshold, so
+# a change of the threshold's size could have hidden in the noise (against a baseline, or perfguard ab's
+# rounds could not decide); `same` says it could not have, and none was seen.
 VerdictStatus = Literal["regressed", "unstable", "inconclusive", "improved", "missing", "new", "same"]
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = typing.get_args(VerdictStatus)
 # Whose runs judged a time verdict (Verdict.judged_by); None where no runs did.
