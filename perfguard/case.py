@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from perfguard import defaults
 from perfguard.errors import ConfigError
 from perfguard.report import inert
 
@@ -35,6 +36,7 @@ OPTIONS = (
     "mode",
     "threshold",
     "memory_threshold",
+    "counters",
     "budget_s",
     "memory_breakdown",
     "device_kinds",
@@ -57,6 +59,8 @@ class CaseSpec:
     mode: str = "eager"
     threshold: float | None = None
     memory_threshold: float | None = None
+    # How much each work counter may grow per call without failing (defaults.counter_allowance's form).
+    counters: Mapping[str, str] = dataclasses.field(default_factory=dict)
     budget_s: float | None = None
     memory_breakdown: bool = False
     device_kinds: tuple[str, ...] = DEVICE_KINDS
@@ -248,6 +252,16 @@ def build_spec(
         value = opts.get(key)
         if value is not None and not (_is_number(value) and value > 0):
             raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
+    if opts.get("counters") is not None:
+        if not isinstance(opts["counters"], (dict, str)):
+            raise ConfigError(f"{where}: counters must be a mapping such as {{'kernels': 2}} or a string such as '10%', "
+                              f"got {opts['counters']!r}")
+        try:
+            opts["counters"] = defaults.counter_allowance(opts["counters"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: counters {exc}") from None
+    else:
+        opts.pop("counters", None)
     kinds = opts.get("device_kinds", DEVICE_KINDS)
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     for kind in kinds:

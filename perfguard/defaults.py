@@ -90,3 +90,36 @@ def _number(raw: Any) -> float:
 
 def _shown(raw: Any) -> str:
     return repr(raw) if isinstance(raw, str) else repr(str(raw))
+
+
+# The work counters (perfguard.model.records.CounterKind's words; a test holds them equal).
+COUNTER_KINDS = ("kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops")
+
+
+def counter_allowance(raw: Any) -> dict[str, str]:
+    """How much a work counter may grow per call before it fails: a count ("2") or a percentage of the
+    baseline's ("10%"), for every counter or by kind ("kernels=2,syncs=0", or a mapping
+    {"kernels": 2, "aten_ops": "5%"}); "*" names every kind. Normalised to {kind: "2" or "10%"}."""
+    if isinstance(raw, dict):
+        items = list(raw.items())
+    else:
+        text = str(raw).strip()
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        items = [tuple(p.split("=", 1)) if "=" in p else ("*", p) for p in parts]
+        if not items:
+            raise ValueError(f"must be a count or a percentage (2, 10%), or kind=count pairs, got {_shown(raw)}")
+    allowed: dict[str, str] = {}
+    for kind, value in items:
+        kind = str(kind).strip()
+        if kind != "*" and kind not in COUNTER_KINDS:
+            raise ValueError(f"names {_shown(kind)}, not a work counter; the counters are {', '.join(COUNTER_KINDS)}")
+        shown = str(value).strip()
+        number = shown[:-1] if shown.endswith("%") else shown
+        try:
+            amount = float(number) if not isinstance(value, bool) else math.nan
+        except ValueError:
+            amount = math.nan
+        if not 0 <= amount < math.inf:
+            raise ValueError(f"allows {_shown(value)} for {kind}: give a count of at least 0 (2) or a percentage (10%)")
+        allowed[kind] = f"{amount:g}%" if shown.endswith("%") else f"{amount:g}"
+    return allowed

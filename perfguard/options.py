@@ -77,6 +77,12 @@ OPTIONS: tuple[Option, ...] = (
            f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}); "
            "a case's tolerance is this or what its run-to-run noise needs, whichever is larger",
            defaults.THRESHOLD_PCT, defaults.percent, "PCT", cli="threshold"),
+    Option("perfguard-counter-allowance",
+           "how much a work counter (kernels, syncs, copies, ...) may grow per call before the case fails: "
+           "a count (2), a percentage of the baseline's count (10 with a percent sign), or by kind "
+           "(kernels=2,aten_ops=5 with a percent sign); "
+           "a case's counters= overrides it per kind (default: 0, any growth fails)",
+           None, defaults.counter_allowance, "ALLOWANCE"),
     Option("perfguard-budget", f"wall-time budget per case in seconds (default: {defaults.BUDGET_S:g})",
            defaults.BUDGET_S, defaults.seconds, "SECONDS", cli="budget"),
     Option("perfguard-profile", "re-run cases under torch.profiler: none, regressed or all "

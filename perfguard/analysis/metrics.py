@@ -16,8 +16,11 @@ def complete(result: CaseResult, device: DeviceInfo) -> CaseResult:
     if result.latency is None:
         return result
     caller = result.median_of("caller_latency")
+    # The GPU's share of the caller's time: its own time per call, or where nothing could be queued
+    # ahead of a call (the caller regime, no GPU time), its busy time: never the caller's time itself.
+    gpu = result.median_of("latency") or result.median_of("busy_time")
     return dataclasses.replace(result, metrics=derive(result.latency.median_ms, result.bytes, result.flops, device, caller,
-                                                      result.params.get("dtype")))
+                                                      result.params.get("dtype"), gpu_ms=gpu))
 
 
 def derive(
@@ -27,18 +30,20 @@ def derive(
     device: DeviceInfo,
     eager_latency_ms: float | None = None,
     dtype: Any = None,
+    gpu_ms: float | None = None,
 ) -> Metrics:
-    """`dtype` is the case's "dtype" parameter ("bfloat16", ...): which compute peak the case is held to."""
+    """`dtype` is the case's "dtype" parameter ("bfloat16", ...): which compute peak the case is held to;
+    `gpu_ms` the GPU's time per call the launch overhead is counted from (default: `median_ms`)."""
     seconds = median_ms / 1e3
     gbps = bytes_moved / seconds / 1e9 if bytes_moved else None
     util = gbps / device.peak_bandwidth_gbps if gbps is not None and device.peak_bandwidth_gbps else None
     tflops = flops / seconds / 1e12 if flops else None
     intensity = flops / bytes_moved if flops and bytes_moved else None
     overhead = share = None
-    if eager_latency_ms is not None:
+    if eager_latency_ms is not None and (gpu_ms is not None or eager_latency_ms != median_ms):
         # The caller's time is back-to-back calls on the host clock, without the L2 flush; it can come out
         # under the cold-cache device median, which is no overhead, not a negative one.
-        overhead = max(eager_latency_ms - median_ms, 0.0)
+        overhead = max(eager_latency_ms - (gpu_ms if gpu_ms is not None else median_ms), 0.0)
         share = overhead / eager_latency_ms if eager_latency_ms > 0 else None
     # FLOP utilisation stays against the datasheet, the figure that compares across machines.
     bandwidth, roofs, calibrated = roofline.roofs_of(device)

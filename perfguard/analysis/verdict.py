@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from perfguard import defaults
-from perfguard.analysis import noise
+from perfguard.analysis import counting, noise
 from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
@@ -63,8 +63,10 @@ def compare_case(
     baseline_fingerprint: Mapping[str, object] | None = None,
     baseline_file: str | None = None,
     host: str | None = None,
+    counter_allowance: Mapping[str, str] | None = None,
 ) -> list[Verdict]:
-    """Verdicts for one case: latency (or new / missing), then peak memory when both sides have it.
+    """Verdicts for one case: its times (or new / missing), peak memory when both sides have it, then its
+    work counters (analysis/counting.py).
 
     A case's own `threshold` / `memory_threshold` (from the current run when it ran) override the
     run-wide ones. A baseline entry's fingerprint is used unless `baseline_fingerprint` is given; a
@@ -102,7 +104,9 @@ def compare_case(
         if verdict is not None:
             verdicts.append(verdict)
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
-    return verdicts + memory_verdicts(ctx, current, entry.result, mem_threshold)
+    verdicts += memory_verdicts(ctx, current, entry.result, mem_threshold)
+    return verdicts + counting.compare_counters(current, entry.result, allowance=counter_allowance, env=ctx.env,
+                                                baseline_file=baseline_file)
 
 
 def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
@@ -129,6 +133,7 @@ def compare_to_baseline(
     current_fingerprint: Mapping[str, object] | None = None,
     baseline_file: str | None = None,
     host: str | None = None,
+    counter_allowance: Mapping[str, str] | None = None,
 ) -> list[Verdict]:
     """Every case of a run against a device's baseline file, plus `missing` for its cases that did not run."""
     current = {r.id: r for r in results}
@@ -143,6 +148,7 @@ def compare_to_baseline(
             current_fingerprint=current_fingerprint,
             baseline_file=baseline_file,
             host=host,
+            counter_allowance=counter_allowance,
         )
     return verdicts
 
@@ -156,6 +162,7 @@ def compare_records(
     baseline_file: str | None = None,
     head_file: str | None = None,
     base_rounds: Sequence[RunRecord] = (),
+    counter_allowance: Mapping[str, str] | None = None,
 ) -> list[Verdict]:
     """Verdicts between two run records, case by case, by the same rules as against a baseline file.
     `base_rounds`: the separate runs `base` pooled (perfguard ab), each a run of the baseline's."""
@@ -183,6 +190,7 @@ def compare_records(
             baseline_fingerprint=base_env.get(old.device) if old else None,
             baseline_file=baseline_file,
             host=head_host,
+            counter_allowance=counter_allowance,
         )
     return verdicts
 

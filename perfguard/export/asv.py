@@ -44,6 +44,10 @@ METRICS = {m.suffix: m for m in (
     Metric("time_per_gb", "track", "seconds", "seconds per GB of declared bytes = 1 / achieved GB/s (inverted: lower is better)"),
     Metric("time_per_tflop", "track", "seconds", "seconds per TFLOP of declared flops = 1 / achieved TFLOP/s (inverted: lower is better)"),
     Metric("peak_memory", "memory", "bytes", "peak allocated bytes during one call"),
+    Metric("busy_time", "time", "seconds", "GPU busy time per call: the union of its kernel and copy intervals"),
+    Metric("kernels", "track", "kernels", "kernels launched per call (work counter)"),
+    Metric("syncs", "track", "syncs", "host-device synchronisations per call (work counter)"),
+    Metric("aten_ops", "track", "operators", "ATen operators per call (work counter)"),
     Metric("footprint", "memory", "bytes", "the most the case held during a call, in bytes counted from before its setup"),
 )}
 
@@ -156,6 +160,15 @@ def _figures(r: CaseResult) -> Iterable[tuple[str, float | int, dict[str, Any]]]
             yield suffix, r.latency.median_ms * scale, {k: v * scale if k.startswith(("ci", "q")) else v for k, v in stats.items()}
     if r.memory is not None and r.memory.peak_allocated_bytes is not None:
         yield "peak_memory", r.memory.peak_allocated_bytes, {}
+    busy = r.timings.get("busy_time")
+    if busy is not None:
+        yield "busy_time", busy.summary.median_ms * 1e-3, {k: v * 1e-3 if k.startswith(("ci", "q")) else v
+                                                            for k, v in _latency_stats(busy.samples_ms).items()}
+    c = r.counters
+    if c is not None:  # counts are exact: asv's step detection sees any change
+        for kind in ("kernels", "syncs", "aten_ops"):
+            if c.counted(kind):
+                yield kind, c.total(kind), {}
     if r.memory is not None and r.memory.footprint_bytes is not None:
         yield "footprint", r.memory.footprint_bytes, {}
 

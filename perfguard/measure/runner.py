@@ -15,7 +15,7 @@ from typing import Any
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError
-from perfguard.measure import breakdown, memory, nvml, telemetry, watchdog
+from perfguard.measure import breakdown, counters, memory, nvml, telemetry, watchdog
 from perfguard.measure.lifecycle import case_scope, first_call, guard, nvtx, setup, user_traceback
 from perfguard.measure.timers import (
     BATCH_TARGET_S,
@@ -49,6 +49,7 @@ def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_
 def measure(
     instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = "", timeout_s: float | None = None
 ) -> CaseResult:
+    counters.prepare()  # outside the case's time limit: the profiler's first start is the process's cost
     return _run(instance, device, nodeid, timeout_s, lambda base: _measure(instance, device, rule, base))
 
 
@@ -148,6 +149,16 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     # seconds, not the case's budget. A failure is a note on the breakdown, not a case error. The L2
     # flush buffer (twice the L2) is perfguard's: gone before the breakdown, which would count it.
     del flush
+    # The work counters, from one profiled pass of a few calls: outside wall_s too (the profiler's
+    # start and the trace's analysis are perfguard's), and a failure is a note, not a case error.
+    work, counted = None, None
+    with nvtx(f"{where}: counters", cuda):
+        try:
+            work, busy = counters.count(fn, cuda)
+            if busy and min(busy) > 0:
+                timings["busy_time"] = Timing(summarize(busy, "counted"), tuple(busy))
+        except Exception as exc:  # noqa: BLE001 - the profiler or the call failing must not fail the case
+            counted = counters.problem(where, exc)
     parts = None
     if instance.spec.memory_breakdown:
         with nvtx(f"{where}: memory breakdown", cuda):
@@ -167,6 +178,8 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         setup_s=setup_s,
         wall_s=wall_s,
         memory_breakdown=parts,
+        counters=work,
+        counters_problem=counted,
         outputs=outputs,
     )
 
@@ -206,6 +219,7 @@ def _base_result(instance: CaseInstance, device: DeviceInfo, nodeid: str) -> Cas
         flops=instance.flop_count(device.kind),
         threshold=spec.threshold,
         memory_threshold=spec.memory_threshold,
+        counter_allowance=dict(spec.counters),
     )
 
 

@@ -76,7 +76,9 @@ class Latency:
     ci_low_ms: float
     ci_high_ms: float
     n: int
-    stop_reason: str  # "converged" (CI within target), "budget" (time ran out) or "max_samples"
+    # "converged" (CI within target), "budget" (time ran out), "max_samples", or "counted" (the
+    # busy time of each call of the counting pass)
+    stop_reason: str
 
     @property
     def ci_half_width_pct(self) -> float:
@@ -228,6 +230,51 @@ class Profile:
     problem: str | None = None  # why the profile is missing or partial (profiling never fails a case)
 
 
+# The work counters a case is judged by, each a kind of work per call (perfguard/measure/counters.py):
+# deterministic on one software stack, whatever the host's or the card's speed.
+CounterKind = Literal["kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops"]
+COUNTER_KINDS: tuple[CounterKind, ...] = typing.get_args(CounterKind)
+COUNTER_LABELS: dict[str, tuple[str, str]] = {  # (one, many): "1 sync", "3 syncs"
+    "kernels": ("kernel", "kernels"),
+    "syncs": ("host-device sync", "host-device syncs"),
+    "copies": ("host-device copy", "host-device copies"),
+    "copy_bytes": ("byte copied between host and device", "bytes copied between host and device"),
+    "memsets": ("memset", "memsets"),
+    "allocations": ("allocator call", "allocator calls"),
+    "segments": ("new cudaMalloc segment", "new cudaMalloc segments"),
+    "aten_ops": ("ATen operator", "ATen operators"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Counters:
+    """The work of one call, counted in one profiled pass of `calls` calls after warm-up; every
+    figure is per call. Each mapping is by name: a kernel's, an ATen operator's, a sync's ("cudaStreamSynchronize
+    after aten::copy_"), a copy's direction ("HtoD", "DtoH", "DtoD"). On a CPU only `aten_ops` is counted."""
+
+    calls: int
+    kernels: dict[str, float] = dataclasses.field(default_factory=dict)
+    syncs: dict[str, float] = dataclasses.field(default_factory=dict)
+    copies: dict[str, float] = dataclasses.field(default_factory=dict)
+    copy_bytes: dict[str, float] = dataclasses.field(default_factory=dict)
+    memsets: dict[str, float] = dataclasses.field(default_factory=dict)
+    # The caching allocator's own statistics (torch.cuda.memory_stats) around the pass: allocations
+    # asked of it, and segments it had to cudaMalloc (after warm-up: allocator thrash), by pool.
+    allocations: dict[str, float] = dataclasses.field(default_factory=dict)
+    segments: dict[str, float] = dataclasses.field(default_factory=dict)
+    aten_ops: dict[str, float] = dataclasses.field(default_factory=dict)
+    # What a sync is for, by its name, where the trace says (a host-to-device copy from pageable memory).
+    sync_causes: dict[str, str] = dataclasses.field(default_factory=dict)
+    device: bool = False  # whether the GPU's side was counted (False on a CPU: aten_ops only)
+    wall_s: float | None = None  # the pass's wall time, profiler and analysis included
+
+    def total(self, kind: str) -> float:
+        return float(sum(getattr(self, kind).values()))
+
+    def counted(self, kind: str) -> bool:
+        return self.device or kind == "aten_ops"
+
+
 # How a case's judged figure is taken (perfguard/measure/timers.py), and what it is, for the reports.
 Regime = Literal["device", "enqueue-bound", "caller", "host-clock"]
 REGIMES: dict[str, str] = {
@@ -269,6 +316,8 @@ class CaseResult:
     flops: float | None = None
     threshold: float | None = None  # per-case overrides of the verdict thresholds, percent
     memory_threshold: float | None = None
+    # The case's allowance for its work counters' growth per call (`counters=` on @perf_case): {"kernels": "2"}
+    counter_allowance: dict[str, str] = dataclasses.field(default_factory=dict)
     # Each kind of time measured (TimeMetric): "latency" (not in the "caller" regime), on a GPU
     # "caller_latency" (each sample ~10 ms of back-to-back calls, synchronised at its end only:
     # timers.CallerTimer) and "busy_time" (from the counting pass).
@@ -292,6 +341,10 @@ class CaseResult:
     # Global torch state the case changed and left changed ("default dtype float32 → float64"):
     # perfguard put it back after the case, so that later cases are measured as they would be alone.
     restored_state: tuple[str, ...] = ()
+    # The work per call from one profiled pass (work counters); None where none was taken.
+    counters: Counters | None = None
+    # Why the counting pass took none; the case's other figures stand.
+    counters_problem: str | None = None
 
     @property
     def judged_metric(self) -> TimeMetric:

@@ -138,7 +138,7 @@ class Measurer:
         def judge(r: CaseResult) -> list[Verdict]:
             return compare_case(r, entry, threshold_pct=self.options.threshold_pct,
                                 current_fingerprint=device.fingerprint(), baseline_file=self.baselines.label(device),
-                                host=device.host)
+                                host=device.host, counter_allowance=self.options.counter_allowance)
 
         verdicts = judge(result)
         if latency_regressed(verdicts) and not self.options.update and self.options.confirm:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ class Options:
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
     force_update: bool = False  # --perfguard-update=force: a run outside its case's series starts a new one
     fail_inconclusive: bool = False  # an inconclusive case fails
+    counter_allowance: Mapping[str, str] = dataclasses.field(default_factory=dict)  # --perfguard-counter-allowance
     strict: bool = False  # --perfguard-strict (plugin/strict.py)
     max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
     cases_file: Path | None = None  # --perfguard-cases: run only the node ids it lists
@@ -64,6 +66,7 @@ class Options:
             keep_runs=_parsed(config, "perfguard-baseline-runs"),
             confirm=_parsed(config, "perfguard-confirm"),
             timeout_s=_parsed(config, "perfguard-timeout"),
+            counter_allowance=_parsed(config, "perfguard-counter-allowance") or {},
             strict=bool(_value(config, "perfguard-strict")),
             max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
             cases_file=_cases_file(config),

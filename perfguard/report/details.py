@@ -13,7 +13,7 @@ from typing import Any
 from perfguard import units
 from perfguard.analysis.memory_verdicts import leaks
 from perfguard.model import REGIMES, Profile, Verdict, names
-from perfguard.report import view
+from perfguard.report import view, work
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
 
@@ -102,7 +102,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
     if r.threshold is not None or r.memory_threshold is not None:
         run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
     named = [("latency", latency), ("gate", gate(entry)), ("throughput", throughput), ("host and launch", launch),
-             ("memory", memory), ("clocks", clocks), ("run", run)]
+             ("work per call", work.section(r)), ("memory", memory), ("clocks", clocks), ("run", run)]
     return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
-from perfguard.report import charts, view
+from perfguard.report import charts, view, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_cells)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -290,7 +290,7 @@ def _environment() -> Any:
     )
     env.globals.update(
         label=view.label, when=view.when, versions=view.versions, duration=units.duration,
-        sections=sections, environment=environment, message=message, profile_table=profile_table, profile_note=profile_note,
+        sections=sections, kernel_rows=work.kernel_rows, work_changes=work.changes, environment=environment, message=message, profile_table=profile_table, profile_note=profile_note,
         breakdown=breakdown, breakdown_missing=breakdown_missing, breakdown_note=breakdown_note,
         histogram=_histogram, by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
     )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import RunRecord
-from perfguard.report import inert, view
+from perfguard.report import inert, view, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -146,9 +146,9 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
         return
     cards = any(e.card for e in entries)  # cases of one model on several cards (xdist, perfguard ab -n)
     header = (["case"] + (["device"] if multi else []) + (["card"] if cards else [])
-              + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW", "footprint"])
+              + ["verdict", "median ± CI", "Δ", "detects", "kernels/syncs", "GB/s", "% peak BW", "footprint"])
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
-              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 6) + "---:|" * 6)
+              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 7) + "---:|" * 7)
     shown = 0
     for e in entries:
         r = e.result
@@ -156,7 +156,7 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
         cells += [_md(e.card or "-", table=True)] if cards else []
         mark = ROUGH if r is not None and rough(r) else ""
         cells += [_md(view.label(e.status), table=True), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
-                  view.change(e.judged()), view.detects(e.judged()),
+                  view.change(e.judged()), view.detects(e.judged()), work.compact(r.counters if r else None),
                   units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util")), view.footprint_text(r)]
         if not out.add("| " + " | ".join(cells) + " |"):

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
-from perfguard.model import NEW_HINT, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import COUNTER_KINDS, NEW_HINT, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.report import work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 
 # `change` is the judged figure's against the baseline, beside what the gate `detects` for the case; a
 # `same` with a change larger than `detects` would be a contradiction, so both are always shown.
-COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "GB/s", "% peak BW",
-           "TFLOP/s", "bound", "peak mem", "footprint")
+COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "kernels/syncs",
+           "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem", "footprint")
 # What a new case needs, said once under the table however many cases are new (the record says it per case).
 NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("record it", "record them").replace(
     "its tolerance", "their tolerances")
@@ -59,6 +60,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
+                work.compact(r.counters),
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
                 units.number(m.tflops if m else None, 2),
@@ -120,10 +122,10 @@ def summary(
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
-            if v.status not in ("same", "new", "inconclusive"):
+            if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
-        news = {v.case_id for v in verdicts if v.status == "new" and v.metric not in ACROSS_CALLS}
+        news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news:
             lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
         figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]

@@ -1,0 +1,165 @@
+"""Verdicts on work counters: what a call does, counted, judged exactly (DESIGN §5, issue 19).
+
+Counts are deterministic on one software stack: the same code launches the same kernels, syncs
+the same number of times and calls the same ATen operators, whatever the host's or the card's speed.
+So there is no noise model: any change is reported; an increase fails unless the case (`counters=`)
+or the run (`--perfguard-counter-allowance`) allows it; a decrease is `improved`. Another driver,
+CUDA, torch or triton picks other kernels, so where the fingerprint differs from the baseline's a
+changed count is a note (`same`, with the change in its message), never a failure. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, CaseResult, Counters, Verdict
+
+SHOWN_NAMES = 3  # changed names a message lists before "and N more"
+MAX_NAME = 70  # characters of a kernel's name a message shows
+GENERIC_PARTS = {"AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor", "UnaryFunctor", "gpu_kernel_impl",
+                 "gpu_kernel_impl_nocast", "elementwise_kernel", "vectorized_elementwise_kernel"}
+
+
+def compare_counters(
+    current: CaseResult,
+    baseline: CaseResult,
+    *,
+    allowance: Mapping[str, str] | None = None,
+    env: tuple[str, ...] = (),
+    baseline_file: str | None = None,
+) -> list[Verdict]:
+    """One verdict per counter that changed (none for those that did not: no change, nothing to say),
+    and none when the baseline has no counters yet (one recorded before they were counted: nothing to
+    compare with until `--perfguard-update` records them; the HTML's work section shows the counts). `allowance` is the run's; the case's own
+    (`current.counter_allowance`) overrides it kind by kind."""
+    new, old = current.counters, baseline.counters
+    if new is None or old is None:
+        return []
+    where = baseline_file or "the baseline"
+    allowed = {**(allowance or {}), **current.counter_allowance}
+    verdicts = []
+    for kind in COUNTER_KINDS:
+        if not (new.counted(kind) and old.counted(kind)):
+            continue
+        before, after = getattr(old, kind), getattr(new, kind)
+        deltas = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in {*before, *after}}
+        deltas = {name: d for name, d in deltas.items() if round(d, 6)}
+        if not deltas:
+            continue
+        verdicts.append(_judge(current.id, kind, old, new, deltas, allowed.get(kind, allowed.get("*", "0")),
+                               env, baseline_file, where))
+    return verdicts
+
+
+def summary(counters: Counters) -> str:
+    """"140 kernels, 1 host-device sync, 2 host-device copies (8 B), 312 ATen operators"."""
+    parts = []
+    for kind in ("kernels", "syncs", "copies", "memsets", "segments", "aten_ops"):
+        if counters.counted(kind) and (counters.total(kind) or kind in ("kernels", "syncs", "aten_ops")):
+            parts.append(_count(counters.total(kind), kind))
+            if kind == "copies" and counters.total("copy_bytes"):
+                parts[-1] += f" ({_bytes(counters.total('copy_bytes'))})"
+    return ", ".join(parts)
+
+
+def short_name(name: str) -> str:
+    """A kernel's name as a person reads it: no return type, arguments or namespaces
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, ...>(int, ...)"
+    → "vectorized_elementwise_kernel<4, MulFunctor<float>, ...>")."""
+    text = re.sub(r"^void\s+", "", name)
+    if text.endswith(")") and "(" in text:  # the argument list, when the name carries it
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i] if i else text
+                break
+    text = re.sub(r"\(anonymous namespace\)::|\b[A-Za-z_]\w*::", "", text)
+    head, _, args = text.partition("<")
+    # An elementwise kernel is named by what it computes: its innermost functor or kernel lambda
+    # ("vectorized_elementwise_kernel<MulFunctor>"), not by the templates that carry it.
+    inner = [m for m in re.findall(r"([A-Za-z]\w*(?:Functor|_kernel))\b", args) if m not in GENERIC_PARTS]
+    if args and inner:
+        text = f"{head}<{inner[-1]}>"
+    return text if len(text) <= MAX_NAME else text[: MAX_NAME - 1] + "…"
+
+
+def _judge(case_id: str, kind: str, old: Counters, new: Counters, deltas: dict[str, float], allowance: str,
+           env: tuple[str, ...], baseline_file: str | None, where: str) -> Verdict:
+    before, after = old.total(kind), new.total(kind)
+    grown = sum(d for d in deltas.values() if d > 0)
+    limit = before * float(allowance[:-1]) / 100.0 if allowance.endswith("%") else float(allowance)
+    if env:
+        status = "same"
+    elif grown > limit + 1e-9:
+        status = "regressed"
+    elif after < before:
+        status = "improved"
+    else:
+        status = "same"
+    detail = _detail(kind, before, after, deltas, new)
+    if env:
+        hint = "not judged: the software differs from the baseline's, which picks other kernels; " \
+               "re-record the baseline under this software"
+    elif status == "regressed":
+        allowed = f"; allowed {_count(limit, kind)} more" if limit else ""
+        hint = f"counts are exact, so any growth fails{allowed}; allow it with counters={{{kind!r}: N}} on the case " \
+               "or --perfguard-counter-allowance, or record the new count with --perfguard-update"
+    elif status == "improved":
+        hint = "run with --perfguard-update to make it the baseline"
+    else:
+        hint = f"within the allowance of {allowance} more" if grown else "the total is as it was"
+    change = 100.0 * (after / before - 1.0) if before else None
+    return _verdict(case_id, kind, status, before, after, baseline_file, env, f"{detail} against {where}", hint,
+                    change=change)
+
+
+def _detail(kind: str, before: float, after: float, deltas: dict[str, float], new: Counters) -> str:
+    ranked = sorted(deltas.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+    if kind == "syncs":
+        grown = sum(d for d in deltas.values() if d > 0)
+        named = [f"{_figure(abs(d))} × {name}" + (f" ({new.sync_causes[name]})" if name in new.sync_causes else "")
+                 for name, d in ranked[:SHOWN_NAMES]]
+        if grown and after > before:
+            head = f"{_figure(after - before)} new sync{'s' if after - before != 1 else ''} per call"
+        else:
+            head = f"syncs per call {_figure(before)} → {_figure(after)}"
+        return f"{head}: {_listed(named, ranked)}"
+    figure = _bytes if kind == "copy_bytes" else _figure
+    names = [f"{'+' if d > 0 else '−'}{figure(abs(d))} × {short_name(name) if kind == 'kernels' else name}"
+             for name, d in ranked[:SHOWN_NAMES]]
+    plural = COUNTER_LABELS[kind][1]
+    return f"{plural} per call {figure(before)} → {figure(after)}: {_listed(names, ranked)}"
+
+
+def _listed(shown: list[str], ranked: list[tuple[str, float]]) -> str:
+    more = len(ranked) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def _verdict(case_id: str, metric: str, status: str, baseline: float | None, current: float | None,
+             baseline_file: str | None, env: tuple[str, ...], detail: str, hint: str = "",
+             change: float | None = None) -> Verdict:
+    differs = f"; environment differs from the baseline: {', '.join(env)}" if env else ""
+    return Verdict(case_id=case_id, metric=metric, status=status, baseline=baseline, current=current,  # type: ignore[arg-type]
+                   change_pct=change, threshold_pct=0.0, baseline_file=baseline_file, env_mismatch=env,
+                   message=f"{metric} {status}: {detail}{f'; {hint}' if hint else ''}{differs}")
+
+
+def _count(n: float, kind: str) -> str:
+    one, many = COUNTER_LABELS[kind]
+    if kind == "copy_bytes":
+        return _bytes(n)
+    return f"{_figure(n)} {one if n == 1 else many}"
+
+
+def _figure(n: float) -> str:
+    """A count per call: whole where it is ("12"), else to two decimals ("0.20": once in five calls)."""
+    return f"{n:,.0f}" if abs(n - round(n)) < 1e-9 else f"{n:,.2f}"
+
+
+def _bytes(n: float) -> str:
+    from perfguard import units
+
+    return units.size(n)

@@ -1,0 +1,203 @@
+"""Work counters: what one call does, counted in one profiled pass of a few calls after warm-up.
+
+torch.profiler (Kineto, with CUPTI on a GPU) records the pass; its Chrome trace, the format Kineto
+writes and every viewer reads, is read back for:
+
+- kernels launched, by name; copies by direction and bytes; memsets (the GPU's activities);
+- host-device syncs: the runtime's own blocking calls (cudaStreamSynchronize, cudaDeviceSynchronize,
+  cudaEventSynchronize, a synchronous cudaMemcpy) inside the call, each named after the innermost
+  ATen operator it happened in, and what that operator was doing (a copy's direction);
+- GPU busy time per call: the union of the call's kernel, copy and memset intervals, on the GPU's
+  clock: what the GPU did, however long the host took to ask for it;
+- ATen operators per call, by name (also on a CPU, where nothing else is counted).
+
+Each call runs inside a `record_function` range and is followed by a device synchronisation outside
+it, so a call's GPU work lies between its start and the next call's, and perfguard's own sync is not
+counted. The allocator's statistics (torch.cuda.memory_stats) around the pass give its allocation
+calls and the cudaMalloc segments it had to add after warm-up. Counting never fails a case: any
+problem comes back as the result's `counters_problem`.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from perfguard.errors import first_line
+from perfguard.measure import kineto
+from perfguard.model import Counters
+
+CALLS = 5  # profiled calls: enough for a busy time's median, few enough to cost little
+WARMUP_CALLS = 1  # after the measurement's own warm-up: the profiler's first call pays for its start
+CALL_RANGE = "perfguard::call"
+SYNC_APIS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+             "cudaMemcpy2D", "cudaMemset")
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+# The allocator's cumulative statistics behind two counters (its retries are Memory.alloc_retries).
+ALLOCATOR_STATS = {"allocations": "allocation.all.allocated", "segments": "segment.all.allocated"}
+DIRECTIONS = {"HtoD": "host-to-device", "DtoH": "device-to-host", "DtoD": "device-to-device", "HtoH": "host-to-host",
+              "PtoP": "peer-to-peer"}
+
+
+_prepared = False
+
+
+def prepare() -> None:
+    """Start and stop the profiler once in this process, before any case's time limit runs: its first
+    start imports most of torch (torch._dynamo, sympy: 4 s of a loaded 2-vCPU machine), which is the
+    process's cost, not a case's."""
+    global _prepared
+    if not _prepared:
+        with kineto.quiet(), torch.profiler.profile(activities=kineto.activities(False)):
+            pass
+        _prepared = True
+
+
+def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS) -> tuple[Counters, list[float]]:
+    """The counters of `calls` calls of `fn` (per call), and the GPU busy time of each call in ms
+    (empty on a CPU). Raises whatever the profiler or the call raises; the runner turns it into a note."""
+    started = time.perf_counter()
+    for _ in range(WARMUP_CALLS):
+        fn()
+    _sync(cuda)
+    before = torch.cuda.memory_stats() if cuda else {}
+    with tempfile.TemporaryDirectory(prefix="perfguard-count-") as tmp:
+        trace = Path(tmp, "trace.json")
+        with kineto.quiet():
+            with torch.profiler.profile(activities=kineto.activities(cuda)) as prof:
+                for _ in range(calls):
+                    with torch.profiler.record_function(CALL_RANGE):
+                        fn()
+                    _sync(cuda)
+            after = torch.cuda.memory_stats() if cuda else {}
+            prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text()).get("traceEvents", [])
+    counters, busy = read_trace(events, calls, cuda)
+    allocator = {kind: (after.get(stat, 0) - before.get(stat, 0)) / calls for kind, stat in ALLOCATOR_STATS.items()}
+    extra = {
+        "allocations": {"caching allocator": allocator["allocations"]} if allocator["allocations"] else {},
+        "segments": {"cudaMalloc": allocator["segments"]} if allocator["segments"] else {},
+    }
+    return Counters(**{**counters, **extra}, calls=calls, device=cuda,
+                    wall_s=time.perf_counter() - started), busy
+
+
+def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool) -> tuple[dict[str, Any], list[float]]:
+    """The counters (as Counters' fields, per call) and each call's busy time (ms) from a Chrome trace's
+    events. Pure: the tests feed it traces the profiler wrote."""
+    spans = [e for e in events if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
+    ranges = sorted((e for e in spans if e.get("name") == CALL_RANGE and e.get("cat") == "user_annotation"),
+                    key=lambda e: e["ts"])
+    if len(ranges) != calls:
+        raise RuntimeError(f"the profiler's trace holds {len(ranges)} of the {calls} calls profiled")
+    # A call's window: from its start to the next call's (its GPU work ends before perfguard's sync returns).
+    starts = [float(r["ts"]) for r in ranges]
+    windows = list(zip(starts, [*starts[1:], float("inf")]))
+
+    def call_of(ts: float) -> int | None:
+        for i, (lo, hi) in enumerate(windows):
+            if lo <= ts < hi:
+                return i
+        return None
+
+    def inside_call(e: dict[str, Any]) -> bool:  # inside a call's own range, not perfguard's sync after it
+        ts = float(e["ts"])
+        return any(float(r["ts"]) <= ts <= float(r["ts"]) + float(r.get("dur", 0)) for r in ranges)
+
+    ops = [e for e in spans if e.get("cat") == "cpu_op" and inside_call(e)]
+    aten = Counter(e["name"] for e in ops if str(e.get("name", "")).startswith("aten::"))
+    fields: dict[str, Any] = {"aten_ops": _per_call(aten, calls)}
+    if not cuda:
+        return fields, []
+    device = [e for e in spans if e.get("cat") in DEVICE_CATEGORIES and call_of(float(e["ts"])) is not None]
+    kernels = Counter(e["name"] for e in device if e["cat"] == "kernel")
+    copies: Counter[str] = Counter()
+    copy_bytes: Counter[str] = Counter()
+    by_correlation: dict[Any, str] = {}
+    for e in device:
+        if e["cat"] == "gpu_memcpy":
+            direction = _direction(e["name"])
+            copies[direction] += 1
+            copy_bytes[direction] += int((e.get("args") or {}).get("bytes", 0) or 0)
+            by_correlation[(e.get("args") or {}).get("correlation")] = f"{direction} {e['name']}"
+    memsets = Counter("memset" for e in device if e["cat"] == "gpu_memset")
+    runtime = [e for e in spans if e.get("cat") == "cuda_runtime" and inside_call(e)]
+    syncs: Counter[str] = Counter()
+    causes: dict[str, str] = {}
+    for e in runtime:
+        if e["name"] not in SYNC_APIS:
+            continue
+        op = _innermost(ops, e)
+        name = f"{e['name']} after {op['name']}" if op else f"{e['name']} outside any ATen operator"
+        syncs[name] += 1
+        if op is not None and name not in causes:
+            cause = _cause(op, runtime, by_correlation)
+            if cause:
+                causes[name] = cause
+    busy = [_union_ms([e for e in device if call_of(float(e["ts"])) == i]) for i in range(calls)]
+    fields.update(kernels=_per_call(kernels, calls), copies=_per_call(copies, calls),
+                  copy_bytes=_per_call(copy_bytes, calls), memsets=_per_call(memsets, calls),
+                  syncs=_per_call(syncs, calls), sync_causes=causes)
+    return fields, busy
+
+
+def problem(case_id: str, exc: BaseException) -> str:
+    return f"{case_id}: no work counters: {type(exc).__name__}: {first_line(str(exc), 'no message')}"
+
+
+def _per_call(counts: Counter[str], calls: int) -> dict[str, float]:
+    return {name: n / calls for name, n in sorted(counts.items())}
+
+
+def _direction(name: str) -> str:
+    # Kineto names a copy "Memcpy HtoD (Pageable -> Device)".
+    return next((d for d in DIRECTIONS if d in name), "other")
+
+
+def _innermost(ops: list[dict[str, Any]], event: dict[str, Any]) -> dict[str, Any] | None:
+    """The innermost ATen operator on the event's thread whose span holds it."""
+    ts, tid = float(event["ts"]), event.get("tid")
+    holding = [o for o in ops if o.get("tid") == tid and str(o.get("name", "")).startswith("aten::")
+               and float(o["ts"]) <= ts <= float(o["ts"]) + float(o.get("dur", 0))]
+    return max(holding, key=lambda o: (float(o["ts"]), -float(o.get("dur", 0))), default=None)
+
+
+def _cause(op: dict[str, Any], runtime: list[dict[str, Any]], copies: dict[Any, str]) -> str:
+    """What the operator that synchronised was doing: the copy it made, when it made one."""
+    lo, hi = float(op["ts"]), float(op["ts"]) + float(op.get("dur", 0))
+    for e in runtime:
+        if e.get("tid") == op.get("tid") and lo <= float(e["ts"]) <= hi and e["name"].startswith("cudaMemcpy"):
+            copy = copies.get((e.get("args") or {}).get("correlation"))
+            if copy:
+                direction, _, name = copy.partition(" ")
+                source = " from pageable memory" if "Pageable" in name and direction == "HtoD" else \
+                    " into pageable memory" if "Pageable" in name and direction == "DtoH" else ""
+                return f"a {DIRECTIONS.get(direction, direction)} copy{source}"
+    if op["name"] in ("aten::item", "aten::_local_scalar_dense"):
+        return "the host reads a value computed on the GPU (.item(), float(), bool())"
+    if op["name"] in ("aten::nonzero", "aten::unique", "aten::masked_select"):
+        return "an output whose size depends on the data"
+    return ""
+
+
+def _union_ms(events: list[dict[str, Any]]) -> float:
+    """The length of the union of the events' intervals, ms (the trace's times are µs)."""
+    total, end = 0.0, float("-inf")
+    for lo, hi in sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events):
+        if hi <= end:
+            continue
+        total += hi - max(lo, end)
+        end = hi
+    return total / 1e3
+
+
+def _sync(cuda: bool) -> None:
+    if cuda:
+        torch.cuda.synchronize()

@@ -1,0 +1,65 @@
+"""The work counters as the reports show them: a section of figures per call, the kernels by name, and
+what changed against the baseline (the counter verdicts' lines)."""
+
+from __future__ import annotations
+
+from perfguard import units
+from perfguard.model import COUNTER_KINDS, CaseResult, Counters
+from perfguard.report.view import Entry
+
+KERNEL_ROWS = 20  # kernels by name shown per case, most launched first
+NA = "n/a"
+
+
+def section(r: CaseResult) -> list[tuple[str, str]]:
+    """(label, value) rows: each counter per call, the GPU's busy time, and why there are none."""
+    c = r.counters
+    if c is None:
+        return [("counted", r.counters_problem or NA)]
+    rows = [("calls counted", str(c.calls))]
+    if c.device:
+        rows += [
+            ("kernels", _n(c.total("kernels"))),
+            ("host-device syncs", "; ".join(f"{_n(n)} × {name}" + (f" ({c.sync_causes[name]})" if name in c.sync_causes else "")
+                                           for name, n in c.syncs.items()) or "0"),
+            ("copies", ", ".join(f"{_n(n)} {d} ({units.size(c.copy_bytes.get(d, 0))})" for d, n in c.copies.items()) or "0"),
+            ("memsets", _n(c.total("memsets"))),
+            ("allocator calls", _n(c.total("allocations"))),
+            ("new segments", _n(c.total("segments"))),
+        ]
+    rows.append(("ATen operators", _n(c.total("aten_ops"))))
+    busy = r.median_of("busy_time")
+    if busy is not None:
+        rows.append(("GPU busy time", units.duration(busy)))
+    if c.wall_s is not None:
+        rows.append(("counting pass", units.duration(c.wall_s * 1e3)))
+    return rows
+
+
+def kernel_rows(entry: Entry) -> tuple[list[str], list[list[str]]] | None:
+    """The case's kernels by name, launches per call, most first (ATen operators on a CPU)."""
+    c = entry.result.counters if entry.result else None
+    if c is None:
+        return None
+    kind, label = ("kernels", "kernel") if c.device else ("aten_ops", "ATen operator")
+    ranked = sorted(getattr(c, kind).items(), key=lambda kv: (-kv[1], kv[0]))
+    rows = [[name, _n(n)] for name, n in ranked[:KERNEL_ROWS]]
+    if len(ranked) > KERNEL_ROWS:
+        rows.append([f"… and {len(ranked) - KERNEL_ROWS} more", _n(sum(n for _, n in ranked[KERNEL_ROWS:]))])
+    return [label, "per call"], rows
+
+
+def changes(entry: Entry) -> list[str]:
+    """What changed against the baseline: the message of every counter verdict that moved."""
+    return [v.message for v in entry.verdicts if v.metric in COUNTER_KINDS]
+
+
+def compact(c: Counters | None) -> str:
+    """kernels/syncs per call on a GPU ("140/1"), ATen operators on a CPU ("12 ops"); "-" without counters."""
+    if c is None:
+        return "-"
+    return f"{_n(c.total('kernels'))}/{_n(c.total('syncs'))}" if c.device else f"{_n(c.total('aten_ops'))} ops"
+
+
+def _n(n: float) -> str:
+    return f"{n:,.0f}" if n == round(n) else f"{n:,.2f}"

@@ -1,0 +1,190 @@
+"""Work counters: judged exactly, explained in words (analysis/counting.py), read from the profiler's
+own trace (measure/counters.py), and end to end: a case that gains one ATen operator per call fails
+against a one-run baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import pytest
+
+from perfguard import defaults
+from perfguard.analysis.counting import compare_counters, short_name
+from perfguard.analysis.stats import timing
+from perfguard.analysis.verdict import compare_case
+from perfguard.model import CaseResult, Counters, loads_record
+
+MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
+       "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, std::array<char*, 2ul>)")
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+
+
+def gpu_counters(mul=12.0, gemm=128.0, syncs=None, **fields) -> Counters:
+    return Counters(calls=5, kernels={MUL: mul, GEMM: gemm}, syncs=syncs or {}, aten_ops={"aten::mul": mul},
+                    device=True, **fields)
+
+
+def result(counters, regime="device", **fields) -> CaseResult:
+    timings = {"caller_latency" if regime == "caller" else "latency": timing([1.0] * 20)}
+    return CaseResult(id="gpt", name="gpt", status="ok", device="nvidia-h200", regime=regime, timings=timings,
+                      counters=counters, **fields)
+
+
+def by_metric(verdicts):
+    return {v.metric: v for v in verdicts}
+
+
+def test_twelve_more_kernels_a_call_fail_and_the_message_names_them():
+    old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=24.0))
+    v = by_metric(compare_counters(new, old, baseline_file="baselines/nvidia-h200.json"))["kernels"]
+    assert v.status == "regressed" and (v.baseline, v.current) == (140.0, 152.0)
+    assert v.message.startswith("kernels regressed: kernels per call 140 → 152: +12 × vectorized_elementwise_kernel<MulFunctor>")
+    assert "baselines/nvidia-h200.json" in v.message
+
+
+def test_a_new_sync_is_named_with_the_operator_it_happened_in_and_why():
+    name = "cudaStreamSynchronize after aten::copy_"
+    new = result(gpu_counters(syncs={name: 1.0}, sync_causes={name: "a host-to-device copy from pageable memory"}))
+    v = by_metric(compare_counters(new, result(gpu_counters())))["syncs"]
+    assert v.status == "regressed"
+    assert ("1 new sync per call: 1 × cudaStreamSynchronize after aten::copy_ "
+            "(a host-to-device copy from pageable memory)") in v.message
+
+
+def test_nothing_changed_is_no_verdict_and_fewer_is_improved():
+    assert compare_counters(result(gpu_counters()), result(gpu_counters())) == []
+    fewer = by_metric(compare_counters(result(gpu_counters(mul=6.0)), result(gpu_counters())))
+    assert fewer["kernels"].status == "improved" and "−6 × " in fewer["kernels"].message
+
+
+def test_an_allowance_lets_that_much_growth_pass_per_kind_and_the_case_overrides_the_run():
+    old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=14.0))
+    assert by_metric(compare_counters(new, old, allowance={"*": "2"}))["kernels"].status == "same"
+    assert by_metric(compare_counters(new, old, allowance={"kernels": "1"}))["kernels"].status == "regressed"
+    assert by_metric(compare_counters(new, old, allowance={"kernels": "2%"}))["kernels"].status == "same"  # 2.8 of 140
+    strict = dataclasses.replace(new, counter_allowance={"kernels": "0"})
+    assert by_metric(compare_counters(strict, old, allowance={"*": "5"}))["kernels"].status == "regressed"
+    assert defaults.counter_allowance({"kernels": 2, "aten_ops": "5%"}) == {"kernels": "2", "aten_ops": "5%"}
+    with pytest.raises(ValueError, match="not a work counter"):
+        defaults.counter_allowance("launches=2")
+
+
+def test_under_other_software_a_changed_count_is_a_note_not_a_failure():
+    old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=24.0))
+    v = by_metric(compare_counters(new, old, env=("torch 2.11.0 → 2.12.0",)))["kernels"]
+    assert v.status == "same" and "140 → 152" in v.message and "not judged: the software differs" in v.message
+    entry = compare_case(new, old, current_fingerprint={"torch": "2.12.0"}, baseline_fingerprint={"torch": "2.11.0"})
+    assert by_metric(entry)["kernels"].status == "same"
+    assert by_metric(compare_case(new, old))["kernels"].status == "regressed"
+
+
+def test_a_baseline_without_counters_judges_none_and_fails_nothing():
+    assert compare_counters(result(gpu_counters()), result(None)) == []
+    (v,) = compare_case(result(gpu_counters()), result(None))
+    assert v.metric == "latency" and v.status == "same"
+
+
+def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_comes_from_it():
+    from perfguard.analysis import metrics
+    from perfguard.model import DeviceInfo
+
+    gpu = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
+    base = dataclasses.replace(result(gpu_counters(), regime="caller"),
+                               timings={"caller_latency": timing([4.1] * 20), "busy_time": timing([1.15] * 5, "counted")})
+    slower = dataclasses.replace(base, timings={**base.timings, "busy_time": timing([1.40] * 5, "counted")})
+    verdicts = by_metric(compare_case(slower, base))
+    assert verdicts["busy_time"].status == "regressed" and verdicts["caller_latency"].status == "same"
+    assert "GPU busy time 1.150 ms → 1.400 ms" in verdicts["busy_time"].message
+    idle = metrics.complete(base, gpu).metrics.launch_overhead_share
+    assert idle == pytest.approx(1 - 1.15 / 4.1)  # not 0.0%: the GPU was busy 1.15 ms of 4.1 ms
+
+
+def test_the_counter_kinds_the_options_know_are_the_records():
+    from perfguard.model import COUNTER_KINDS
+
+    assert defaults.COUNTER_KINDS == COUNTER_KINDS
+
+
+def test_kernel_names_read_as_what_they_compute():
+    assert short_name(MUL) == "vectorized_elementwise_kernel<MulFunctor>"
+    assert short_name("void cutlass::Kernel2<cutlass_80_tensorop_gemm>(cutlass_80_tensorop_gemm::Params)") == \
+        "Kernel2<cutlass_80_tensorop_gemm>"
+
+
+def test_the_profilers_trace_gives_one_more_aten_operator_per_call_exactly():
+    import torch
+
+    from perfguard.measure import counters
+
+    x = torch.randn(64)
+    plain, busy = counters.count(lambda: x * 2, cuda=False)
+    more, _ = counters.count(lambda: (x * 2).neg(), cuda=False)
+    assert busy == [] and not plain.device and plain.calls == counters.CALLS
+    assert plain.aten_ops.get("aten::mul") == 1.0 and "aten::neg" not in plain.aten_ops, plain.aten_ops
+    assert more.aten_ops == {**plain.aten_ops, "aten::neg": 1.0}
+
+
+CASES = """
+    import os
+
+    import torch
+
+    from perfguard import perf_case
+
+    @perf_case(budget_s=0.05, threshold=1000)  # its time never fails here, whatever the machine's load: only its count
+    def scaled(device):
+        x = torch.randn(256)
+        extra = os.environ.get("EXTRA_OP") == "1"
+
+        def call():
+            y = x * 2
+            return y.neg() if extra else y
+        return call
+"""
+
+
+def test_a_case_that_gains_one_aten_operator_per_call_fails_against_a_one_run_baseline(tmp_path, run_pytest):
+    (tmp_path / "test_cases.py").write_text(textwrap.dedent(CASES))
+    recorded = run_pytest(tmp_path, "--perfguard", "--perfguard-update")
+    assert recorded.ret == 0, recorded.outlines[-20:]
+    same = run_pytest(tmp_path, "--perfguard")
+    assert same.ret == 0, same.outlines[-20:]
+    changed = run_pytest(tmp_path, "--perfguard", env={"EXTRA_OP": "1"})
+    text = "\n".join(changed.outlines)
+    assert changed.ret == 1, text[-2000:]
+    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
+    ops = record.results[0].counters.total("aten_ops")
+    assert f"scaled: aten_ops regressed: ATen operators per call {ops - 1:.0f} → {ops:.0f}: +1 × aten::neg against" in text
+    regressed = [v.metric for v in record.verdicts if v.status == "regressed"]
+    assert regressed == ["aten_ops"], regressed
+
+
+def test_the_reports_show_the_kernels_by_name_and_what_changed():
+    from perfguard.model import DeviceInfo, RunRecord
+    from perfguard.report.html import render_html
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import record_lines
+
+    old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=24.0))
+    record = RunRecord(created_at="2026-12-01T12:00:00+00:00", perfguard_version="0",
+                       devices=(DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200"),),
+                       results=(new,), verdicts=tuple(compare_case(new, old)))
+    page = render_html([record])
+    assert "work per call: kernels by name" in page and "vectorized_elementwise_kernel&lt;4" in page
+    assert "kernels per call 140 → 152: +12 × vectorized_elementwise_kernel&lt;MulFunctor&gt;" in page
+    assert "| 152/0 |" in render_markdown([record])
+    lines = record_lines(record)
+    assert any("152/0" in line for line in lines) and any("kernels regressed" in line for line in lines)
+
+
+def test_a_cases_counters_allowance_is_checked_where_it_is_declared_and_reaches_its_result():
+    from perfguard.case import build_spec
+    from perfguard.errors import ConfigError
+
+    spec = build_spec(lambda device: None, {"counters": {"kernels": 2, "syncs": "10%"}}, default_name="ok")
+    assert spec.counters == {"kernels": "2", "syncs": "10%"}
+    with pytest.raises(ConfigError, match=r"perf_case 'typo': counters names 'kernel', not a work counter"):
+        build_spec(lambda device: None, {"counters": {"kernel": 2}}, default_name="typo")
+    with pytest.raises(ConfigError, match="counters must be a mapping"):
+        build_spec(lambda device: None, {"counters": 2}, default_name="number")
