@@ -35,6 +35,8 @@ class Option:
     parse: Callable[[Any], Any] | None = None  # raw text or ini value -> the value; ValueError says what was expected
     metavar: str | None = None
     cli: str | None = None  # the console command's spelling without the dashes, where it takes the option too
+    # A flag that may also be given as --NAME=WORD, for each (WORD, its help) here, and as the ini value WORD.
+    words: tuple[tuple[str, str], ...] = ()
 
     @property
     def flag(self) -> bool:
@@ -65,7 +67,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("perfguard", "measure perf cases (without it they run once, as functional tests)"),
     Option("perfguard-baselines", f"folder of the per-GPU baseline files (default: {defaults.BASELINES_DIR})",
            defaults.BASELINES_DIR, defaults.folder, "DIR", cli="baselines"),
-    Option("perfguard-update", "write this run's figures into this GPU's baseline file"),
+    Option("perfguard-update", "add this run's figures to this GPU's baseline file; a case whose run lies outside "
+           "its series (the code changed?) is not added, with a line saying so",
+           words=(("force", "as --perfguard-update, and a case whose run lies outside its series starts a new "
+                   "series with it (its earlier runs are dropped)"),)),
     Option("perfguard-report", f"folder for perfguard.json and the reports (default: {defaults.REPORT_DIR})",
            defaults.REPORT_DIR, defaults.folder, "DIR", cli="report"),
     Option("perfguard-threshold",
@@ -91,6 +96,8 @@ OPTIONS: tuple[Option, ...] = (
            defaults.CONFIRM, _confirm, "N"),
     Option("perfguard-timeout", "stop a case still running after SECONDS and fail it, the others run on "
            f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)", None, defaults.timeout, "SECONDS"),
+    Option("perfguard-fail-inconclusive", "fail a case whose verdict is inconclusive (its tolerance is wider than "
+           "the threshold, so a change of the threshold's size would pass unseen)", cli="fail-inconclusive"),
     Option("perfguard-strict", "for CI: fail the run on what would let a regression pass unseen (no baseline file, "
            "a missing, new, skipped, xfail or deselected perf case), and refuse --perfguard-update and a threshold "
            "above --perfguard-max-threshold unless given on the command line"),

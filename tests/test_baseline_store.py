@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from perfguard import store
+from perfguard.analysis.series import Admission
 from perfguard.analysis.stats import timing
 from perfguard.errors import BaselineError
 from perfguard.model import MAX_BASELINE_SAMPLES, SCHEMA_VERSION, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
@@ -191,18 +192,33 @@ def test_a_case_keeps_only_its_last_runs(tmp_path):
     assert [r.recorded_at for r in store.load(tmp_path, H200).cases["a"].runs] == ["2026-11-03", "2026-11-04", "2026-11-05"]
 
 
-def test_a_restarted_case_drops_its_earlier_runs_and_the_others_keep_theirs(tmp_path):
+def test_a_run_outside_its_tolerance_is_not_added_and_the_others_join(tmp_path):
     write_baseline(tmp_path, result("a"), result("b"))
-    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at="later", restart={"a"})
+    admission = Admission()
+    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at="later", admit=admission)
+    cases = store.load(tmp_path, H200).cases
+    assert [r.recorded_at for r in cases["a"].runs] == [WHEN]
+    assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
+    (line,) = admission.lines
+    assert line.startswith("a: the run of later from this run not added: latency +100.0% from the centre of")
+
+
+def test_a_forced_update_starts_the_series_of_a_run_outside_its_tolerance_again_and_the_others_keep_theirs(tmp_path):
+    write_baseline(tmp_path, result("a"), result("b"))
+    admission = Admission(force=True)
+    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at="later", admit=admission)
     cases = store.load(tmp_path, H200).cases
     assert [r.recorded_at for r in cases["a"].runs] == ["later"]
     assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
+    (line,) = admission.lines
+    assert line.startswith("a: its series starts again with 1 run from this run (latency +100.0%") and line.endswith(
+        "its 1 run before dropped")
 
 
 def test_a_fleets_runs_merge_in_one_write_and_a_restart_keeps_every_new_run(tmp_path):
     write_baseline(tmp_path, result("a"))
     runs = [([result("a", scale=2.0)], "new", f"2026-12-0{i}", f"runner-{i}") for i in (1, 2, 3)]
-    store.update_runs(tmp_path, H200, runs, restart={"a"})
+    store.update_runs(tmp_path, H200, runs, admit=Admission(restart=True))
     entry = store.load(tmp_path, H200).cases["a"]
     assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
 

@@ -101,7 +101,7 @@ def test_baseline_accept_merges_a_fleets_records_into_one_run_each(tmp_path, rng
 def test_baseline_accept_of_chosen_cases_keeps_the_others(tmp_path, rng, capsys):
     baselines = tmp_path / "baselines"
     first = record(tmp_path / "first.json", result("a", rng), result("b", rng), commit="first")
-    second = record(tmp_path / "second.json", result("a", rng, 2.0), result("b", rng, 2.0), commit="second")
+    second = record(tmp_path / "second.json", result("a", rng), result("b", rng), commit="second")
     assert main(["baseline", "accept", str(first), "--baselines", str(baselines)]) == 0
     assert main(["baseline", "accept", str(second), "--case", "b", "--baselines", str(baselines)]) == 0
     cases = store.load(baselines, CPU).cases
@@ -161,9 +161,16 @@ def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng,
     assert lines[0].startswith("regressed  b: latency regressed:") and str(base) in lines[0]
     assert any(line.startswith("missing    gone") for line in lines)
     assert any(line.startswith("new        added") for line in lines)
-    assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 0 inconclusive, 0 improved, 1 missing, 1 new, 1 same"
+    # "a" did not move, but one host-clock run cannot see a 1% change: inconclusive, not same.
+    assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 1 inconclusive, 0 improved, 1 missing, 1 new, 0 same"
     # The same slowdown is within a 300% threshold.
     assert main(["compare", str(base), str(head), "--threshold", "300"]) == 0
+    capsys.readouterr()
+    # --fail-inconclusive: at 300% (wider than a's tolerance) a reads same and nothing fails; at the
+    # default 1% an unchanged record against itself is inconclusive everywhere, and fails.
+    assert main(["compare", str(base), str(head), "--threshold", "300", "--fail-inconclusive"]) == 0
+    assert main(["compare", str(base), str(base), "--fail-inconclusive"]) == 1
+    assert main(["compare", str(base), str(base)]) == 0
 
 
 def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):

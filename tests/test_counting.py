@@ -82,7 +82,7 @@ def test_under_other_software_a_changed_count_is_a_note_not_a_failure():
 def test_a_baseline_without_counters_judges_none_and_fails_nothing():
     assert compare_counters(result(gpu_counters()), result(None)) == []
     (v,) = compare_case(result(gpu_counters()), result(None))
-    assert v.metric == "latency" and v.status == "same"
+    assert v.metric == "latency" and v.status == "inconclusive"  # one run cannot see 1%
 
 
 def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_comes_from_it():
@@ -94,7 +94,7 @@ def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_come
                                timings={"caller_latency": timing([4.1] * 20), "busy_time": timing([1.15] * 5, "counted")})
     slower = dataclasses.replace(base, timings={**base.timings, "busy_time": timing([1.40] * 5, "counted")})
     verdicts = by_metric(compare_case(slower, base))
-    assert verdicts["busy_time"].status == "regressed" and verdicts["caller_latency"].status == "same"
+    assert verdicts["busy_time"].status == "regressed" and verdicts["caller_latency"].status == "inconclusive"
     assert "GPU busy time 1.150 ms → 1.400 ms" in verdicts["busy_time"].message
     idle = metrics.complete(base, gpu).metrics.launch_overhead_share
     assert idle == pytest.approx(1 - 1.15 / 4.1)  # not 0.0%: the GPU was busy 1.15 ms of 4.1 ms

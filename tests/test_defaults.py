@@ -129,8 +129,24 @@ def plugin_value(pytester: pytest.Pytester, name: str, text: str) -> object:
     return value.relative_to(config.rootpath).as_posix() if isinstance(value, Path) else value
 
 
+# Each flag the console command shares, and the field of the plugin's Options that holds it.
+SHARED_FLAGS = {"perfguard-fail-inconclusive": "fail_inconclusive"}
+
+
 def test_the_shared_options_are_the_ones_checked_here():
-    assert {o.name for o in options.shared()} == set(SHARED_FIELDS)
+    assert {o.name for o in options.shared() if not o.flag} == set(SHARED_FIELDS)
+    assert {o.name for o in options.shared() if o.flag} == set(SHARED_FLAGS)
+
+
+@pytest.mark.parametrize("name", SHARED_FLAGS)
+def test_a_shared_flag_is_off_unless_given_in_the_plugin_its_ini_and_every_command(pytester, name):
+    field = SHARED_FLAGS[name]
+    assert getattr(Options.from_config(pytester.parseconfig()), field) is False
+    assert getattr(Options.from_config(pytester.parseconfig(f"--{name}")), field) is True
+    pytester.makeini(f"[pytest]\n{name.replace('-', '_')} = true\n")
+    assert getattr(Options.from_config(pytester.parseconfig()), field) is True
+    commands = cli_flags(_parser(), f"--{options.option(name).cli}")
+    assert commands and all(isinstance(action, argparse._StoreTrueAction) for _, action in commands)
 
 
 @pytest.mark.parametrize("name", SHARED_FIELDS)
@@ -144,3 +160,21 @@ def test_a_shared_option_parses_every_input_alike_in_the_plugin_and_every_comman
         assert got == dict.fromkeys(got, expected), (name, text)
     # The same words in both: the plugin's usage error and argparse's both say what was expected.
     assert plugin_value(pytester, name, "abc" if option.metavar != "DIR" else " ").startswith("refused: must ")
+
+
+@pytest.mark.parametrize(("args", "ini", "update", "force"), [
+    ((), "", False, False), (("--perfguard-update",), "", True, False), (("--perfguard-update=force",), "", True, True),
+    ((), "perfguard_update = true", True, False), ((), "perfguard-update = force", True, True),
+    ((), "perfguard_update = false", False, False),
+])
+def test_an_update_is_asked_for_plainly_or_forced_on_the_command_line_or_in_the_ini(pytester, args, ini, update, force):
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    parsed = Options.from_config(pytester.parseconfig(*args))
+    assert (parsed.update, parsed.force_update, parsed.enabled) == (update, force, update)
+
+
+def test_an_update_word_that_is_none_of_true_false_or_force_is_refused(pytester):
+    pytester.makeini("[pytest]\nperfguard_update = always\n")
+    with pytest.raises(pytest.UsageError, match="must be true, false or force, got 'always'"):
+        Options.from_config(pytester.parseconfig())

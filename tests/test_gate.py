@@ -90,6 +90,7 @@ NAPS = ("nap[ms=1]", "nap[ms=2]")
 RECORDED = ("steady", "slowed", "lenient", "strict", "test_dozing", "retired")
 SLOWED = ("slowed", "lenient", "strict", "test_dozing")  # steady (and retired) keep their 20 ms
 SLOWDOWN = json.dumps({case: SLOW_S for case in SLOWED})
+BLIND_SLOWDOWN = json.dumps({"slowed": 0.026})  # 20 ms -> 26 ms, +30%
 
 # Baseline files that cannot be used, by how they are spoilt (see `spoil`): whether the run asks for
 # --perfguard-update, and what its one line must say (what is wrong, and what to do about it).
@@ -190,9 +191,11 @@ def gate(tmp_path_factory, run_pytest, fake_clock) -> dict[str, Run]:
     suite = {"conftest.py": fake_clock, "test_gate.py": GATE_SUITE, "test_retired.py": RETIRED_SUITE}
     recorded = Run(prepare(root / "recorded", suite), (*MEASURE, "--perfguard-update"))
     again = dataclasses.replace(recorded, report="reports/again", args=(*recorded.args, "--perfguard-report=reports/again"))
-    run_in_order(run_pytest, recorded, again)
+    run_in_order(run_pytest, recorded)
     files = store.list_files(recorded.path / "baselines")
     assert len(files) == 1, "\n".join(recorded.result.outlines + recorded.result.errlines)
+    one_run = {f"baselines/{files[0].name}": files[0].read_text()}  # each case's one run
+    run_in_order(run_pytest, again)
     recorded.baseline = again.baseline = files[0]
     name, text = files[0].name, files[0].read_text()
     baseline = {f"baselines/{name}": text}
@@ -215,7 +218,14 @@ def gate(tmp_path_factory, run_pytest, fake_clock) -> dict[str, Run]:
         "lenient_ini": scenario(
             "lenient_ini", {**suite, **baseline, "sleeps.json": SLOWDOWN, "pytest.ini": "[pytest]\nperfguard-threshold = 2000\n"}
         ),
-        "accepted": scenario("accepted", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-update", "-k", "slowed"),
+        "accepted": scenario("accepted", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-update=force", "-k", "slowed"),
+        "refused": scenario("refused", {**suite, **baseline, "sleeps.json": SLOWDOWN}, "--perfguard-update", "-k", "slowed or steady"),
+        # A one-run baseline, a 30% slowdown: the gate cannot see a 1% change there, and says so.
+        "blind": scenario("blind", {**suite, **one_run, "sleeps.json": BLIND_SLOWDOWN}),
+        "blind_failing": scenario("blind_failing", {**suite, **one_run, "sleeps.json": BLIND_SLOWDOWN},
+                                  "--perfguard-fail-inconclusive"),
+        "blind_ini": scenario("blind_ini", {**suite, **one_run, "sleeps.json": BLIND_SLOWDOWN,
+                                            "pytest.ini": "[pytest]\nperfguard_fail_inconclusive = true\n"}, "-k", "slowed"),
     }
     # "--opt=value": pytest picks the rootdir before it knows plugin options, and takes the value of a
     # spaced "--perfguard-report DIR" for a test path when DIR exists.
@@ -274,11 +284,15 @@ def test_each_update_adds_a_run_and_keeps_the_newest_runs_samples(gate):
     assert dumps(baseline) == again.baseline.read_text()  # sorted and rounded: re-saving it is an empty diff
 
 
-def test_the_second_recording_of_unchanged_code_reads_same_with_its_tolerance(gate):
+def test_the_second_recording_of_unchanged_code_is_inconclusive_where_one_run_cannot_see_the_threshold(gate):
+    # One run of a host-clock case: its tolerance (72%) is far wider than 1%, so "same" would claim a
+    # change of 1% was looked for and not found. lenient's own threshold (2000%) is wider still.
     verdicts = gate["again"].latency()
-    assert all(v.status == "same" for v in verdicts.values()), [v.message for v in verdicts.values()]
+    statuses = {c: v.status for c, v in verdicts.items()}
+    assert statuses == {**dict.fromkeys(RECORDED, "inconclusive"), "lenient": "same"}, [v.message for v in verdicts.values()]
     for v in verdicts.values():
         assert v.baseline_runs == 1 and v.tolerance_pct >= v.threshold_pct and v.detectable_pct > v.tolerance_pct
+        assert v.judged_by == "own" and "judged by this host's 1 run" in v.message, v.message
 
 
 def test_without_update_no_baseline_file_is_created(gate):
@@ -307,14 +321,15 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
     run.result.assert_outcomes(passed=6)
     assert run.result.ret == pytest.ExitCode.OK
     verdicts = run.latency()
-    same = [c for c in RECORDED if c != "retired"]
-    assert all(verdicts[c].status == "same" for c in same), [verdicts[c].message for c in same]
-    for case_id in same:
+    ran = [c for c in RECORDED if c != "retired"]
+    assert {c: verdicts[c].status for c in ran} == {**dict.fromkeys(ran, "inconclusive"), "lenient": "same"}, \
+        [verdicts[c].message for c in ran]
+    for case_id in ran:
         v = verdicts[case_id]
         assert v.baseline_file == run.label and v.baseline_runs == 2
-        assert "over 2 runs" in v.message and "confidence" not in v.message and "p=" not in v.message
+        assert "judged by this host's 2 runs" in v.message and "confidence" not in v.message and "p=" not in v.message
         assert abs(v.change_pct) < v.tolerance_pct and "within ±" in v.message, v.message
-    assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 0 inconclusive, 0 improved, 1 missing, 1 new, 5 same"
+    assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 4 inconclusive, 0 improved, 1 missing, 1 new, 1 same"
     assert_clean(run.result)
 
 
@@ -342,7 +357,7 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
     (device,) = run.record().devices
     verdicts = run.latency()
     steady = verdicts["steady"]
-    assert steady.status == "same"
+    assert steady.status == "inconclusive"
     assert steady.env_mismatch == (f"torch 1.0.0 → {device.torch}",)
     assert steady.message.endswith(f"; environment differs from the baseline: torch 1.0.0 → {device.torch}")
     for case_id in ("slowed", "lenient", "strict", "test_dozing"):
@@ -353,7 +368,7 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
 
 REGRESSED = re.compile(
     r"^(?P<case>\S+): latency regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
-    r"outside ±(?P<tolerance>[\d.]+)%: run-to-run spread ±[\d.]+% over 2 runs; smallest detectable change [\d.]+% "
+    r"outside ±(?P<tolerance>[\d.]+)%: judged by this host's 2 runs, run-to-run spread ±[\d.]+%; smallest detectable change [\d.]+% "
     r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)$"
 )
 
@@ -367,7 +382,7 @@ def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_i
     verdicts = run.latency()
     statuses = {c: v.status for c, v in verdicts.items()}
     assert statuses["slowed"] == statuses["strict"] == statuses["test_dozing"] == "regressed"
-    assert statuses["steady"] == statuses["retired"] == "same"
+    assert statuses["steady"] == statuses["retired"] == "inconclusive"
     assert statuses["lenient"] == "same"  # its own threshold=2000 is above the +300%
     assert verdict_line(run.result).startswith("verdicts: 3 regressed, ")
     for case_id in ("slowed", "strict", "test_dozing"):
@@ -418,7 +433,7 @@ def test_a_run_wide_threshold_above_the_slowdown_lets_it_pass_but_a_cases_own_th
 # --- accepting a slowdown -----------------------------------------------------------------------------
 
 
-def test_update_accepts_a_slowdown_without_failing_and_starts_its_runs_afresh(gate):
+def test_a_forced_update_accepts_a_slowdown_without_failing_and_starts_its_runs_afresh(gate):
     run = gate["accepted"]
     run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
     assert run.result.ret == pytest.ExitCode.OK
@@ -442,8 +457,65 @@ def test_update_accepts_a_slowdown_without_failing_and_starts_its_runs_afresh(ga
 def test_after_accepting_the_same_slow_code_passes(gate):
     run = gate["after_accepting"]
     run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
-    assert run.latency()["slowed"].status == "same", run.latency()["slowed"].message
+    assert run.latency()["slowed"].status == "inconclusive", run.latency()["slowed"].message  # one run: it cannot see 1%
+    assert run.latency()["slowed"].change_pct == pytest.approx(0.0, abs=0.01)
     assert run.baseline.read_bytes() == run.before
+
+
+def test_an_update_refuses_a_run_outside_its_cases_tolerance_with_one_line_and_adds_the_others(gate):
+    run = gate["refused"]
+    run.result.assert_outcomes(passed=2, deselected=len(RECORDED) - 2)
+    assert run.result.ret == pytest.ExitCode.OK
+    before, after = loads_baseline(run.before.decode(), "before"), run.stored()
+    assert to_jsonable(after.cases["slowed"]) == to_jsonable(before.cases["slowed"])  # not mixed in, not restarted
+    assert len(after.cases["steady"].runs) == 3  # steady's unchanged run joins its series
+    lines = [line for line in run.result.outlines if line.startswith("perfguard: slowed: ")]
+    assert len(lines) == 1, run.result.outlines
+    assert re.fullmatch(
+        r"perfguard: slowed: the run of \S+ from this run not added: latency \+300\.0% from the centre of this host's 2 runs, "
+        r"outside its tolerance of ±[\d.]+%, so the code changed or the run is off; if the code changed, "
+        r"--perfguard-update=force starts its series again with this run", lines[0]), lines[0]
+    assert not [line for line in run.result.outlines if line.startswith("perfguard: steady: ")]
+
+
+def test_a_forced_update_says_which_series_started_again(gate):
+    run = gate["accepted"]
+    (line,) = [line for line in run.result.outlines if line.startswith("perfguard: slowed: ")]
+    assert re.fullmatch(r"perfguard: slowed: its series starts again with 1 run from this run \(latency \+300\.0% from the "
+                        r"centre of this host's 2 runs, outside its tolerance of ±[\d.]+%: the code changed\); "
+                        r"its 2 runs before dropped", line), line
+
+
+# --- a gate that cannot see: inconclusive -------------------------------------------------------------
+
+
+def test_a_one_run_baseline_and_a_30_percent_slowdown_read_inconclusive_never_same(gate):
+    run = gate["blind"]
+    assert run.result.ret == pytest.ExitCode.OK  # inconclusive passes by default
+    slowed = run.latency()["slowed"]
+    assert slowed.status == "inconclusive" and slowed.change_pct == pytest.approx(30.0, abs=0.01), slowed.message
+    assert slowed.tolerance_pct > 30 > slowed.threshold_pct
+    for part in ("within ±", "wider than the 1% threshold, so a change of 1% would pass unseen",
+                 "judged by this host's 1 run", "to decide it: ", "`perfguard ab`"):
+        assert part in slowed.message, part
+    assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 5 inconclusive, 0 improved, 0 missing, 0 new, 1 same"
+    # Five inconclusive verdicts: each one's line in the terminal, yellow like unstable ones.
+    run.result.stdout.fnmatch_lines(["slowed: latency inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±*"])
+    markdown = (run.path / "reports" / "perfguard.md").read_text()
+    assert "### Inconclusive (5)" in markdown and "+30.0%" in markdown
+    html = (run.path / "reports" / "perfguard.html").read_text()
+    assert 'class="chip v-inconclusive"' in html
+
+
+@pytest.mark.parametrize("scenario", ["blind_failing", "blind_ini"])
+def test_fail_inconclusive_fails_a_case_the_gate_cannot_see_with_its_line(gate, scenario):
+    run = gate[scenario]
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    message = failure_text(run.result, "slowed")
+    assert message.startswith("slowed: latency inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±"), message
+    assert "to decide it: " in message
+    if scenario == "blind_failing":  # every case whose tolerance is wider than its threshold fails; lenient's is not
+        run.result.assert_outcomes(passed=1, failed=5)
 
 
 # --- baseline files that cannot be used ---------------------------------------------------------------

@@ -122,7 +122,7 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
     base = entry(runs_with_spread(rng, 5, 0.004), rng)
     centre = float(np.median([r.median_of("latency") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.008, rng, n=20_000), base, host="host-a"))
-    assert v.status == "same"
+    assert v.status == "inconclusive"
     assert "p=" not in v.message and "confidence" not in v.message
 
 
@@ -135,7 +135,7 @@ def test_a_three_percent_slowdown_of_a_stable_case_is_caught_and_its_detectable_
     v = latency(compare_case(run_of(centre * 1.03, rng), base, host="host-a", baseline_file=BASELINE_FILE))
     assert v.status == "regressed"
     assert v.detectable_pct <= 2.0 and v.baseline_runs == 5
-    for part in ("latency regressed", "+3.0%", "outside ±", "over 5 runs", "smallest detectable change",
+    for part in ("latency regressed", "+3.0%", "outside ±", "judged by this host's 5 runs", "smallest detectable change",
                  BASELINE_FILE, f"threshold {DEFAULT_THRESHOLD_PCT:g}%"):
         assert part in v.message, part
 
@@ -162,8 +162,9 @@ def test_detection_of_injected_slowdowns_over_many_stable_cases():
 def test_a_noisy_case_says_what_it_cannot_see_instead_of_failing(rng):
     base = entry([1.0, 1.03, 0.98, 1.02, 0.97], rng)
     v = latency(compare_case(run_of(1.03, rng), base, host="host-a"))
-    assert v.status == "same"
+    assert v.status == "inconclusive"
     assert v.detectable_pct > 5.0 and v.noise_pct > 1.5
+    assert "wider than the 1% threshold, so a change of 1% would pass unseen" in v.message and "to decide it: " in v.message
 
 
 def test_more_runs_of_a_stable_case_narrow_what_the_gate_can_see(rng):
@@ -193,15 +194,15 @@ def test_per_case_threshold_overrides_the_run_wide_one(rng):
 def test_a_microsecond_kernel_on_another_host_gets_the_absolute_offset_and_on_its_own_host_does_not(rng):
     base = entry([0.005, 0.00501, 0.00499], rng, hosts=("host-a",))
     slower = run_of(0.0061, rng)  # +1.1 µs, +22%: what one H200 host showed against another
-    assert latency(compare_case(slower, base, host="host-b")).status == "same"
+    assert latency(compare_case(slower, base, host="host-b")).status == "inconclusive"
     assert latency(compare_case(slower, base, host="host-a")).status == "regressed"
-    assert latency(compare_case(slower, base, host=None)).status == "same"  # unknown host: assume another
+    assert latency(compare_case(slower, base, host=None)).status == "inconclusive"  # unknown host: assume another
 
 
 def test_a_baseline_from_several_hosts_knows_them_all(rng):
     base = entry([1.0, 1.001, 0.999, 1.0], rng, hosts=("host-a", "host-b"))
     v = latency(compare_case(run_of(1.0, rng), base, host="host-b"))
-    assert v.status == "same" and "has not seen" not in v.message
+    assert v.status == "inconclusive" and "has not seen" not in v.message
 
 
 def test_a_gpu_run_is_known_by_its_card_not_its_hostname(rng):
@@ -209,7 +210,7 @@ def test_a_gpu_run_is_known_by_its_card_not_its_hostname(rng):
     base = entry([0.005, 0.00501, 0.00499], rng, hosts=("vm",))
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
     slower = lambda uuid: dataclasses.replace(run_of(0.0061, rng), device_uuid=uuid)  # noqa: E731
-    assert latency(compare_case(slower("GPU-b"), base, host="vm")).status == "same"
+    assert latency(compare_case(slower("GPU-b"), base, host="vm")).status == "inconclusive"
     assert latency(compare_case(slower("GPU-a"), base, host="vm")).status == "regressed"
 
 
@@ -219,7 +220,7 @@ def test_another_card_of_the_model_gets_the_card_to_card_spread_and_the_same_car
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
     on = lambda uuid: dataclasses.replace(run_of(0.2555 * 1.022, rng), device_uuid=uuid)  # noqa: E731
     other = latency(compare_case(on("GPU-b"), base))
-    assert other.status == "same" and "card to card" in other.message
+    assert other.status == "inconclusive" and "card to card" in other.message
     assert latency(compare_case(on("GPU-a"), base)).status == "regressed"
 
 
@@ -292,7 +293,7 @@ def test_a_slowdown_every_re_measurement_agrees_with_is_confirmed_and_lists_them
 def test_a_first_measurement_the_re_measurements_do_not_repeat_is_not_a_regression(rng):
     base = entry([1.0, 1.001, 0.999], rng)
     v = latency(settle(_measured(base, 1.10, 1.0, 1.001, rng=rng))[1])
-    assert v.status == "same" and v.confirmed is False and "not confirmed" in v.message
+    assert v.status == "inconclusive" and v.confirmed is False and "not confirmed" in v.message
     mixed = latency(settle(_measured(base, 1.10, 1.11, 1.0, rng=rng))[1])
     assert mixed.status == "unstable" and "disagree" in mixed.message
 
@@ -353,7 +354,7 @@ def test_environment_mismatch_is_listed_but_does_not_decide(rng):
     base = entry([1.0, 1.0], rng)
     now = dataclasses.replace(H200, torch="2.12.0", triton=None).fingerprint()
     v = latency(compare_case(run_of(1.0, rng), base, current_fingerprint=now, host="host-a"))
-    assert v.status == "same"
+    assert v.status == "inconclusive"
     assert v.env_mismatch == ("torch 2.11.0 → 2.12.0", "triton 3.6.0 → n/a")
     assert "torch 2.11.0 → 2.12.0" in v.message
     assert env_differences(H200.fingerprint(), H200.fingerprint()) == ()
@@ -372,10 +373,11 @@ def test_compare_records_matches_cases_and_lists_the_device_change(rng):
     head = RunRecord(created_at="b", perfguard_version="0.1.0", devices=(other,),
                      results=(case("a", 1.0), case("b", 1.2), case("c", 1.0)))
     verdicts = compare_records(base, head, baseline_file="base.json")
-    assert {v.case_id: v.status for v in verdicts} == {"a": "same", "b": "regressed", "c": "new", "gone": "missing"}
+    assert {v.case_id: v.status for v in verdicts} == {"a": "inconclusive", "b": "regressed", "c": "new", "gone": "missing"}
     assert "driver 580.159.04 → 590.1" in {v.case_id: v for v in verdicts}["a"].env_mismatch
     assert ordered(verdicts)[0].case_id == "b"
-    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "inconclusive": 0, "improved": 0, "missing": 1, "new": 1, "same": 1}
+    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "inconclusive": 1, "improved": 0, "missing": 1, "new": 1,
+                                 "same": 0}
 
 
 def test_compare_records_counts_each_base_round_as_a_run(rng):
@@ -383,7 +385,7 @@ def test_compare_records_counts_each_base_round_as_a_run(rng):
               for i, m in enumerate((1.0, 1.001, 0.999))]
     head = RunRecord(created_at="h", perfguard_version="0.1.0", devices=(H200,), results=(run_of(1.0, rng),))
     (v,) = compare_records(rounds[0], head, base_rounds=rounds)
-    assert v.baseline_runs == 3 and v.status == "same"
+    assert v.baseline_runs == 3 and v.status == "inconclusive"
 
 
 def test_compare_records_refuses_a_case_id_twice(rng):
@@ -452,11 +454,11 @@ def test_host_work_added_to_a_launch_bound_call_fails_on_the_callers_time_alone(
     rng = np.random.default_rng(3)
     base = caller_entry(runs_with_spread(rng, 5, 0.01, 0.006), runs_with_spread(rng, 5, 0.01, 0.007), rng)
     verdicts = by_metric(compare_case(caller_run(0.006, 0.027, rng, bound="latency"), base))
-    assert verdicts["latency"].status == "same"
+    assert verdicts["latency"].status == "inconclusive"
     assert verdicts["caller_latency"].status == "regressed"
     assert "the caller's time" in verdicts["caller_latency"].message
     unchanged = by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), base))
-    assert unchanged["caller_latency"].status == "same"
+    assert unchanged["caller_latency"].status == "inconclusive"
 
 
 def test_a_host_bound_callers_time_is_judged_with_the_hosts_noise_and_a_device_bound_one_with_the_gpus():
@@ -481,7 +483,7 @@ def test_a_host_bound_callers_time_on_a_card_the_baseline_has_not_seen_gets_the_
     # A host half again as slow is within what a shared VM's host does from one run to the next; four
     # times as slow is not.
     assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.5, rng, bound="latency", enqueue=4.8),
-                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "same"
+                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "inconclusive"
     assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 4, rng, bound="latency", enqueue=19),
                                                       device_uuid="GPU-b"), base))["caller_latency"].status == "regressed"
 
@@ -505,13 +507,13 @@ def test_a_change_of_timing_regime_judges_the_callers_time_against_the_callers_n
     verdicts = by_metric(compare_case(caller_run(1.12, 1.1, rng, regime="caller", bound="latency"), base))
     assert "latency" not in verdicts
     v = verdicts["caller_latency"]
-    assert v.status == "same" and v.baseline == pytest.approx(1.1), v.message
+    assert v.status == "inconclusive" and v.baseline == pytest.approx(1.1), v.message
     assert "timed as caller (the baseline: device), each figure judged against its own kind" in v.message
     # And back: a device-regime run against a caller-regime baseline has no GPU time to be judged by.
     old = caller_entry([1.1] * 3, [1.1] * 3, rng, regime="caller")
     back = by_metric(compare_case(caller_run(1.0, 1.1, rng, bound="latency"), old))
     assert back["latency"].status == "new" and "holds no GPU time" in back["latency"].message
-    assert back["caller_latency"].status == "same"
+    assert back["caller_latency"].status == "inconclusive"
 
 
 def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
@@ -524,8 +526,55 @@ def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
     _, verdicts = settle(measured)
     caller = by_metric(verdicts)["caller_latency"]
     assert caller.status == "regressed" and caller.confirmed and len(caller.remeasured_ms) == 2
-    assert by_metric(verdicts)["latency"].status == "same" and by_metric(verdicts)["latency"].confirmed is None
+    assert by_metric(verdicts)["latency"].status == "inconclusive" and by_metric(verdicts)["latency"].confirmed is None
     # One re-measurement back at the baseline: not confirmed.
     fine = caller_run(0.006, 0.007, rng, bound="latency")
     _, verdicts = settle([measured[0], (fine, compare_case(fine, base)), measured[1]])
     assert by_metric(verdicts)["caller_latency"].status == "unstable"
+
+
+# --- a card's own runs judge that card ----------------------------------------------------------------
+
+
+def fleet_entry(rng, own=4):
+    """Runs from three cards: `own` on GPU-a, tight (0.1%), the rest on GPU-b and GPU-c, 1-2% apart."""
+    cards = ["GPU-a"] * own + ["GPU-b", "GPU-c"] * 3
+    offset = {"GPU-a": 1.0, "GPU-b": 1.015, "GPU-c": 0.985}
+    runs = tuple(RunSummary(recorded_at=f"2026-11-{i + 1:02d}", device_uuid=c, host="vm",
+                            timings={"latency": RunTime(float(offset[c] * rng.lognormal(0.0, 0.001)), n=400)})
+                 for i, c in enumerate(cards))
+    return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint=H200.fingerprint(),
+                         result=run_of(1.0, rng), runs=runs)
+
+
+def on_card(card, median_ms, rng):
+    return dataclasses.replace(run_of(median_ms, rng), device_uuid=card)
+
+
+def test_a_card_with_three_runs_in_the_baseline_is_judged_by_them_alone(rng):
+    base = fleet_entry(rng, own=4)
+    own = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
+    fleet = latency(compare_case(on_card("GPU-new", 1.0, rng), base, host="vm"))
+    assert (own.judged_by, own.baseline_runs, own.judged_sources) == ("own", 4, 1)
+    assert (fleet.judged_by, fleet.baseline_runs, fleet.judged_sources) == ("fleet", 10, 3)
+    assert "judged by this card's 4 runs" in own.message and "judged by the fleet's 10 runs on 3 cards" in fleet.message
+    assert own.detectable_pct < 2.0 < fleet.detectable_pct
+    # 1.5% slower on its own card: caught there, though within the fleet's spread of cards.
+    slower = latency(compare_case(on_card("GPU-a", 1.015, rng), base, host="vm"))
+    assert slower.status == "regressed" and slower.judged_by == "own"
+    assert latency(compare_case(on_card("GPU-new", 1.015, rng), base, host="vm")).status != "regressed"
+
+
+def test_a_card_with_fewer_than_three_runs_is_judged_by_the_fleet_and_told_how_to_get_its_own(rng):
+    base = fleet_entry(rng, own=2)
+    v = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
+    assert v.judged_by == "fleet" and v.baseline_runs == 8
+    assert v.status == "inconclusive" and "3 runs of this card in the baseline, which then judge it alone (it has 2)" in v.message
+
+
+def test_one_run_far_from_the_others_is_left_out_of_the_spread_and_said(rng):
+    medians = list(runs_with_spread(rng, 6, 0.001))
+    clean = latency(compare_case(run_of(1.0, rng), entry(medians, rng), host="host-a"))
+    poisoned = latency(compare_case(run_of(1.0, rng), entry([*medians[:3], 2.0, *medians[3:]], rng), host="host-a"))
+    assert poisoned.detectable_pct <= 1.5 * clean.detectable_pct
+    assert "1 run far from the others left out" in poisoned.message and poisoned.baseline_runs == 6

@@ -239,12 +239,6 @@ def _straddle(moved: Sequence[float], slower: Sequence[bool], tolerance_pct: flo
     return f"{said}; they disagree with each other by {max(moved) - min(moved):.1f} points"
 
 
-def moved_series(results: Iterable[CaseResult], verdicts: Iterable[Verdict]) -> set[str]:
-    """The cases whose judged figure moved past its tolerance: each starts a new series of baseline runs."""
-    judged = {r.id: r.judged_metric for r in results}
-    return {v.case_id for v in verdicts if v.metric == judged.get(v.case_id, "latency") and v.status in ("regressed", "improved")}
-
-
 def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
     """Whether a case's GPU or caller's time reads `regressed`: what a re-measurement must confirm."""
     return any(v.metric in TIME_METRICS and v.status == "regressed" for v in verdicts)
@@ -317,7 +311,8 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
     if changed:
         figures += f", {changed}"
     noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
-    judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct)
+    judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct,
+                 judged_by=est.judged_by, judged_sources=est.sources)
     verdict = lambda status, detail, hint="": ctx.verdict(  # noqa: E731
         metric, status, threshold, old, new, change, detail=detail, hint=hint, **judge)
     if len(samples) < MIN_SAMPLES and (summary is None or summary.n < MIN_SAMPLES):
@@ -348,7 +343,26 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
     if change < -tol:
         return verdict("improved", f"{figures}, outside ±{tol:.1f}%: {noise_text}",
                        "run with --perfguard-update to make it the baseline")
+    if tol > threshold:
+        # Within a tolerance wider than the change the user asked about: a change of that size would
+        # have read the same, so "same" would claim more than the gate saw.
+        return verdict("inconclusive", f"{figures}, within ±{tol:.1f}%, wider than the {threshold:g}% threshold, "
+                       f"so a change of {threshold:g}% would pass unseen: {noise_text}", decidable(est, threshold))
     return verdict("same", f"{figures}, within ±{tol:.1f}%: {noise_text}")
+
+
+def decidable(est: noise.Noise, threshold: float) -> str:
+    """What would let the gate see a change of `threshold` in an inconclusive case."""
+    ways = []
+    if est.judged_by == "fleet":
+        ways.append(f"{noise.OWN_RUNS} runs of this {est.source} in the baseline, which then judge it alone "
+                    f"(it has {est.own_runs})")
+    needed = noise.runs_needed(est, threshold)
+    if needed is not None:
+        ways.append(f"{needed} baseline runs (it has {est.runs})")
+    ways.append("`perfguard ab`, base and head measured by turns on one card")
+    ways.append(f"a threshold of {math.ceil(est.tolerance_pct)}% (`@perf_case(threshold=...)`) if that is the change that matters")
+    return "to decide it: " + "; or ".join(ways)
 
 
 def _clock_drop_pct(entry: BaselineEntry, current: CaseResult) -> float | None:

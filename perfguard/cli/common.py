@@ -72,6 +72,9 @@ def add_option(parser: argparse.ArgumentParser, name: str, **changes: Any) -> No
     command's spelling: its parser, metavar, default and help; `changes` (a default or help of the
     command's own) go to argparse as they are."""
     option = options.option(name)
+    if option.flag:
+        parser.add_argument(f"--{option.cli}", **{"action": "store_true", "help": option.help, **changes})
+        return
     kwargs: dict[str, Any] = {"metavar": option.metavar, "default": option.default, "help": option.help}
     if option.parse is not None:
         kwargs["type"] = argument(option.parse)

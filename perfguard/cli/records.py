@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.model import BaselineEntry, CaseResult, DeviceInfo
+from perfguard.model import BaselineEntry, CaseResult, DeviceInfo, RunRecord, names
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -69,16 +70,27 @@ def _spread(entry: BaselineEntry) -> str:
 
 def _baseline_accept(args: argparse.Namespace) -> int:
     """Each record is one run of its cases, oldest first: the artifacts of a CI matrix over a pool of
-    runners of one GPU model become one baseline whose tolerances know the pool's spread."""
-    from perfguard.analysis import verdict
+    runners of one GPU model become one baseline whose tolerances know the pool's spread. A record
+    that did not finish, is dated in the future, or was given already is refused with one line; which
+    runs join each case's series is analysis.series.Admission's to say, one line for each left out."""
+    from perfguard.analysis.series import Admission, in_future
     from perfguard.store import update_runs
 
     records = sorted(((path, read_record(path)) for path in args.runs), key=lambda pr: pr[1].created_at)
     wanted = set(args.case or ())
+    missing = sorted(wanted - {r.id for _, record in records for r in record.results})
+    if missing:
+        raise ConfigError(f"no case {', '.join(missing)} in {', '.join(args.runs)}; see `perfguard show RUN.json`")
     runs_by_slug: dict[str, list[tuple[list[CaseResult], str | None, str, str | None]]] = {}
+    origins: dict[str, list[str]] = {}
     devices: dict[str, DeviceInfo] = {}
-    restart: set[str] = set()
+    given: dict[tuple[object, ...], str] = {}
     for path, record in records:
+        refused = _refusal(record, given, in_future)
+        given.setdefault(_run_id(record), path)
+        if refused:
+            print(f"refused {path}: {refused}")
+            continue
         results = [r for r in record.results if not wanted or r.id in wanted]
         for r in results:
             if r.status != "ok":
@@ -95,24 +107,42 @@ def _baseline_accept(args: argparse.Namespace) -> int:
             devices.setdefault(slug, listed[slug])
             runs_by_slug.setdefault(slug, []).append((accepted, record.commit, record.created_at,
                                                       hosts.pop() if len(hosts) == 1 else None))
-        # A case whose latency had moved past its tolerance when the record was made starts a new series.
-        restart |= verdict.moved_series(record.results, record.verdicts)
-    missing = sorted(wanted - {r.id for _, record in records for r in record.results})
-    if missing:
-        raise ConfigError(f"no case {', '.join(missing)} in {', '.join(args.runs)}; see `perfguard show RUN.json`")
+            origins.setdefault(slug, []).append(str(path))
     if not runs_by_slug:
         raise ConfigError(f"{', '.join(args.runs)}: no measured case to accept; run pytest --perfguard first")
-    if args.restart:
-        restart = {r.id for runs in runs_by_slug.values() for results, *_ in runs for r in results}
+    admission = Admission(restart=args.restart,
+                          remedy="if the code changed, `perfguard baseline accept --restart` starts its series again")
     for slug, runs in sorted(runs_by_slug.items()):
-        path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs, restart=restart)
+        path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs, admit=admission,
+                           origins=origins[slug])
         cases = len({r.id for results, *_ in runs for r in results})
         print(f"accepted {len(runs)} run(s) of {cases} case(s) into {path}")
+    for line in admission.lines:
+        print(line)
     return 0
 
 
+def _refusal(record: RunRecord, given: dict[tuple[object, ...], str], in_future: Callable[[str], bool]) -> str:
+    """Why a record cannot be a run of the baseline ("" when it can)."""
+    if record.status != "complete":
+        return (f"its status is {names.shown(record.status)}, not complete: the run did not finish (Ctrl-C, a crash), "
+                "so its cases are not a run of the suite")
+    if in_future(record.created_at):
+        return f"dated {names.shown(record.created_at)}, in the future: check the clock of the machine that wrote it"
+    if _run_id(record) in given:
+        return f"the same run as {given[_run_id(record)]} (made {names.shown(record.created_at)} on the same devices): counted once"
+    return ""
+
+
+def _run_id(record: RunRecord) -> tuple[object, ...]:
+    """What makes two records one run, however often it is copied: when, at which commit, on which cards."""
+    return (record.created_at, record.commit, tuple(sorted(d.uuid or d.host or d.slug for d in record.devices)))
+
+
 def _baseline_merge(args: argparse.Namespace) -> int:
-    """Baseline files of one GPU model recorded on other hosts, folded into --baselines' file."""
+    """Baseline files of one GPU model recorded on other hosts, folded into --baselines' file; runs dated in
+    the future or far from the others are left out, one line each."""
+    from perfguard.analysis.series import Admission
     from perfguard.store import load_file, merge_files
 
     others = []
@@ -127,8 +157,11 @@ def _baseline_merge(args: argparse.Namespace) -> int:
         if baseline is None:
             raise ConfigError(f"{name}: no such file; pass baseline files such as other-host/nvidia-h200.json")
         others.append(baseline)
-    path = merge_files(args.baselines, others, keep_runs=args.keep_runs)
+    admission = Admission()
+    path = merge_files(args.baselines, others, keep_runs=args.keep_runs, admission=admission, names=args.files)
     print(f"merged {len(others)} file(s) into {path}")
+    for line in admission.lines:
+        print(line)
     return 0
 
 
@@ -155,7 +188,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"{v.status:<9}  {v.case_id}: {v.message}")
     tally = verdict.counts(verdicts)
     print(summary(tally))
-    return 1 if tally["regressed"] else 0
+    return 1 if tally["regressed"] or (args.fail_inconclusive and tally["inconclusive"]) else 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -208,6 +241,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
+    add_option(compare, "perfguard-fail-inconclusive", help="exit 1 on an inconclusive case too (its tolerance is wider "
+               "than the threshold, so a change of the threshold's size would pass unseen)")
     compare.set_defaults(command=_compare)
 
     report = command(commands, "report", "render run records as one HTML report (several GPUs, workers or runs merge)")

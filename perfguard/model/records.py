@@ -368,10 +368,14 @@ class CaseResult:
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
-# "inconclusive": the change is within its tolerance, but a change of the threshold's size could have
-# hidden in the noise (perfguard ab's rounds could not decide; `same` says it could not have).
+# "inconclusive": the change is within its tolerance, but the tolerance is wider than the threshold, so
+# a change of the threshold's size could have hidden in the noise (against a baseline, or perfguard ab's
+# rounds could not decide); `same` says it could not have, and none was seen.
 VerdictStatus = Literal["regressed", "unstable", "inconclusive", "improved", "missing", "new", "same"]
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = typing.get_args(VerdictStatus)
+# Whose runs judged a time verdict (Verdict.judged_by); None where no runs did.
+JudgedBy = Literal["own", "fleet"]
+JUDGED_BY: tuple[JudgedBy | None, ...] = (None, *typing.get_args(JudgedBy))
 # What a case not in the baseline yet needs: in each new verdict's message, and once per run in the terminal.
 NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
 
@@ -380,7 +384,7 @@ NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs
 class Verdict:
     """How one metric of one case compares with its baseline.
 
-    status is "regressed", "improved", "same", "unstable", "new" or "missing"; figures are in the
+    status is one of VERDICT_STATUSES; figures are in the
     metric's unit (ms for latency, bytes for peak_memory); `message` is the one line shown to a person.
     The latency's tolerance comes from the case's run-to-run noise over the baseline's runs
     (perfguard/analysis/noise.py), never below the threshold; null for deterministic metrics.
@@ -400,6 +404,10 @@ class Verdict:
     noise_pct: float | None = None  # the case's run-to-run spread (relative standard deviation, %)
     tolerance_pct: float | None = None  # a change past this is regressed / improved
     detectable_pct: float | None = None  # the smallest slowdown the gate catches 19 times in 20
+    # Whose runs judged a time: "own" (this card's, a CPU's: this host's) or "fleet" (all the
+    # baseline's, from `judged_sources` cards or hosts); None for other metrics and older records.
+    judged_by: JudgedBy | None = None
+    judged_sources: int = 0
     # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
     # whether they agreed (None: not re-measured).
     remeasured_ms: tuple[float, ...] = ()

@@ -145,8 +145,9 @@ class Measurer:
             result, verdicts = self._confirm(measure, result, verdicts, judge)
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
         regressed = [v.message for v in verdicts if v.status == "regressed"]
-        if regressed and not self.options.update:
-            return result, f"{result.id}: " + f"\n{result.id}: ".join(regressed), True
+        failing = regressed + [v.message for v in verdicts if v.status == "inconclusive" and self.options.fail_inconclusive]
+        if failing and not self.options.update:
+            return result, f"{result.id}: " + f"\n{result.id}: ".join(failing), bool(regressed)
         return result, None, bool(regressed)
 
     def _confirm(

@@ -32,6 +32,8 @@ class Options:
     keep_runs: int = defaults.KEEP_RUNS  # runs a baseline keeps per case
     confirm: int = defaults.CONFIRM  # re-measurements of a case that looks regressed before it fails
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
+    force_update: bool = False  # --perfguard-update=force: a run outside its case's series starts a new one
+    fail_inconclusive: bool = False  # an inconclusive case fails
     counter_allowance: Mapping[str, str] = dataclasses.field(default_factory=dict)  # --perfguard-counter-allowance
     strict: bool = False  # --perfguard-strict (plugin/strict.py)
     max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
@@ -49,10 +51,12 @@ class Options:
     def from_config(cls, config: pytest.Config) -> Options:
         root = config.rootpath
         _refuse_spaced_folders(config)
-        update = bool(_value(config, "perfguard-update"))
+        update = _update(config)
         options = cls(
-            enabled=bool(_value(config, "perfguard")) or update,  # an update needs figures to write
-            update=update,
+            enabled=bool(_value(config, "perfguard")) or bool(update),  # an update needs figures to write
+            update=bool(update),
+            force_update=update == "force",
+            fail_inconclusive=_flag(config, "perfguard-fail-inconclusive"),
             baselines_dir=Path(root, _parsed(config, "perfguard-baselines")),
             report_dir=Path(root, _parsed(config, "perfguard-report")),
             threshold_pct=_parsed(config, "perfguard-threshold"),
@@ -94,8 +98,17 @@ _STASHED = pytest.StashKey[Options]()
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("perfguard", "GPU performance regression testing")
     for opt in OPTIONS:
-        kind = "bool" if opt.flag else "string"
-        if opt.flag:
+        # A flag that takes words is a string in the ini file ("true", "force").
+        kind = "bool" if opt.flag and not opt.words else "string"
+        if opt.words:
+            group.addoption(f"--{opt.name}", action="store_const", const="true", default=None, help=opt.help)
+            for word, help in opt.words:
+                # argparse takes an option string holding "=" whole before it splits at the "=", so
+                # `--perfguard-update=force` is a flag of its own, and `--perfguard-update suites/`
+                # still leaves suites/ a test path (a value that is optional would swallow it).
+                group.addoption(f"--{opt.name}={word}", action="store_const", const=word,
+                                dest=opt.name.replace("-", "_"), help=help)
+        elif opt.flag:
             group.addoption(f"--{opt.name}", action="store_true", default=None, help=opt.help)
         else:
             group.addoption(f"--{opt.name}", metavar=opt.metavar, default=None, help=opt.help)
@@ -130,6 +143,30 @@ def _value(config: pytest.Config, name: str) -> Any:
         if value not in (None, "", []):
             return value
     return option(name).default
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    value = _value(config, name)
+    return bool(value) and str(value).strip().lower() not in FALSE_WORDS
+
+
+FALSE_WORDS = ("", "0", "false", "no", "off")
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+def _update(config: pytest.Config) -> str | None:
+    """None (no update), "true" or "force"; the ini value is any of those words."""
+    raw = _value(config, "perfguard-update")
+    if raw is None or raw is False:
+        return None
+    word = str(raw).strip().lower()
+    if word in FALSE_WORDS:
+        return None
+    if word in TRUE_WORDS:
+        return "true"
+    if word in (w for w, _ in option("perfguard-update").words):
+        return word
+    raise pytest.UsageError(f"--perfguard-update (or ini perfguard-update) must be true, false or force, got {raw!r}")
 
 
 def _parsed(config: pytest.Config, name: str) -> Any:

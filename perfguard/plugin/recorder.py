@@ -57,6 +57,7 @@ class Recorder:
         self.strict_failures: list[Fact] = []  # under --perfguard-strict, the facts that fail the run
         self.ctrl_c = Deferred()  # Ctrl-C at the run's end, held back (plugin/interrupt.py)
         self.updated: list[Path] = []  # baseline files this run wrote
+        self.admission_lines: list[str] = []  # each case whose run did not join its series, or restarted it
         self._said_interrupted = False
         self.session: pytest.Session | None = None  # set at the session's finish, for the exit status
 
@@ -140,18 +141,21 @@ class Recorder:
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
-        from perfguard.analysis.verdict import moved_series
+        from perfguard.analysis.series import Admission
 
-        # A case whose judged figure moved past its tolerance starts a new series of runs: its old runs
-        # describe other code, and mixed in they would read as noise.
-        restart = moved_series(self.results.values(), verdicts)
+        # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
+        # old runs describe other code, or this run is off, and mixed in it would read as noise.
+        admission = Admission(
+            force=self.options.force_update, threshold_pct=self.options.threshold_pct,
+            remedy="if the code changed, --perfguard-update=force starts its series again with this run")
+        self.admission_lines = admission.lines
         for slug, device in self._models().items():
             if self.ctrl_c.pressed:  # Ctrl-C during the previous file's update: no further file is begun
                 break
             results = [r for r in self.results.values() if r.device == slug]
             path = store.path_for(self.options.baselines_dir, slug)
             if self._attempt(lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
-                                                  keep_runs=self.options.keep_runs, restart=restart), path):
+                                                  keep_runs=self.options.keep_runs, admit=admission), path):
                 self.updated.append(path)
 
     def record_interrupt(self) -> None:
@@ -211,6 +215,8 @@ class Recorder:
             write(f"perfguard: strict: the {len(self.strict_failures)} line(s) above fail this run", red=True, bold=True)
         if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
             write("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
+        for line in self.admission_lines:
+            write(f"perfguard: {line}", yellow=True)
         for path in self.written:
             write(f"perfguard: wrote {path}")
         for problem in self.problems:

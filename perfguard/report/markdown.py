@@ -1,7 +1,7 @@
 """`reports/perfguard.md`: the run in Markdown, for `$GITHUB_STEP_SUMMARY` and pull-request comments.
 
-What needs a person comes first: errors and regressions, then improvements, new and unstable cases,
-then a compact table of every case (folded in a <details>). The text stays under LIMIT_BYTES however
+What needs a person comes first: errors and regressions, then improvements, new, unstable and
+inconclusive cases, then a compact table of every case (folded in a <details>). The text stays under LIMIT_BYTES however
 many cases there are: GitHub refuses a comment over 65,536 characters, so lines that do not fit are
 left out and counted ("… and 812 more: see the HTML report"), the least pressing first.
 
@@ -38,13 +38,16 @@ FIELD_CHARS = 300  # one id, name or message at most, before escaping (a verdict
 # `user@host`, `scheme://`, `www.`, `#123`. A zero-width space goes at each of these points.
 _AUTOLINKED = re.compile(r"(?<=@)(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=#)(?=\d)", re.IGNORECASE)
 _ZWSP = "\u200b"
-LISTED = {"improved": 50, "new": 30, "unstable": 50, "missing": 30}  # longer lists belong in the HTML report
+LISTED = {"improved": 50, "new": 30, "unstable": 50, "inconclusive": 50, "missing": 30}  # longer lists belong in the HTML report
 SECTIONS = (
     ("error", "Errors"),
     ("regressed", "Regressions"),
     ("improved", "Improvements"),
     ("new", "New cases"),
     ("unstable", "Unstable"),
+    # Passes by default, but the gate could not have seen a change of the threshold's size: each line
+    # says what would let it (more runs, this card's own runs, perfguard ab).
+    ("inconclusive", "Inconclusive"),
     ("missing", "Missing"),
 )
 

@@ -28,6 +28,9 @@ NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("reco
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "inconclusive": {"yellow": True},
          "improved": {"green": True}}
+# Inconclusive verdicts listed one a line up to this many; past it, one line counts them (every
+# verdict's own line is in the Markdown, the HTML and the record).
+LISTED_INCONCLUSIVE = 5
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
@@ -119,8 +122,9 @@ def summary(
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
-            if v.status not in ("same", "new") or (v.metric in COUNTER_KINDS and v.change_pct is not None):
+            if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
+        lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news:
             lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
@@ -135,3 +139,18 @@ def summary(
             n = len({v.case_id for v in quiet if change in v.env_mismatch})
             lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
     return lines
+
+
+def inconclusive_lines(verdicts: Iterable[Verdict]) -> list[str]:
+    """The inconclusive verdicts: each one's line when there are a few, else one line that counts them,
+    says what they could not see and what would let the gate see it."""
+    blind = [v for v in verdicts if v.status == "inconclusive"]
+    if len(blind) <= LISTED_INCONCLUSIVE:
+        return [f"{v.case_id}: {v.message}" for v in sorted(blind, key=lambda v: (v.case_id, v.metric))]
+    detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)
+    median = f" (median smallest detectable change {detects[len(detects) // 2]:.1f}%)" if detects else ""
+    fleet = sum(v.judged_by == "fleet" for v in blind)
+    by_fleet = f"; {fleet} of them judged by the fleet's runs, not this card's own" if fleet else ""
+    return [f"{len(blind)} inconclusive verdicts: their tolerance is wider than the threshold, so a change of its size "
+            f"would pass unseen{median}{by_fleet}; more baseline runs, this card's own runs in the baseline, or "
+            "`perfguard ab` would decide them (each one's line is in perfguard.md)"]

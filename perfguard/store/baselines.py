@@ -2,9 +2,9 @@
 
 Each update adds one run to every case it measured: the case's newest result (samples capped)
 replaces the old one, and its run summary joins the case's last runs (at most `keep_runs`, oldest
-dropped first), from which the verdict learns the case's run-to-run noise. A case whose figures moved
-past its tolerance (the caller says which, in `restart`) starts a new series of runs: mixing runs of
-the old code with the new would read as noise.
+dropped first), from which the verdict learns the case's run-to-run noise. Which runs may join is the
+caller's rule (`admit`, analysis/series.py), applied here to the file as re-read inside the lock: a
+run of changed code mixed with the old code's runs, or one bad run, would read as noise.
 
 An update re-reads the file inside a lock on `<file>.lock` (deleted again on release: store/lock.py),
 merges the new cases into what it finds, and replaces the file atomically. Re-reading inside the lock
@@ -17,10 +17,11 @@ names it, so nothing recorded by hand or by another version is lost silently.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from perfguard import defaults
+from perfguard.analysis.series import Admission, Admitted, Candidate, identity
 from perfguard.errors import BaselineError
 from perfguard.model import (
     MAX_BASELINE_SAMPLES,
@@ -39,6 +40,8 @@ from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import followed, refuse_file_for_folder, refuse_links_out, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
+# Decides which new runs join a case's series: (case id, its entry or None, the new runs) -> what to keep.
+Admit = Callable[[str, "BaselineEntry | None", "Sequence[Candidate]"], Admitted]
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
 LOCK_TIMEOUT_S = 60.0
@@ -111,16 +114,18 @@ def update(
     commit: str | None,
     recorded_at: str,
     keep_runs: int = DEFAULT_KEEP_RUNS,
-    restart: Collection[str] = (),
+    admit: Admit | None = None,
+    origin: str = "this run",
 ) -> Path:
     """Merge the measured ("ok") `results` into the device's baseline file as one more run; other cases
-    are kept. Cases in `restart` drop their earlier runs.
+    are kept. `admit` decides which runs join each case's series (analysis.series.Admission); without
+    it every run joins.
 
     Returns the file's path. Raises BaselineError naming the file when the existing file is not a
     valid baseline (it is left as it was), or when the folder cannot be written.
     """
     return update_runs(directory, device, [(results, commit, recorded_at, device.host)],
-                       keep_runs=keep_runs, restart=restart)
+                       keep_runs=keep_runs, admit=admit, origins=(origin,))
 
 
 def update_runs(
@@ -129,53 +134,69 @@ def update_runs(
     runs: Sequence[tuple[Iterable[CaseResult], str | None, str, str | None]],
     *,
     keep_runs: int = DEFAULT_KEEP_RUNS,
-    restart: Collection[str] = (),
+    admit: Admit | None = None,
+    origins: Sequence[str] = (),
 ) -> Path:
     """Several runs (results, commit, recorded_at, host), oldest first, merged in one locked write:
-    a fleet's records (one per runner of the GPU model) become one baseline."""
+    a fleet's records (one per runner of the GPU model) become one baseline. `origins` names each run
+    (a record's path) for `admit`'s lines."""
     if keep_runs < 1:
         raise BaselineError(f"keep_runs must be at least 1, got {keep_runs}")
     fingerprint = device.fingerprint()
-    measured = [([r for r in results if r.status == "ok" and r.timings], commit, at, host)
-                for results, commit, at, host in runs]
+    by_case: dict[str, list[Candidate]] = {}
+    for i, (results, commit, at, host) in enumerate(runs):
+        for r in results:
+            if r.status == "ok" and r.timings:
+                origin = origins[i] if i < len(origins) else "this run"
+                by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin))
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
         cases = dict(existing.cases) if existing else {}
-        fresh = set(restart)
-        for results, commit, recorded_at, host in measured:
-            for r in results:
-                old = cases.get(r.id)
-                earlier = () if old is None or r.id in fresh else old.runs
-                fresh.discard(r.id)  # a restarted series grows again from its first new run
-                summary = run_summary(r, recorded_at, commit, host)
-                cases[r.id] = BaselineEntry(recorded_at=recorded_at, commit=commit, fingerprint=fingerprint,
-                                            result=_stored(r), runs=(*earlier, summary)[-keep_runs:])
+        for case_id, candidates in by_case.items():
+            old = cases.get(case_id)
+            if admit is None:
+                admitted = Admitted((*(old.runs if old else ()), *(c.summary for c in candidates)), candidates[-1])
+            else:
+                admitted = admit(case_id, old, candidates)
+            if admitted.result is None:
+                continue  # nothing joined: the entry stays as it was
+            newest = admitted.result
+            cases[case_id] = BaselineEntry(recorded_at=newest.summary.recorded_at, commit=newest.summary.commit,
+                                           fingerprint=fingerprint, result=_stored(newest.result),
+                                           runs=admitted.runs[-keep_runs:])
         calibration = existing.calibration if existing else None
         return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
 
     return _rewrite(path_for(directory, device.slug), merge, "update the baseline")
 
 
-def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_runs: int = DEFAULT_KEEP_RUNS) -> Path:
+def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_runs: int = DEFAULT_KEEP_RUNS,
+                admission: Admission | None = None, names: Sequence[str] = ()) -> Path:
     """Fold baseline files of one GPU model (recorded on other hosts) into `directory`'s: per case the
-    runs of all, oldest first, each once, the newest `keep_runs` kept; the newest run's result wins."""
+    runs of all, oldest first, each once, the newest `keep_runs` kept; the newest run's result wins.
+    `admission` leaves out runs dated in the future or far from the others (`names`: each file's, for its lines)."""
     slugs = {b.device.slug for b in others}
     if len(slugs) != 1:
         raise BaselineError(f"baselines of {', '.join(sorted(slugs)) or 'no device'}: merge files of one GPU model at a time")
+    target = path_for(directory, slugs.pop())
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
-        files = ([existing] if existing else []) + list(others)
+        files = ([(existing, str(target))] if existing else []) + list(zip(others, [*names, *[""] * len(others)]))
         cases: dict[str, BaselineEntry] = {}
-        for case_id in sorted({c for f in files for c in f.cases}):
-            entries = sorted((f.cases[case_id] for f in files if case_id in f.cases), key=lambda e: e.recorded_at)
-            runs = {(r.recorded_at, r.device_uuid, tuple(sorted((m, t.median_ms) for m, t in r.timings.items()))): r
-                    for e in entries for r in e.runs}
-            ordered = sorted(runs.values(), key=lambda r: r.recorded_at)[-keep_runs:]
-            cases[case_id] = dataclasses.replace(entries[-1], runs=tuple(ordered))
-        calibration = next((f.calibration for f in files if f.calibration), None)
-        return BaselineFile(device=files[0].device, cases=cases, calibration=calibration)
+        for case_id in sorted({c for f, _ in files for c in f.cases}):
+            entries = sorted(((f.cases[case_id], name) for f, name in files if case_id in f.cases),
+                             key=lambda e: e[0].recorded_at)
+            if admission is not None:
+                kept = admission.merged(case_id, [(r, name or "a merged file") for e, name in entries for r in e.runs],
+                                        entries[-1][0].result)
+            else:
+                unique = {identity(r): r for e, _ in entries for r in e.runs}
+                kept = tuple(sorted(unique.values(), key=lambda r: r.recorded_at))
+            cases[case_id] = dataclasses.replace(entries[-1][0], runs=kept[-keep_runs:])
+        calibration = next((f.calibration for f, _ in files if f.calibration), None)
+        return BaselineFile(device=files[0][0].device, cases=cases, calibration=calibration)
 
-    return _rewrite(path_for(directory, slugs.pop()), merge, "merge the baselines")
+    return _rewrite(target, merge, "merge the baselines")
 
 
 def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibration) -> Path:

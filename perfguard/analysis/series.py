@@ -1,0 +1,168 @@
+"""Which runs join a case's series in a baseline: the rule every baseline write applies, and its lines.
+
+A baseline's tolerances come from the spread of each case's runs, so a run that does not belong
+there widens every later tolerance: a run of changed code mixed with the old code's, a runner twice
+as slow, a disturbed run. So a run joins a case's series only when the gate would have let it pass:
+
+- against a series the case already has, each time (`latency`, `caller_latency`, `busy_time`) within the
+  tolerance the gate gives it (analysis/noise.py, judged as the gate judges it: by this card's runs
+  or the fleet's). A run outside it is not added: the code changed, or the run is off, and perfguard
+  cannot tell which from one run. `force` (``--perfguard-update=force``) says the code changed: the
+  case's series starts again with the new runs, its earlier runs dropped (they stay in version
+  control), never mixed with the new ones;
+- with no series yet (a new case, or `restart`: `perfguard baseline accept --restart`), the new runs
+  among themselves: one far from the others' median (noise.far_runs) is left out;
+- `merge` (baseline files of other hosts): the runs of all the files, among themselves, likewise.
+
+A run already in the series (the same record given twice, or accepted again) is counted once. Every
+run left out is one line, collected in `lines` for the caller to print. Pure: no files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+
+from perfguard.analysis import noise
+from perfguard.defaults import THRESHOLD_PCT
+from perfguard.model import TIME_METRICS, BaselineEntry, CaseResult, RunSummary
+from perfguard.model.names import shown
+
+# How far ahead of this machine's clock a run may be dated: runners' clocks disagree by seconds, not
+# minutes. A run dated later would stay the newest of its series for ever (the cap drops the oldest).
+CLOCK_SKEW = datetime.timedelta(minutes=5)
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A run that asks to join a case's series: its result, its summary, and where it came from."""
+
+    result: CaseResult
+    summary: RunSummary
+    origin: str  # as a line names it: "this run", a record's path, a baseline file's
+
+
+@dataclasses.dataclass(frozen=True)
+class Admitted:
+    """The series to keep for a case (oldest first, before the cap), and the result the entry keeps:
+    the newest admitted run's, or None when none was admitted (the entry stays as it was)."""
+
+    runs: tuple[RunSummary, ...]
+    result: Candidate | None
+
+
+class Admission:
+    """The rule, with what it says: made by the command that writes, called by the store per case."""
+
+    def __init__(self, *, force: bool = False, restart: bool = False, remedy: str = "", threshold_pct: float = THRESHOLD_PCT):
+        self.force, self.restart, self.remedy, self.threshold_pct = force, restart, remedy, threshold_pct
+        self.lines: list[str] = []
+
+    def __call__(self, case_id: str, entry: BaselineEntry | None, candidates: Sequence[Candidate]) -> Admitted:
+        existing = () if entry is None or self.restart else entry.runs
+        fresh = self._once(case_id, existing, candidates)
+        if not existing:
+            kept = self._among_themselves(case_id, fresh)
+            return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
+        assert entry is not None
+        joined, outside = [], []
+        for c in fresh:
+            why = self._outside(c, entry)
+            (outside if why else joined).append((c, why))
+        if outside and self.force:
+            kept = self._among_themselves(case_id, fresh)
+            why = outside[0][1]
+            self.lines.append(f"{case_id}: its series starts again with {_runs(len(kept))} from {outside[0][0].origin} "
+                              f"({why}: the code changed); its {_runs(len(existing))} before dropped")
+            return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
+        for c, why in outside:
+            self.lines.append(f"{case_id}: the run of {c.summary.recorded_at} from {c.origin} not added: {why}, so "
+                              f"the code changed or the run is off{f'; {self.remedy}' if self.remedy else ''}")
+        runs = (*existing, *(c.summary for c, _ in joined))
+        return Admitted(runs, joined[-1][0] if joined else None)
+
+    def merged(self, case_id: str, runs: Sequence[tuple[RunSummary, str]], newest: CaseResult) -> tuple[RunSummary, ...]:
+        """The runs of several baseline files for one case, among themselves: each once, none dated in the
+        future, none far from the others (`newest`: the newest entry's result, for the case's priors)."""
+        seen: set[tuple[object, ...]] = set()
+        fresh: list[Candidate] = []
+        for summary, origin in sorted(runs, key=lambda r: r[0].recorded_at):
+            key = identity(summary)
+            if key in seen:
+                continue
+            seen.add(key)
+            if in_future(summary.recorded_at):
+                self.lines.append(f"{case_id}: the run of {shown(summary.recorded_at)} in {origin} left out: dated in the future")
+                continue
+            fresh.append(Candidate(newest, summary, origin))
+        return tuple(c.summary for c in self._among_themselves(case_id, fresh))
+
+    def _once(self, case_id: str, existing: Sequence[RunSummary], candidates: Sequence[Candidate]) -> list[Candidate]:
+        seen = {identity(r) for r in existing}
+        fresh = []
+        for c in candidates:
+            key = identity(c.summary)
+            if key in seen:
+                self.lines.append(f"{case_id}: the run of {c.summary.recorded_at} from {c.origin} is in the series "
+                                  "already: counted once")
+                continue
+            seen.add(key)
+            fresh.append(c)
+        return fresh
+
+    def _among_themselves(self, case_id: str, fresh: Sequence[Candidate]) -> list[Candidate]:
+        """The new runs without those far from the others (on each time the runs measured)."""
+        if not fresh:
+            return []
+        newest = fresh[-1].result
+        sources = [noise.run_source(c.summary) for c in fresh]
+        far: dict[int, str] = {}
+        for metric in TIME_METRICS:
+            measured = [i for i, c in enumerate(fresh) if noise.median_of(c.summary, metric)]
+            medians = [noise.median_of(fresh[i].summary, metric) or 0.0 for i in measured]
+            off = noise.far_runs(medians, [sources[i] for i in measured], noise.prior_pct(newest, newest, metric),
+                                 noise.card_prior_pct(newest, newest, metric), noise.absolute_ms(newest, metric))
+            centre = sorted(medians)[len(medians) // 2] if medians else 0.0
+            for j in sorted(off):
+                i = measured[j]
+                far.setdefault(i, f"{metric} {noise.describe_run(fresh[i].summary, metric, centre)}")
+        for i, why in sorted(far.items()):
+            self.lines.append(f"{case_id}: {why}, from {fresh[i].origin}, left out: far from the others")
+        return [c for i, c in enumerate(fresh) if i not in far]
+
+    def _outside(self, c: Candidate, entry: BaselineEntry) -> str:
+        """Why the candidate lies outside the case's tolerance, or "" when it does not."""
+        threshold = c.result.threshold if c.result.threshold is not None else self.threshold_pct
+        for metric in TIME_METRICS:
+            value = noise.median_of(c.summary, metric)
+            est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric) if value else None
+            if est is None or not value:
+                continue
+            change = 100.0 * (value / est.centre_ms - 1.0)
+            if abs(change) > est.tolerance_pct:
+                return (f"{metric} {change:+.1f}% from the centre of {est.judges()}, "
+                        f"outside its tolerance of ±{est.tolerance_pct:.1f}%")
+        return ""
+
+
+def identity(run: RunSummary) -> tuple[object, ...]:
+    """What makes two run summaries one run: when, on what, and what it measured."""
+    return (run.recorded_at, run.device_uuid, run.host, tuple(sorted((m, t.median_ms) for m, t in run.timings.items())))
+
+
+def in_future(recorded_at: str, now: datetime.datetime | None = None) -> bool:
+    """Whether `recorded_at` (ISO 8601; without a zone, UTC) lies ahead of now by more than CLOCK_SKEW;
+    a date that does not parse is not in the future (the record checks dates elsewhere)."""
+    try:
+        when = datetime.datetime.fromisoformat(recorded_at)
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return when > now + CLOCK_SKEW
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
