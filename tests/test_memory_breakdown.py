@@ -257,6 +257,28 @@ def test_the_case_detail_says_where_the_peak_fell_and_how_it_was_taken():
     assert note() is None  # a record written before either was said
 
 
+
+def test_the_markdown_and_the_terminal_name_a_breakdown_that_leaves_a_tenth_of_its_peak_unnamed():
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import record_lines
+
+    def case(id, unknown, reason=None):
+        parts = MemoryBreakdown(parameters=9 * 2**20, unknown=unknown, unnamed_reason=reason, method="profiler")
+        return CaseResult(id=id, name=id, status="ok", memory_breakdown=parts)
+
+    run = record_of(case("step_b4", 2**20, "1.0 MiB in 1 block: live <b>before</b> the call"),
+                    case("step_b8", 2**20 - 1, "just under a tenth"), case("old", 2**20))
+    said = "step_b4: the memory breakdown leaves 1.0 MiB (10.0% of its peak) unnamed: 1.0 MiB in 1 block: live"
+    lines = record_lines(run)
+    assert any(line.startswith(said) and line.endswith("<b>before</b> the call") for line in lines), lines
+    assert any(line.startswith("old: ") and line.endswith("the record does not say why (written before perfguard said it)")
+               for line in lines), lines
+    assert not any("step_b8" in line for line in lines)
+    md = render_markdown([run])
+    assert ("- step\\_b4: the memory breakdown leaves 1.0 MiB (10.0% of its peak) unnamed: "
+            "1.0 MiB in 1 block: live &lt;b&gt;before&lt;/b&gt; the call\n") in md, md
+
+
 # --- through the plugin ---------------------------------------------------------------------------
 
 
