@@ -49,7 +49,7 @@ def main() -> int:
             results = {r.id: r for r in record.results}
             for v in record.verdicts:
                 r = results.get(v.case_id)
-                figure = r.caller if v.metric == "caller_latency" else r.latency if r else None
+                figure = r.timings[v.metric].summary if r and v.metric in r.timings else None
                 rows.append({"scenario": name, "run": i, "exit": rc, "case": v.case_id, "metric": v.metric,
                              "status": v.status, "change_pct": v.change_pct, "tolerance_pct": v.tolerance_pct,
                              "regime": r.regime if r else None, "median_ms": figure.median_ms if figure else None,

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from machine import describe
 
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, Telemetry, Verdict
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
@@ -54,7 +54,7 @@ def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
         results.append(CaseResult(
             id=case_id, name=op, status="ok", nodeid=f"suites/test_{op}.py::{case_id}", params={"n": n, "variant": i},
             device=H200.slug, device_uuid="GPU-0", timer="cuda-events", bytes=nbytes, flops=flops,
-            latency=summarize(xs, "converged"), samples_ms=xs, metrics=metrics,
+            timings={"latency": timing(xs)}, metrics=metrics,
             memory=Memory(peak_allocated_bytes=n * 2, peak_reserved_bytes=n * 4, setup_allocated_bytes=n * 4,
                           nvml_used_delta_bytes=0, fragmentation=0.3, alloc_retries=0),
             telemetry=Telemetry(1965, 1980, 1979.5, 41, 44, 350.0, 420.0, ("sw_power_cap",)), setup_s=0.01, wall_s=0.2))

@@ -61,6 +61,7 @@ class CaseSpec:
     device_kinds: tuple[str, ...] = DEVICE_KINDS
     check: Callable[..., Any] | None = None
     location: str = ""
+    named: bool = False  # given name=, rather than named after its function (or test)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The decorated function stays callable, so a user can still call the setup by hand.
@@ -253,7 +254,19 @@ def build_spec(
     if opts.get("check") is not None and not callable(opts["check"]):
         raise ConfigError(f"{where}: check must be callable, got {opts['check']!r}")
     opts["memory_breakdown"] = bool(opts.get("memory_breakdown", False))
-    return CaseSpec(setup=setup, location=location, **opts)
+    return CaseSpec(setup=setup, location=location, named=options.get("name") is not None, **opts)
+
+
+def rename_advice(first: CaseSpec, second: CaseSpec) -> str:
+    """What to do about a second declaration (`second`) of the case id of `first`: it depends on which
+    of them chose the name. Said after "is already used by the case at FIRST"."""
+    if first.named and second.named:
+        return f"both give name={first.name!r}; change one of them"
+    if first.named:
+        return "give this one a name= of its own"
+    if second.named:
+        return "give that one a name= of its own, or this one another name="
+    return "give one of them name=..."
 
 
 def label(name: str | None, location: str = "") -> str:

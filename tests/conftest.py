@@ -158,7 +158,7 @@ def write_baseline():
     For an end-to-end verdict that no machine load can flip: a baseline 10x faster than a case's
     sleep makes it regress (load only slows a sleep down), one 10x slower never does."""
     from perfguard import store
-    from perfguard.analysis.stats import summarize
+    from perfguard.analysis.stats import timing
     from perfguard.measure.device import detect
     from perfguard.model import CaseResult
 
@@ -169,7 +169,7 @@ def write_baseline():
             case_id = nodeid.partition("::")[2]
             samples = [ms * (0.99 + 0.001 * i) for i in range(20)]
             results.append(CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", nodeid=nodeid, device=device.slug,
-                                      timer="host-clock", latency=summarize(samples, "converged"), samples_ms=tuple(samples)))
+                                      timer="host-clock", timings={"latency": timing(samples)}))
         return store.update(folder / "baselines", device, results, commit=None, recorded_at="2026-11-29T00:00:00+00:00")
 
     return write

@@ -24,7 +24,7 @@ import pytest
 
 from perfguard import ab, cli
 from perfguard.analysis.pooling import pool_case, pool_records
-from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, loads_record
+from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing, loads_record
 
 SUITE = textwrap.dedent(
     """
@@ -193,8 +193,8 @@ CPU = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a")
 def result(samples: list[float], **telemetry: object) -> CaseResult:
     lat = Latency(median_ms=0, mean_ms=0, min_ms=0, max_ms=0, p10_ms=0, p90_ms=0, iqr_ms=0, ci_low_ms=0,
                   ci_high_ms=0, n=len(samples), stop_reason="budget")
-    return CaseResult(id="c", name="c", status="ok", device="cpu-a", bytes=1e6, latency=lat,
-                      samples_ms=tuple(samples), telemetry=Telemetry(**telemetry), wall_s=0.5)
+    return CaseResult(id="c", name="c", status="ok", device="cpu-a", bytes=1e6, timings={"latency": Timing(lat, tuple(samples))},
+                      telemetry=Telemetry(**telemetry), wall_s=0.5)
 
 
 def test_a_side_pools_its_rounds_samples_and_recomputes_the_figures():
@@ -207,7 +207,7 @@ def test_a_side_pools_its_rounds_samples_and_recomputes_the_figures():
 
 
 def test_a_round_that_errored_is_left_out_of_the_pool():
-    error = dataclasses.replace(result([]), status="error", latency=None, error="c: setup raised")
+    error = dataclasses.replace(result([]), status="error", timings={}, error="c: setup raised")
     records = [RunRecord(created_at=str(i), perfguard_version="0", devices=(CPU,), results=(r,))
                for i, r in enumerate([result([2.0] * 4), error])]
     pooled = pool_records(records)
@@ -217,8 +217,11 @@ def test_a_round_that_errored_is_left_out_of_the_pool():
 
 
 def test_a_side_pools_its_rounds_callers_times_too():
-    rounds = [dataclasses.replace(result([1.0] * 3), caller_samples_ms=(2.0,) * 3),
-              dataclasses.replace(result([1.0] * 3), caller_samples_ms=(4.0,) * 5)]
-    pooled = pool_case(rounds, CPU)
-    assert pooled.caller_samples_ms == (2.0,) * 3 + (4.0,) * 5 and pooled.caller.median_ms == 4.0
+    def with_caller(samples):
+        r = result([1.0] * 3)
+        return dataclasses.replace(r, timings={**r.timings, "caller_latency": Timing(r.latency, samples)})
+
+    pooled = pool_case([with_caller((2.0,) * 3), with_caller((4.0,) * 5)], CPU)
+    caller = pooled.timings["caller_latency"]
+    assert caller.samples_ms == (2.0,) * 3 + (4.0,) * 5 and caller.summary.median_ms == 4.0
     assert pooled.metrics.eager_latency_ms == 4.0  # the derived figures read the pooled caller's time

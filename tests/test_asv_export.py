@@ -26,7 +26,7 @@ import pytest
 from perfguard.analysis.stats import summarize
 from perfguard.cli import main
 from perfguard.export import export, find_drifts
-from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, dumps, loads_record
+from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, Timing, dumps, loads_record
 
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-3f2a9c1b-0d4e-4c6f-9a2b-5e8d7c6b5a49",
                   driver="580.159.04", cuda="13.0", torch="2.11.0", triton="3.6.0", python="3.12.3",
@@ -77,7 +77,7 @@ def case(name: str, params: dict, median_ms: float, rng: np.random.Generator, nb
     gbps = nbytes / (latency.median_ms / 1e3) / 1e9 if nbytes else None
     return CaseResult(id=f"{name}[{'-'.join(f'{k}={v}' for k, v in params.items())}]", name=name, status="ok",
                       params=params, device=H200.slug, device_uuid=H200.uuid, timer="cuda-events", bytes=nbytes,
-                      latency=latency, samples_ms=samples, metrics=Metrics(gbps=gbps),
+                      timings={"latency": Timing(latency, samples)}, metrics=Metrics(gbps=gbps),
                       memory=Memory(peak_allocated_bytes=peak))
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from perfguard import store
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.errors import BaselineError
-from perfguard.model import MAX_BASELINE_SAMPLES, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
+from perfguard.model import MAX_BASELINE_SAMPLES, SCHEMA_VERSION, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
 
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-1234", index=3,
                   driver="580.159.04", cuda="12.8", torch="2.11.0", triton="3.6.0")
@@ -28,8 +28,7 @@ WHEN = "2026-11-29T12:00:00+00:00"
 def result(case_id: str, scale: float = 1.0, n: int = 50, status: str = "ok") -> CaseResult:
     samples = tuple(scale * (1.0 + 0.001 * ((i * 7919) % 97) / 3.0) for i in range(n))
     return CaseResult(id=case_id, name=case_id.split("[")[0], status=status, device="nvidia-h200",
-                      device_uuid="GPU-1234", timer="cuda-events", latency=summarize(samples, "converged"),
-                      samples_ms=samples)
+                      device_uuid="GPU-1234", timer="cuda-events", timings={"latency": timing(samples)})
 
 
 def write_baseline(directory: Path, *results: CaseResult) -> Path:
@@ -111,6 +110,10 @@ def _other_gpu(data):
     data["device"].update(name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb")
 
 
+def _latency(data):
+    return data["cases"]["a"]["result"]["timings"]["latency"]["summary"]
+
+
 BAD_FILES = {
     "invalid JSON": (lambda text: "{this is not json", "not valid JSON"),
     "truncated": (lambda text: text[: len(text) // 2], "truncated"),
@@ -119,7 +122,7 @@ BAD_FILES = {
     "unknown schema": (_edit(lambda d: d.update(schema_version=99)), "schema_version 99"),
     "unknown field": (_edit(lambda d: d["cases"]["a"]["result"].update(speedup=2)), "unknown field(s) speedup"),
     "missing field": (_edit(lambda d: d["cases"]["a"].pop("recorded_at")), "lacks required field 'recorded_at'"),
-    "wrong type": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(median_ms="fast")), "median_ms"),
+    "wrong type": (_edit(lambda d: _latency(d).update(median_ms="fast")), "median_ms"),
     "cases not an object": (_edit(lambda d: d.update(cases=[])), "cases should be an object"),
     "entry under another id": (_edit(lambda d: d["cases"].update(z=d["cases"].pop("a"))), "holds the result of case 'a'"),
     "other GPU model": (
@@ -128,15 +131,15 @@ BAD_FILES = {
     "case from another GPU": (_edit(lambda d: d["cases"]["a"]["result"].update(device="nvidia-a100")), "nvidia-a100"),
     "not UTF-8": (lambda text: text.encode().replace(b"abc123", b"\xff\xfe").decode("latin-1"), "UTF-8"),
     # Values, not only types: each of these read `unstable` ("0.000 ns → 2.082 ms (+inf%)") and passed.
-    "zero median": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(median_ms=0)),
-                    "BaselineFile.cases['a'].result.latency.median_ms is 0.0"),
-    "negative samples": (_edit(lambda d: d["cases"]["a"]["result"].update(samples_ms=[-1.0, 1.0])),
-                         "BaselineFile.cases['a'].result.samples_ms holds -1.0"),
-    "empty samples": (_edit(lambda d: d["cases"]["a"]["result"].update(samples_ms=[])),
-                      "BaselineFile.cases['a'].result.samples_ms is empty"),
-    "negative minimum": (_edit(lambda d: d["cases"]["a"]["result"]["latency"].update(min_ms=-0.5)),
-                         "BaselineFile.cases['a'].result.latency.min_ms is -0.5"),
-    "no latency": (_edit(lambda d: d["cases"]["a"]["result"].update(latency=None)),
+    "zero median": (_edit(lambda d: _latency(d).update(median_ms=0)),
+                    "BaselineFile.cases['a'].result.timings['latency'].summary.median_ms is 0.0"),
+    "negative samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["latency"].update(samples_ms=[-1.0, 1.0])),
+                         "BaselineFile.cases['a'].result.timings['latency'].samples_ms holds -1.0"),
+    "empty samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["latency"].update(samples_ms=[])),
+                      "BaselineFile.cases['a'].result.timings['latency'].samples_ms is empty"),
+    "negative minimum": (_edit(lambda d: _latency(d).update(min_ms=-0.5)),
+                         "BaselineFile.cases['a'].result.timings['latency'].summary.min_ms is -0.5"),
+    "no latency": (_edit(lambda d: d["cases"]["a"]["result"].update(timings={})),
                    "BaselineFile.cases['a'].result is not a measured case"),
     "slug that is a path": (_edit(lambda d: d["device"].update(slug="../nvidia-h200")),
                             "BaselineFile.device.slug '../nvidia-h200' is not a device slug"),
@@ -161,8 +164,8 @@ def test_bad_baseline_is_refused_with_one_line_naming_the_file_and_left_untouche
 
 def test_a_baseline_of_a_newer_schema_says_which_version_reads_it(tmp_path):
     path = tmp_path / "nvidia-h200.json"
-    path.write_text('{"schema_version": 3, "device": {}, "cases": {}}')
-    with pytest.raises(BaselineError, match="schema_version 3, but this perfguard reads versions 1, 2"):
+    path.write_text('{"schema_version": 4, "device": {}, "cases": {}}')
+    with pytest.raises(BaselineError, match="schema_version 4, but this perfguard reads versions 1, 2, 3"):
         store.load(tmp_path, "nvidia-h200")
 
 
@@ -177,8 +180,8 @@ def test_each_update_adds_one_run_per_case_with_its_host_and_card(tmp_path):
     assert [r.recorded_at for r in entry.runs] == ["2026-11-01", "2026-11-02", "2026-11-03"]
     assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
     assert {r.device_uuid for r in entry.runs} == {"GPU-1234"} and entry.runs[-1].commit == "c3"
-    assert entry.runs[1].median_ms == pytest.approx(result("a", scale=1.01).latency.median_ms, rel=1e-5)
-    assert entry.result.latency.median_ms == pytest.approx(entry.runs[-1].median_ms)  # the newest run's samples
+    assert entry.runs[1].median_of("latency") == pytest.approx(result("a", scale=1.01).latency.median_ms, rel=1e-5)
+    assert entry.result.latency.median_ms == pytest.approx(entry.runs[-1].median_of("latency"))  # the newest run's samples
     assert store.load(tmp_path, H200).device.host is None  # the file belongs to the model, not to a machine
 
 
@@ -204,31 +207,33 @@ def test_a_fleets_runs_merge_in_one_write_and_a_restart_keeps_every_new_run(tmp_
     assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
 
 
-def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_written_as_version_2(tmp_path):
+def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_written_as_the_current_version(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     old = json.loads(path.read_text())
     old["schema_version"] = 1
     for entry in old["cases"].values():
         del entry["runs"]
+        timing = entry["result"].pop("timings")["latency"]  # version 1's result: latency and samples_ms
+        entry["result"].update(latency=timing["summary"], samples_ms=timing["samples_ms"], caller=None, caller_samples_ms=[])
     path.write_text(json.dumps(old))
     (run,) = store.load(tmp_path, H200).cases["a"].runs
     assert (run.recorded_at, run.commit) == (WHEN, "abc123")
-    assert run.median_ms == pytest.approx(result("a").latency.median_ms, rel=1e-5)
+    assert run.median_of("latency") == pytest.approx(result("a").latency.median_ms, rel=1e-5)
     store.update(tmp_path, H200, [result("a")], commit=None, recorded_at="later")
-    assert json.loads(path.read_text())["schema_version"] == 2
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
     assert len(store.load(tmp_path, H200).cases["a"].runs) == 2
 
 
 def test_a_run_whose_median_is_zero_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     data = json.loads(path.read_text())
-    data["cases"]["a"]["runs"][0]["median_ms"] = 0
+    data["cases"]["a"]["runs"][0]["timings"]["latency"]["median_ms"] = 0
     path.write_text(json.dumps(data))
-    with pytest.raises(BaselineError, match=r"runs\[0\].median_ms is 0.0; a run.s median is above 0"):
+    with pytest.raises(BaselineError, match=r"runs\[0\].timings\['latency'\].median_ms is 0.0; a run.s median is above 0"):
         store.load(tmp_path, H200)
 
 
-def test_a_version_2_entry_without_runs_is_refused(tmp_path):
+def test_an_entry_without_runs_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     data = json.loads(path.read_text())
     data["cases"]["a"]["runs"] = []
@@ -267,7 +272,7 @@ def test_read_only_baselines_folder_gives_a_clear_error_and_keeps_the_file(tmp_p
 CHILD = r"""
 import os, sys, time
 from perfguard import store
-from perfguard.model import CaseResult, DeviceInfo, Latency
+from perfguard.model import CaseResult, DeviceInfo, Latency, Timing
 
 mode, directory = sys.argv[1], sys.argv[2]
 device = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
@@ -276,7 +281,8 @@ latency = Latency(median_ms=1.01, mean_ms=1.01, min_ms=1.0, max_ms=1.02, p10_ms=
                   ci_low_ms=1.009, ci_high_ms=1.011, n=200, stop_reason="converged")
 
 def result(case_id):
-    return CaseResult(id=case_id, name="case", status="ok", device="nvidia-h200", latency=latency, samples_ms=samples)
+    return CaseResult(id=case_id, name="case", status="ok", device="nvidia-h200",
+                      timings={"latency": Timing(latency, samples)})
 
 if mode == "many-updates":  # one small update per case, as xdist workers finishing cases would
     prefix, count, go = sys.argv[3], int(sys.argv[4]), sys.argv[5]

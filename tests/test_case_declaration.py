@@ -229,3 +229,18 @@ def test_device_kinds_may_be_one_string():
 def test_defaults_are_cold_cache_eager_mode_on_every_device_kind():
     spec = declare(params=GRID)
     assert (spec.cache, spec.mode, spec.device_kinds, spec.check) == ("cold", "eager", ("cuda", "cpu"), None)
+
+
+def test_two_cases_of_one_id_are_told_to_rename_what_chose_the_name():
+    from perfguard.case import rename_advice
+
+    def setup(device):
+        return lambda: None
+
+    plain = perf_case(setup)
+    named = perf_case(name="setup")(setup)
+    assert not plain.named and named.named
+    assert rename_advice(plain, plain) == "give one of them name=..."
+    assert rename_advice(named, named) == "both give name='setup'; change one of them"
+    assert rename_advice(named, plain) == "give this one a name= of its own"
+    assert rename_advice(plain, named) == "give that one a name= of its own, or this one another name="

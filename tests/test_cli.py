@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfguard import store
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
 
@@ -23,7 +23,7 @@ def result(case_id: str, rng: np.random.Generator, slowdown: float = 1.0, status
         return CaseResult(id=case_id, name=case_id, status=status, device=CPU.slug, error="setup raised ValueError")
     samples = tuple(float(x) for x in rng.lognormal(np.log(0.5), 0.02, 100) * slowdown)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=CPU.slug, timer="host-clock",
-                      latency=summarize(samples, "converged"), samples_ms=samples)
+                      timings={"latency": timing(samples)})
 
 
 def record(path: Path, *results: CaseResult, commit: str = "0123456789abcdef", **fields) -> Path:
@@ -253,3 +253,44 @@ def test_output_cut_short_by_its_reader_ends_quietly(tmp_path, rng):
         assert done.stdout.count("\n") == 1, done.stdout
         assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
         assert done.returncode in statuses, args
+
+
+def _subcommands(parser, prefix=()):
+    """(words, parser, the one-line help its parent lists) for every subcommand, nested ones too."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield (*prefix, name), sub, listed[name]
+                yield from _subcommands(sub, (*prefix, name))
+
+
+def test_every_subcommands_help_opens_with_its_one_line_description_and_names_every_argument(capsys):
+    from perfguard.cli import _parser
+
+    subcommands = list(_subcommands(_parser()))
+    assert len(subcommands) >= 11  # show, baseline (show, accept, merge), compare, report, calibrate, ab, asv-export, history
+    for words, sub, listed in subcommands:
+        with pytest.raises(SystemExit):
+            main([*words, "--help"])
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: perfguard {' '.join(words)} "), words  # argparse's own usage line
+        opening = " ".join(text.split("\n\n")[1].split())  # the paragraph after the usage, unwrapped
+        assert listed and opening.lower().startswith(listed.lower()), (words, opening, listed)
+        for action in sub._actions:  # every positional (a list of actions below explains itself)
+            if not action.option_strings and action.help is None and not action.choices:
+                raise AssertionError(f"perfguard {' '.join(words)}: {action.metavar or action.dest} has no help text")
+
+
+def test_the_options_page_lists_every_option_with_its_default():
+    from perfguard.options import OPTIONS
+
+    page = (Path(__file__).parents[1] / "docs" / "options.md").read_text()
+    rows = {line.split("`")[1].split()[0].split("=")[0]: line for line in page.splitlines() if line.startswith("| `--")}
+    assert sorted(rows) == sorted(f"--{o.name}" for o in OPTIONS)
+    for option in OPTIONS:
+        if isinstance(option.default, (int, float)) and not isinstance(option.default, bool):
+            assert f"| {option.default:g} |" in rows[f"--{option.name}"], option.name
+    assert "below" not in page  # the page is a table: every pointer is a link to the page that explains

@@ -264,7 +264,7 @@ def test_each_update_adds_a_run_and_keeps_the_newest_runs_samples(gate):
     measured = {r.id: r for r in again.record().results}
     first = {r.id: r for r in gate["recorded"].record().results}
     for case_id, entry in baseline.cases.items():
-        assert [r.median_ms for r in entry.runs] == pytest.approx(
+        assert [r.median_of("latency") for r in entry.runs] == pytest.approx(
             [first[case_id].latency.median_ms, measured[case_id].latency.median_ms], rel=1e-5), case_id
         assert {r.host for r in entry.runs} == {device.host}, case_id
         assert entry.result.latency == measured[case_id].latency, case_id
@@ -332,7 +332,7 @@ def test_a_baseline_case_that_did_not_run_is_missing_and_fails_nothing(gate):
     retired = run.latency()["retired"]
     assert retired.status == "missing" and retired.current is None
     runs = gate["again"].stored().cases["retired"].runs
-    assert retired.baseline == pytest.approx(sum(r.median_ms for r in runs) / 2, rel=1e-5)  # the centre of its 2 runs
+    assert retired.baseline == pytest.approx(sum(r.median_of("latency") for r in runs) / 2, rel=1e-5)  # the centre of its 2 runs
     assert "retired" not in {r.id for r in run.record().results}
     run.result.stdout.fnmatch_lines([f"retired: latency missing: in {run.label} (* ms) but did not run"])
 
@@ -378,7 +378,7 @@ def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_i
 def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_the_file(gate):
     run = gate["slowdown"]
     runs = gate["again"].stored().cases["slowed"].runs
-    old = sum(r.median_ms for r in runs) / 2
+    old = sum(r.median_of("latency") for r in runs) / 2
     new = {r.id: r for r in run.record().results}["slowed"].latency.median_ms
     message = failure_text(run.result, "slowed")
     match = REGRESSED.match(message)
@@ -431,7 +431,7 @@ def test_update_accepts_a_slowdown_without_failing_and_starts_its_runs_afresh(ga
     slowed = after.cases["slowed"]
     assert slowed.result.latency == measured.latency and slowed.recorded_at == run.record().created_at
     # Its old runs described the old code: the series restarts with this run alone.
-    assert [r.median_ms for r in slowed.runs] == pytest.approx([measured.latency.median_ms], rel=1e-5)
+    assert [r.median_of("latency") for r in slowed.runs] == pytest.approx([measured.latency.median_ms], rel=1e-5)
     for case_id in set(RECORDED) - {"slowed"}:
         assert to_jsonable(after.cases[case_id]) == to_jsonable(before.cases[case_id]), case_id
     statuses = {c: v.status for c, v in run.latency().items()}

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from perfguard import store
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.errors import BaselineError
-from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Profile, RunRecord, Verdict, dumps
+from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Profile, RunRecord, Timing, Verdict, dumps
 from perfguard.report.markdown import render_markdown
 from perfguard.store.lock import LockTimeout, held
 
@@ -34,7 +34,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 def measured(case_id: str = "add[n=1]", device: str = CPU.slug, **fields) -> CaseResult:
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=device, timer="host-clock",
-                      latency=summarize(SAMPLES, "converged"), samples_ms=SAMPLES, **fields)
+                      timings={"latency": timing(SAMPLES)}, **fields)
 
 
 def run(*results: CaseResult, devices: tuple[DeviceInfo, ...] = (CPU,), **fields) -> RunRecord:
@@ -153,9 +153,9 @@ HOSTILE = {  # how the file is made hostile (its top object, its one result) →
                                ".params is nested more than 16 levels deep"),
     "unknown verdict status": (_status, "RunRecord.verdicts[0].status 'exploded' is none of"),
     "unknown case status": (lambda top, r: r.update(status="exploded"), ".status 'exploded' is none of"),
-    "zero median": (lambda top, r: r["latency"].update(median_ms=0), ".latency.median_ms is 0.0"),
-    "negative sample": (lambda top, r: r["samples_ms"].__setitem__(3, -1.0), ".samples_ms holds -1.0"),
-    "huge integer": (lambda top, r: r["latency"].update(n=10**30), ".latency.n is 1000000000000000000000000000000"),
+    "zero median": (lambda top, r: r["timings"]["latency"]["summary"].update(median_ms=0), ".summary.median_ms is 0.0"),
+    "negative sample": (lambda top, r: r["timings"]["latency"]["samples_ms"].__setitem__(3, -1.0), ".samples_ms holds -1.0"),
+    "huge integer": (lambda top, r: r["timings"]["latency"]["summary"].update(n=10**30), ".summary.n is 1000000000000000000000000000000"),
     "unknown timing regime": (lambda top, r: r.update(regime="<img src=x>"), ".regime '<img src=x>' is none of"),
 }
 
@@ -197,10 +197,12 @@ def test_every_command_refuses_a_hostile_file_in_one_line_and_writes_nothing(tmp
     assert not any(p.exists() for p in unwritten)
 
 
-@pytest.mark.parametrize("unmeasured", [{"latency": None}, {"samples_ms": ()}])
+@pytest.mark.parametrize("unmeasured", ["busy_time", "no samples"])
 def test_an_update_never_writes_a_baseline_it_would_refuse_to_read(tmp_path, unmeasured):
+    summary = measured().latency
+    timings = {"busy_time": Timing(summary, SAMPLES)} if unmeasured == "busy_time" else {"latency": Timing(summary, ())}
     with pytest.raises(BaselineError) as info:
-        store.update(tmp_path, CPU, [dataclasses.replace(measured(), **unmeasured)], commit=None, recorded_at=WHEN)
+        store.update(tmp_path, CPU, [dataclasses.replace(measured(), timings=timings)], commit=None, recorded_at=WHEN)
     message = str(info.value)
     assert message.startswith(f"{tmp_path / CPU.slug}.json: BaselineFile.cases['add[n=1]'].result") and "\n" not in message
     assert message.endswith("not written: a baseline keeps measured cases, each with its samples")
@@ -228,13 +230,13 @@ SUITE = """
 
 def _zero_median(text: str) -> str:
     data = json.loads(text)
-    data["cases"]["nap"]["result"]["latency"]["median_ms"] = 0
+    data["cases"]["nap"]["result"]["timings"]["latency"]["summary"]["median_ms"] = 0
     return json.dumps(data)
 
 
 BASELINES = {  # the file's text from a good baseline's → what the case's one line names
     "JSON nested 100k deep": (lambda text: DEEP, "nested too deeply"),
-    "zero median": (_zero_median, "BaselineFile.cases['nap'].result.latency.median_ms is 0.0"),
+    "zero median": (_zero_median, "BaselineFile.cases['nap'].result.timings['latency'].summary.median_ms is 0.0"),
     "good, beside a killed update's leftovers": (lambda text: text, None),
 }
 
@@ -329,7 +331,7 @@ def test_a_baseline_run_whose_callers_time_is_not_positive_is_refused(tmp_path, 
 
     entry = BaselineEntry(WHEN, None, {}, measured(), runs=(run_summary(measured(), WHEN),))
     top = json.loads(dumps(BaselineFile(device=CPU, cases={"add[n=1]": entry})))
-    top["cases"]["add[n=1]"]["runs"][0]["caller_median_ms"] = -1.0
+    top["cases"]["add[n=1]"]["runs"][0]["timings"]["caller_latency"] = {"median_ms": -1.0, "n": 10}
     path = write(tmp_path / "hostile" / f"{CPU.slug}.json", json.dumps(top))
     line = refused(capsys, "baseline", "show", "--baselines", path.parent)
-    assert ".caller_median_ms is -1.0; a run's median is above 0" in line
+    assert ".timings['caller_latency'].median_ms is -1.0; a run's median is above 0" in line

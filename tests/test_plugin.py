@@ -491,10 +491,11 @@ def test_a_case_id_used_twice_is_an_error_of_the_second_naming_the_first(tmp_pat
     result.assert_outcomes(passed=1, errors=2)
     one, again = decorator_lines(tmp_path / "test_one.py")
     (two,) = decorator_lines(tmp_path / "test_two.py")
-    first = f"the case at test_one.py:{one}; give one of them name=..."
+    first = f"the case at test_one.py:{one}"
     assert [line for line in result.outlines if "is already used by" in line and "ERROR" not in line] == [
-        f"perf_case 'nap' (test_one.py:{again}): case id 'nap' is already used by {first}",
-        f"perf_case 'nap' (test_two.py:{two}): case id 'nap' is already used by {first}",
+        f"perf_case 'nap' (test_one.py:{again}): case id 'nap' is already used by {first}; "
+        "give that one a name= of its own, or this one another name=",  # this one has name="nap" already
+        f"perf_case 'nap' (test_two.py:{two}): case id 'nap' is already used by {first}; give one of them name=...",
     ]
     record = read_record(tmp_path / "reports" / "perfguard.json")  # the default report folder
     (nap,) = record.results

@@ -193,10 +193,10 @@ def test_a_profile_round_trips_and_a_record_written_before_profiles_still_loads(
 
 
 def test_a_baseline_keeps_no_profile(tmp_path):
-    from perfguard.analysis.stats import summarize
+    from perfguard.analysis.stats import timing
 
     samples = (0.25, 0.26, 0.25, 0.27)  # a baseline holds measurements: a median and the samples behind it
-    measured = dataclasses.replace(PROFILED, device=cpu().slug, latency=summarize(samples, "converged"), samples_ms=samples)
+    measured = dataclasses.replace(PROFILED, device=cpu().slug, timings={"latency": timing(samples)})
     path = store.update(tmp_path, cpu(), [measured], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
     assert store.load_file(path).cases["mm"].result.profile is None
     assert '"profile": null' in path.read_text()

@@ -185,7 +185,7 @@ def test_two_gpus_sit_side_by_side(browser, tmp_path):
 @pytest.mark.parametrize("cases", [1, 1000])
 def test_reports_of_1_and_1000_cases_render_every_case(browser, tmp_path, cases):
     template = h200_record().results[0]
-    results = tuple(dataclasses.replace(template, id=f"add[n={i}]", samples_ms=template.samples_ms) for i in range(cases))
+    results = tuple(dataclasses.replace(template, id=f"add[n={i}]", timings=dict(template.timings)) for i in range(cases))
     record = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
                        devices=h200_record().devices, results=results)
     open_report(browser, tmp_path, [record])

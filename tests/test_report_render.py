@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.errors import ReportError
 from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, Verdict, dumps
@@ -40,7 +40,7 @@ def result(case_id: str, device: DeviceInfo = H200, median_ms: float = 0.5, flop
                       arithmetic_intensity=flops / nbytes if flops else None,
                       bandwidth_util=nbytes / seconds / 1e9 / device.peak_bandwidth_gbps if device.peak_bandwidth_gbps else None)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=device.slug, timer="cuda-events",
-                      bytes=nbytes, flops=flops, latency=summarize(xs, "converged"), samples_ms=xs, metrics=metrics,
+                      bytes=nbytes, flops=flops, timings={"latency": timing(xs)}, metrics=metrics,
                       memory=Memory(peak_allocated_bytes=2**21), **fields)
 
 
@@ -336,7 +336,7 @@ def test_a_cpu_run_says_its_figures_are_rough_in_every_report_and_marks_the_unse
     def on_cpu(case_id: str, n: int, stop: str) -> CaseResult:
         r = result(f"{case_id}[n={n}]", CPU, median_ms=0.1 * n, flops=None, params={"n": n})
         xs = tuple(x * (1 + 3 * (i % 2)) for i, x in enumerate(r.samples_ms))  # a host clock's spread
-        return dataclasses.replace(r, timer="host-clock", samples_ms=xs, latency=summarize(xs, stop))
+        return dataclasses.replace(r, timer="host-clock", timings={"latency": timing(xs, stop)})
 
     cases = [on_cpu("mm", n, "budget") for n in (1, 2, 4)] + [on_cpu("calm", 1, "converged")]
     run = dataclasses.replace(record(*cases, devices=(CPU,)), options={"cpu_threads": 1, "cpu_workers": 2})
@@ -361,7 +361,7 @@ def test_a_gpu_run_carries_no_cpu_warning_nor_marks():
     from perfguard.report.advice import cpu_line
     from perfguard.report.terminal import record_lines
 
-    slow = dataclasses.replace(result("slow"), latency=summarize([0.5, 0.9] * 10, "budget"))  # the mark is the host clock's
+    slow = dataclasses.replace(result("slow"), timings={"latency": timing([0.5, 0.9] * 10, "budget")})  # the mark is the host clock's
     run = record(slow)
     assert cpu_line(run.results) is None
     assert not [line for line in record_lines(run) if "CPU figures" in line or "~" in line]

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from perfguard.analysis.scaling import fit, largest_fitting, scalings
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.model import CaseResult, DeviceInfo, Memory, MemoryBreakdown, RunRecord
 from perfguard.report.advice import scaling_line
 from perfguard.report.html import render_html
@@ -23,7 +23,7 @@ def result(name: str, ms: float, held: float | None = None, **params) -> CaseRes
     memory = Memory(peak_allocated_bytes=int(held) - 10**6, setup_allocated_bytes=10**6) if held is not None else None
     case_id = f"{name}[{'-'.join(f'{k}={v}' for k, v in params.items())}]"
     return CaseResult(id=case_id, name=name, status="ok", device="gpu", params=params,
-                      latency=summarize([ms] * 10, "converged"), memory=memory)
+                      timings={"latency": timing([ms] * 10)}, memory=memory)
 
 
 @pytest.mark.parametrize(

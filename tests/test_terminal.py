@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import timing
 from perfguard.model import CaseResult, RunRecord, Verdict
 from perfguard.report.markdown import render_markdown
 from perfguard.report.terminal import summary
 
 
 def result(case_id: str, ms: float) -> CaseResult:
-    return CaseResult(id=case_id, name=case_id, status="ok", latency=summarize([ms] * 10, "converged"))
+    return CaseResult(id=case_id, name=case_id, status="ok", timings={"latency": timing([ms] * 10)})
 
 
 def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:
@@ -63,3 +63,22 @@ def test_cases_not_timed_as_plain_kernels_are_named_with_their_regime():
     assert "1 timed as their caller sees them" in timing and "synced" in timing and "tiny_add" not in timing
     markdown = render_markdown([RunRecord("2026-11-29T00:00:00+00:00", "0", results=(tiny, model, synced))])
     assert "timing: 1 enqueue-bound" in markdown
+
+
+def test_the_table_shows_each_judged_figures_change_beside_what_the_gate_detects():
+    # A case read `same` at +17.9% (GPU) and +22.8% (caller), which only the JSON showed.
+    same = dataclasses.replace(verdict("wide", "same"), change_pct=17.93, detectable_pct=41.0)
+    caller = dataclasses.replace(verdict("wide", "same"), metric="caller_latency", change_pct=22.81)
+    lines = [line for line, _ in summary([result("wide", 1.0)], (), RunRecord("now", "0", verdicts=(same, caller)))]
+    header, row = lines[0].split(), lines[1].split()
+    assert header[:7] == ["case", "verdict", "median", "±CI", "change", "detects", "caller"]
+    assert row[0:2] == ["wide", "same"] and row[5:7] == ["+17.9%", "41.0%"]
+    assert "+22.8%" in row
+
+
+def test_new_cases_get_the_hint_to_record_them_once_per_run():
+    verdicts = tuple(dataclasses.replace(verdict(c, "new"), change_pct=None) for c in "abc")
+    lines = [line for line, _ in summary([result(c, 1.0) for c in "abc"], (), RunRecord("now", "0", verdicts=verdicts))]
+    hints = [line for line in lines if "--perfguard-update" in line]
+    assert hints == ["3 new case(s), not in the baseline yet: record them with `pytest --perfguard --perfguard-update` "
+                     "(several runs make their tolerances tight)"]

@@ -15,7 +15,7 @@ import pytest
 
 from perfguard import store
 from perfguard.errors import BaselineError
-from perfguard.model import CaseResult, DeviceInfo, Latency, loads_record
+from perfguard.model import CaseResult, DeviceInfo, Latency, Timing, loads_record
 
 NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap(device):\n    return lambda: time.sleep(0.001)\n"
 
@@ -89,7 +89,7 @@ LATENCY = Latency(median_ms=1.0, mean_ms=1.0, min_ms=0.9, max_ms=1.1, p10_ms=0.9
 
 
 def result(case_id: str) -> CaseResult:
-    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, latency=LATENCY, samples_ms=(1.0,) * 10)
+    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, timings={"latency": Timing(LATENCY, (1.0,) * 10)})
 
 
 def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp_path, monkeypatch):
@@ -121,3 +121,28 @@ def test_a_linked_baseline_is_updated_where_it_lives_and_stays_a_link(tmp_path):
     # Two links to one file share the target's lock (beside the target), deleted again after the write.
     assert store.baselines._lock_of(link) == shared.parent / "nvidia-h200.json.lock"
     assert sorted(p.name for p in shared.parent.iterdir()) == ["nvidia-h200.json"]
+
+
+def test_a_baselines_folder_that_is_a_file_is_refused_before_any_case_runs(tmp_path, run_pytest):
+    # The system's "(File exists)" named neither the file nor the mistake, and came after every case.
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_nap.py").write_text(NAP)
+    (suite / "notes.txt").write_text("not a folder")
+    result = run_pytest(suite, "--perfguard-update", "--perfguard-baselines=notes.txt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    [line] = [line for line in result.errlines if "is a file, not a folder" in line]
+    assert f"{suite / 'notes.txt'} is a file, not a folder; --perfguard-baselines" in line
+    assert (suite / "notes.txt").read_text() == "not a folder"
+    # A report folder that is a file fails no run (reports never do): its one line names the file.
+    result = run_pytest(suite, "--perfguard", "--perfguard-budget=0.1", "--perfguard-report=notes.txt")
+    assert result.ret == pytest.ExitCode.OK
+    assert f"perfguard: cannot write {suite / 'notes.txt' / 'perfguard.json'} ({suite / 'notes.txt'} is a file, not a folder)" \
+        in result.outlines[-1] + "".join(result.outlines)
+
+
+def test_storing_a_baseline_into_a_file_names_the_file_and_leaves_it_alone(tmp_path):
+    (tmp_path / "baselines").write_text("not a folder")
+    with pytest.raises(BaselineError, match=r"baselines is a file, not a folder; --perfguard-baselines \(or --baselines\)"):
+        store.update(tmp_path / "baselines" / "sub", DEVICE, [result("a")], commit=None, recorded_at="2026-12-01T00:00:00+00:00")
+    assert (tmp_path / "baselines").read_text() == "not a folder"

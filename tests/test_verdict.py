@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from perfguard.analysis import noise
-from perfguard.analysis.stats import summarize
+from perfguard.analysis.stats import summarize, timing
 from perfguard.analysis.verdict import (
     DEFAULT_THRESHOLD_PCT,
     compare_case,
@@ -35,6 +35,7 @@ from perfguard.model import (
     Metrics,
     RunRecord,
     RunSummary,
+    RunTime,
     Telemetry,
     dumps,
     loads_record,
@@ -49,7 +50,7 @@ def result(samples, case_id="vector_add[n=1048576]", bound="memory", clock=None,
     samples = tuple(float(x) for x in samples)
     fields.setdefault("telemetry", Telemetry(sm_clock_mhz_mean=clock) if clock else None)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device="nvidia-h200", timer="cuda-events",
-                      latency=summarize(samples, "converged"), samples_ms=samples, metrics=Metrics(bound=bound), **fields)
+                      timings={"latency": timing(samples)}, metrics=Metrics(bound=bound), **fields)
 
 
 def run_of(median_ms, rng, n=100, sigma=0.002, **fields) -> CaseResult:
@@ -61,7 +62,7 @@ def entry(medians, rng=None, hosts=("host-a",), clocks=None, case_id="vector_add
     """A baseline entry of one run per median (host and clock cycled), the newest run's samples kept."""
     rng = rng or np.random.default_rng(1)
     runs = tuple(
-        RunSummary(recorded_at=f"2026-11-{i + 1:02d}", median_ms=float(m), n=400, ci_half_pct=0.05,
+        RunSummary(recorded_at=f"2026-11-{i + 1:02d}", timings={"latency": RunTime(float(m), n=400, ci_half_pct=0.05)},
                    sm_clock_mhz=clocks[i % len(clocks)] if clocks else None, host=hosts[i % len(hosts)])
         for i, m in enumerate(medians)
     )
@@ -119,7 +120,7 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
     # 20,000 calls pin this run's median to ±0.02%; it sits 0.8% above the baseline. A rank test on
     # the calls would call that p=1e-100; between runs of this case 0.8% is ordinary.
     base = entry(runs_with_spread(rng, 5, 0.004), rng)
-    centre = float(np.median([r.median_ms for r in base.runs]))
+    centre = float(np.median([r.median_of("latency") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.008, rng, n=20_000), base, host="host-a"))
     assert v.status == "same"
     assert "p=" not in v.message and "confidence" not in v.message
@@ -130,7 +131,7 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
 
 def test_a_three_percent_slowdown_of_a_stable_case_is_caught_and_its_detectable_change_says_so(rng):
     base = entry(runs_with_spread(rng, 5, 0.001), rng)
-    centre = float(np.median([r.median_ms for r in base.runs]))
+    centre = float(np.median([r.median_of("latency") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.03, rng), base, host="host-a", baseline_file=BASELINE_FILE))
     assert v.status == "regressed"
     assert v.detectable_pct <= 2.0 and v.baseline_runs == 5
@@ -296,6 +297,18 @@ def test_a_first_measurement_the_re_measurements_do_not_repeat_is_not_a_regressi
     assert mixed.status == "unstable" and "disagree" in mixed.message
 
 
+def test_measurements_that_agree_but_straddle_the_tolerance_are_not_said_to_disagree(rng):
+    # +26.8%, +25.3%, +23.6% against a tolerance near 25% read "the 3 measurements disagree": they agree
+    # with each other; what they straddle is the tolerance.
+    base = entry([1.0, 1.08, 0.93, 1.04, 0.96], rng)
+    tolerance = latency(compare_case(run_of(1.0, rng), base, host="host-a")).tolerance_pct
+    edge = 1 + tolerance / 100
+    v = latency(settle(_measured(base, edge * 1.01, edge * 0.99, edge * 1.015, rng=rng))[1])
+    assert v.status == "unstable"
+    assert "disagree" not in v.message and f"2 of the 3 measurements" in v.message
+    assert f"outside the tolerance ±{tolerance:.1f}%" in v.message and "agree with each other" in v.message
+
+
 # --- peak memory ----------------------------------------------------------------------------------------
 
 
@@ -413,14 +426,18 @@ def caller_run(gpu_ms, caller_ms, rng, regime="device", idle=None, n=60, enqueue
     gpu = run_of(gpu_ms, rng, **fields)
     caller = tuple(float(x) for x in caller_ms * rng.lognormal(0.0, 0.003, n))
     share = idle if idle is not None else max(caller_ms - gpu_ms, 0.0) / caller_ms
-    return dataclasses.replace(gpu, regime=regime, caller=summarize(caller, "converged"), caller_samples_ms=caller,
+    timings = {**({} if regime == "caller" else {"latency": gpu.timings["latency"]}), "caller_latency": timing(caller)}
+    return dataclasses.replace(gpu, regime=regime, timings=timings,
                                enqueue_ms=enqueue if enqueue is not None else min(caller_ms, 0.9 * gpu_ms),
                                metrics=dataclasses.replace(gpu.metrics, launch_overhead_share=share))
 
 
 def caller_entry(gpu_medians, caller_medians, rng, hosts=("host-a",), **fields) -> BaselineEntry:
     base = entry(gpu_medians, rng, hosts=hosts, bound="latency")
-    runs = tuple(dataclasses.replace(r, caller_median_ms=float(c)) for r, c in zip(base.runs, caller_medians))
+    regime = fields.get("regime", "device")
+    runs = tuple(dataclasses.replace(r, regime=regime, timings={
+        **({} if regime == "caller" else r.timings), "caller_latency": RunTime(float(c), n=60)})
+        for r, c in zip(base.runs, caller_medians))
     newest = caller_run(gpu_medians[-1], caller_medians[-1], rng, bound="latency", **fields)
     return dataclasses.replace(base, runs=runs, result=newest)
 
@@ -474,15 +491,27 @@ def test_no_callers_verdict_without_a_baseline_of_it_nor_when_it_is_the_judged_f
     old = entry([0.006] * 3, rng, bound="latency")  # recorded before the caller's time was measured
     assert "caller_latency" not in by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), old))
     base = caller_entry([0.1] * 3, [0.1] * 3, rng, regime="caller")
-    assert "caller_latency" not in by_metric(compare_case(caller_run(0.1, 0.1, rng, regime="caller"), base))
+    # The caller's time is the judged figure: one time verdict, of that kind.
+    times = [v.metric for v in compare_case(caller_run(0.1, 0.1, rng, regime="caller"), base) if v.metric != "peak_memory"]
+    assert times == ["caller_latency"]
 
 
-def test_a_change_of_timing_regime_is_named_in_the_verdict():
+def test_a_change_of_timing_regime_judges_the_callers_time_against_the_callers_never_the_gpus():
     rng = np.random.default_rng(6)
+    # GPU time 1.0 ms, the caller's 1.1 ms. A .item() added inside the call: nothing can be queued
+    # ahead of it any more, and the caller's time (1.12 ms) is all there is: against the GPU time it
+    # would read +12%; against the baseline's caller's time it is the same.
     base = caller_entry([1.0] * 3, [1.1] * 3, rng)
-    # A .item() added inside the call: nothing can be queued ahead of it any more.
-    v = latency(compare_case(caller_run(1.5, 1.5, rng, regime="caller", bound="latency"), base))
-    assert v.status == "regressed" and "timed as caller (the baseline: device)" in v.message
+    verdicts = by_metric(compare_case(caller_run(1.12, 1.1, rng, regime="caller", bound="latency"), base))
+    assert "latency" not in verdicts
+    v = verdicts["caller_latency"]
+    assert v.status == "same" and v.baseline == pytest.approx(1.1), v.message
+    assert "timed as caller (the baseline: device), each figure judged against its own kind" in v.message
+    # And back: a device-regime run against a caller-regime baseline has no GPU time to be judged by.
+    old = caller_entry([1.1] * 3, [1.1] * 3, rng, regime="caller")
+    back = by_metric(compare_case(caller_run(1.0, 1.1, rng, bound="latency"), old))
+    assert back["latency"].status == "new" and "holds no GPU time" in back["latency"].message
+    assert back["caller_latency"].status == "same"
 
 
 def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():

@@ -223,7 +223,7 @@ def test_a_refresh_measures_several_runs_per_gpu_only_when_asked(wf):
 def test_the_merge_step_turns_the_pools_records_into_one_baseline(wf, tmp_path):
     # The step's own script, run here on records as the refresh jobs upload them.
     from perfguard import store
-    from perfguard.analysis.stats import summarize
+    from perfguard.analysis.stats import timing
     from perfguard.model import CaseResult, DeviceInfo, RunRecord, dumps
 
     merge = wf["jobs"]["baseline-merge"]
@@ -233,7 +233,7 @@ def test_the_merge_step_turns_the_pools_records_into_one_baseline(wf, tmp_path):
     for run in range(1, 4):
         samples = tuple(1.0 + run / 1000 + i / 1e5 for i in range(50))
         result = CaseResult(id="add", name="add", status="ok", device=h200.slug, device_uuid=f"GPU-{run}",
-                            timer="cuda-events", latency=summarize(samples, "converged"), samples_ms=samples)
+                            timer="cuda-events", timings={"latency": timing(samples)})
         folder = tmp_path / "refresh" / f"perfguard-refresh-h200-{run}"
         folder.mkdir(parents=True)
         record = RunRecord(created_at=f"2026-11-30T0{run}:00:00+00:00", perfguard_version="0.1.0",

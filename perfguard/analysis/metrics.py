@@ -15,7 +15,7 @@ def complete(result: CaseResult, device: DeviceInfo) -> CaseResult:
     what the measure layer leaves to analysis (a result without a median is returned as it is)."""
     if result.latency is None:
         return result
-    caller = result.caller.median_ms if result.caller else None
+    caller = result.median_of("caller_latency")
     return dataclasses.replace(result, metrics=derive(result.latency.median_ms, result.bytes, result.flops, device, caller,
                                                       result.params.get("dtype")))
 

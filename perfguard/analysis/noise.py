@@ -23,8 +23,9 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
   among the baseline's and the baseline's runs came from a single card; runs from several cards
   carry that spread themselves.
 
-The caller's time (`metric="caller_latency"`) is judged the same way over the runs that measured it,
-with the same priors where the GPU sets it; where the host's enqueue is over HOST_BOUND_SHARE of it,
+Every kind of time (a TimeMetric: GPU time, the caller's time, GPU busy time) is judged the same
+way, over the baseline runs that measured that kind; each kind's own row (KINDS) says what differs:
+the caller's time is the host clock's, and where the host's enqueue is over HOST_BOUND_SHARE of it,
 the host's speed sets it, and the priors are the host's (PRIOR_PCT_CALLER_HOST, CARD_PCT_CALLER_HOST).
 
 The times are not normalised to the SM clock, not even for compute-bound cases: between two H200
@@ -77,6 +78,22 @@ BLOCKS = 5  # blocks of consecutive samples whose medians show drift within a ru
 
 
 @dataclasses.dataclass(frozen=True)
+class Kind:
+    """What a kind of time brings to its noise."""
+
+    host_timed: bool  # taken on the host clock around the call: the host's speed can set it
+    abs_floor_ms: float  # the host-to-host offset of a tiny call (ABS_FLOOR_MS)
+
+
+KINDS: dict[str, Kind] = {
+    "latency": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
+    "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS),
+    # The union of the call's kernel and copy intervals: the GPU's work, timed on the GPU's clock.
+    "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class Noise:
     """A case's noise against its baseline, all relative figures in percent."""
 
@@ -105,23 +122,23 @@ def estimate(
     metric: str = "latency",
 ) -> Noise | None:
     """The noise of `current`'s case over `baseline`'s runs, its tolerance and what the gate can detect.
-    `metric`: "latency" (the judged figure) or "caller_latency" (the caller's time; None when no
-    baseline run measured it)."""
-    caller = metric == "caller_latency"
-    runs = tuple(r for r in baseline.runs if r.caller_median_ms) if caller else baseline.runs
+    `metric`: the kind of time (a TimeMetric); None when no baseline run measured that kind."""
+    kind = KINDS[metric]
+    runs = tuple(r for r in baseline.runs if r.median_of(metric))
     if not runs:
         return None
     bound = current.metrics.bound if current.metrics else None
-    medians = np.array([r.caller_median_ms if caller else r.median_ms for r in runs], dtype=float)
+    medians = np.array([r.median_of(metric) for r in runs], dtype=float)
     logs = np.log(medians)
     k = len(runs)
-    host_clock = current.timer == "host-clock"
-    host_bound = caller and max(host_share(current), host_share(baseline.result)) > HOST_BOUND_SHARE
+    host_clock = current.timer == "host-clock" and metric == "latency"
+    host_bound = kind.host_timed and max(host_share(current), host_share(baseline.result)) > HOST_BOUND_SHARE
     if host_bound:
         prior = PRIOR_PCT_CALLER_HOST
     else:
         prior = PRIOR_PCT_HOST_CLOCK if host_clock else PRIOR_PCT.get(bound, PRIOR_PCT[None])
-    prior = max(prior, drift_pct(baseline.result.caller_samples_ms if caller else baseline.result.samples_ms))
+    stored = baseline.result.timings.get(metric)  # type: ignore[call-overload]
+    prior = max(prior, drift_pct(stored.samples_ms if stored else ()))
     observed = float(np.std(logs, ddof=1)) * 100.0 if k > 1 else 0.0
     spread = math.sqrt((PRIOR_WEIGHT * prior**2 + (k - 1) * observed**2) / (PRIOR_WEIGHT + k - 1))
     seen = _seen(runs, current, host)
@@ -134,7 +151,7 @@ def estimate(
         card = CARD_PCT.get(bound, CARD_PCT[None])
     predicted = math.sqrt(spread**2 * (1.0 + 1.0 / k) + card**2)
     centre = float(np.median(medians))
-    absolute = ABS_FLOOR_MS["cpu"] if host_clock else ABS_FLOOR_CALLER_MS if caller else ABS_FLOOR_MS["cuda"]
+    absolute = ABS_FLOOR_MS["cpu"] if host_clock else kind.abs_floor_ms
     floor = 0.0 if seen else 100.0 * absolute / centre
     tolerance = max(threshold_pct, alarm_quantile(k) * predicted + floor)
     return Noise(
@@ -151,7 +168,7 @@ def estimate(
 
 def host_share(result: CaseResult) -> float:
     """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
-    caller = result.caller.median_ms if result.caller else None
+    caller = result.median_of("caller_latency")
     return result.enqueue_ms / caller if result.enqueue_ms and caller else 0.0
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from perfguard.analysis import metrics
 from perfguard.analysis.stats import summarize
-from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, thin_samples
+from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing, thin_timings
 
 
 def pool_records(records: Sequence[RunRecord]) -> RunRecord:
@@ -44,13 +44,15 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
     if not measured:
         return results[-1]
     first = measured[0]
-    samples = [s for r in measured for s in r.samples_ms]
-    latency = summarize(samples, _stops(r.latency for r in measured))
-    # The caller's time is judged too (perfguard ab's verdicts): its samples are pooled alike.
-    callers = [s for r in measured for s in r.caller_samples_ms]
-    caller = summarize(callers, _stops(r.caller for r in measured)) if callers else first.caller
-    pooled = dataclasses.replace(first, latency=latency, samples_ms=tuple(samples), caller=caller,
-                                 caller_samples_ms=tuple(callers))
+    # Every kind of time is judged (perfguard ab's verdicts): each kind's samples are pooled over the
+    # rounds that took it; a kind no round kept samples of stands as the first round's.
+    timings = dict(first.timings)
+    for metric in dict.fromkeys(m for r in measured for m in r.timings):
+        parts = [r.timings[metric] for r in measured if metric in r.timings]
+        samples = [s for t in parts for s in t.samples_ms]
+        if samples:
+            timings[metric] = Timing(summarize(samples, _stops(t.summary for t in parts)), tuple(samples))
+    pooled = dataclasses.replace(first, timings=timings)
     if device is not None:
         pooled = metrics.complete(pooled, device)
     # Peak memory is deterministic, so rounds agree; the largest is the safe one to keep.
@@ -67,9 +69,7 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
 def thinned(record: RunRecord) -> RunRecord:
     """The record as it is stored: at most MAX_STORED_SAMPLES samples per case, evenly over the rounds."""
     return dataclasses.replace(
-        record, results=tuple(dataclasses.replace(r, samples_ms=thin_samples(r.samples_ms),
-                                                  caller_samples_ms=thin_samples(r.caller_samples_ms))
-                              for r in record.results)
+        record, results=tuple(dataclasses.replace(r, timings=thin_timings(r.timings)) for r in record.results)
     )
 
 

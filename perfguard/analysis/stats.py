@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from perfguard.model import Latency
+from perfguard.model import Latency, Timing
 
 
 def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -50,3 +50,8 @@ def summarize(samples_ms: Sequence[float], stop_reason: str) -> Latency:
         n=len(x),
         stop_reason=stop_reason,
     )
+
+
+def timing(samples_ms: Sequence[float], stop_reason: str = "converged") -> Timing:
+    """One kind of time from its samples: their summary, and the samples themselves."""
+    return Timing(summarize(samples_ms, stop_reason), tuple(samples_ms))

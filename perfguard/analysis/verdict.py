@@ -1,6 +1,8 @@
-"""Verdicts: did a case's latency, its caller's time or its peak memory move past what its own noise allows?
+"""Verdicts: did a case's times (TIME_METRICS) or its peak memory move past what its own noise allows?
 
-Latency is judged run against runs: the change of this run's median from the centre of the
+Each kind of time is judged only against the same kind in the baseline: GPU time against GPU time,
+the caller's time against the caller's, GPU busy time against busy time; when a case's regime
+changed, each verdict says so. A time is judged run against runs: the change of this run's median from the centre of the
 baseline's runs must pass the case's tolerance, which comes from how far its median moves between
 independent runs (perfguard/analysis/noise.py) and is never below the threshold the user says
 matters. Within-run samples only say how precise this run's median is; they never stand for
@@ -21,6 +23,9 @@ from perfguard import defaults, units
 from perfguard.analysis import noise
 from perfguard.errors import BaselineError
 from perfguard.model import (
+    NEW_HINT,
+    TIME_LABELS,
+    TIME_METRICS,
     VERDICT_STATUSES,
     BaselineEntry,
     BaselineFile,
@@ -28,13 +33,15 @@ from perfguard.model import (
     Latency,
     RunRecord,
     RunSummary,
+    TimeMetric,
     Verdict,
     run_summary,
 )
 
 STATUSES = VERDICT_STATUSES
-# The metrics that are times: judged against their run-to-run noise, confirmed by re-measurement.
-TIME_METRICS = ("latency", "caller_latency")
+# The regimes whose judged figure is not the GPU's own time (the call keeps the GPU waiting on the
+# host): there the GPU's busy time is judged beside it.
+HOST_BOUND_REGIMES = ("caller", "enqueue-bound")
 
 # The change that matters when the user names none. It is a floor under each case's noise-derived
 # tolerance, not the tolerance itself: stable memory-bound kernels repeat within 0.1-0.7% from run
@@ -78,29 +85,38 @@ def compare_case(
     if current is None or not _measured(current):
         if entry is None:
             return []
-        old = _centre(entry)
+        metric = entry.result.judged_metric
+        old = _centre(entry, metric)
         how = f"was not measured in this run (status {current.status})" if current else "did not run"
         return [_Context(declared.id, baseline_file).verdict(
-            "latency", "missing", threshold, baseline=old, baseline_runs=len(entry.runs),
+            metric, "missing", threshold, baseline=old, baseline_runs=len(entry.runs),
             detail=f"in {where} ({_duration(old)}) but {how}")]
+    metric = current.judged_metric
     if entry is None:
         return [_Context(declared.id, baseline_file).verdict(
-            "latency", "new", threshold, current=_median(current),
-            detail=f"{_duration(_median(current))}, not in {where} yet",
-            hint="record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)")]
+            metric, "new", threshold, current=_median(current, metric),
+            detail=f"{_duration(_median(current, metric))}, not in {where} yet",
+            hint=NEW_HINT)]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
-    verdicts = [_time(ctx, "latency", current, entry, threshold, host)]
-    # The caller's own time, where it is not the judged figure already: a change that adds host work
-    # (Python, launches, a synchronisation) leaves the GPU time as it was.
-    if current.caller is not None and current.regime != "caller" and entry.result.regime != "caller":
-        caller = _time(ctx, "caller_latency", current, entry, threshold, host)
-        if caller is not None:
-            verdicts.append(caller)
+    verdicts = []
+    for name in judged_times(current, entry.result):
+        verdict = _time(ctx, name, current, entry, threshold, host)
+        if verdict is not None:
+            verdicts.append(verdict)
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
     memory = _peak_memory(ctx, current, entry.result, mem_threshold)
     if memory is not None:
         verdicts.append(memory)
     return verdicts
+
+
+def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
+    """The times a case is judged by, the judged figure first: the caller's own time too (a change that
+    adds host work leaves the GPU time as it was), and where either side's call kept the GPU waiting
+    on the host, the GPU's busy time, the GPU figure the host's speed does not move."""
+    host_bound = current.regime in HOST_BOUND_REGIMES or baseline.regime in HOST_BOUND_REGIMES
+    wanted = [current.judged_metric, "caller_latency", *(("busy_time",) if host_bound else ())]
+    return [m for m in dict.fromkeys(wanted) if m in current.timings and (m == current.judged_metric or m in baseline.timings)]
 
 
 def as_entry(result: CaseResult, recorded_at: str = "", host: str | None = None) -> BaselineEntry:
@@ -181,7 +197,7 @@ def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseRe
     with its verdicts: a time regressed only when every re-measurement agrees; `unstable` when they
     disagree; otherwise what the middle one says. The case keeps the measurement with the middle
     median, and each time verdict that looked slower lists them all."""
-    ordered_runs = sorted(measured, key=lambda m: _median(m[0]))
+    ordered_runs = sorted(measured, key=lambda m: _median(m[0], m[0].judged_metric))
     kept, verdicts = ordered_runs[len(ordered_runs) // 2]
     return kept, [_settle_time(v, measured, kept) if v.metric in TIME_METRICS else v for v in verdicts]
 
@@ -192,11 +208,12 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
     if not any(slower):
         return verdict
     figure = functools.partial(_median, metric=metric)
-    changes = ", ".join(f"{100 * (figure(r) / verdict.baseline - 1):+.1f}%" for r, _ in measured) if verdict.baseline else ""
+    moved = [100 * (figure(r) / verdict.baseline - 1) for r, _ in measured] if verdict.baseline else []
+    changes = ", ".join(f"{c:+.1f}%" for c in moved)
     if all(slower[1:]):
         status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
     elif any(slower[1:]) or verdict.status == "regressed":
-        status, said = "unstable", f"not confirmed: the {len(measured)} measurements disagree ({changes})"
+        status, said = "unstable", f"not confirmed: {_straddle(moved, slower, verdict.tolerance_pct)}"
     else:
         status, said = verdict.status, f"a first measurement looked slower; not confirmed ({changes})"
     prefix = f"{metric} {verdict.status}: "
@@ -205,14 +222,38 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
                                remeasured_ms=tuple(figure(r) for r, _ in measured if r is not kept))
 
 
+def _straddle(moved: Sequence[float], slower: Sequence[bool], tolerance_pct: float | None) -> str:
+    """What a set of measurements that did not all read slower says: how many passed the tolerance, and
+    whether they agree with each other (then the change sits at the tolerance's edge) or not."""
+    changes = ", ".join(f"{c:+.1f}%" for c in moved)
+    tolerance = f"the tolerance ±{tolerance_pct:.1f}%" if tolerance_pct is not None else "the tolerance"
+    said = f"{sum(slower)} of the {len(slower)} measurements ({changes}) are outside {tolerance}"
+    if not moved or tolerance_pct is None:
+        return said
+    if max(moved) - min(moved) < tolerance_pct:
+        return (f"{said}; they agree with each other within {max(moved) - min(moved):.1f} points, so the change "
+                "sits at the edge of what this case's noise allows (more baseline runs narrow the tolerance)")
+    return f"{said}; they disagree with each other by {max(moved) - min(moved):.1f} points"
+
+
+def moved_series(results: Iterable[CaseResult], verdicts: Iterable[Verdict]) -> set[str]:
+    """The cases whose judged figure moved past its tolerance: each starts a new series of baseline runs."""
+    judged = {r.id: r.judged_metric for r in results}
+    return {v.case_id for v in verdicts if v.metric == judged.get(v.case_id, "latency") and v.status in ("regressed", "improved")}
+
+
 def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
     """Whether a case's GPU or caller's time reads `regressed`: what a re-measurement must confirm."""
     return any(v.metric in TIME_METRICS and v.status == "regressed" for v in verdicts)
 
 
 def note(verdicts: Iterable[Verdict], text: str) -> list[Verdict]:
-    """The verdicts with `text` added to the latency verdict's message."""
-    return [dataclasses.replace(v, message=f"{v.message}; {text}") if v.metric == "latency" else v for v in verdicts]
+    """The verdicts with `text` added to the first time verdict's message (the judged figure's)."""
+    verdicts = list(verdicts)
+    first = next((i for i, v in enumerate(verdicts) if v.metric in TIME_METRICS), None)
+    if first is not None:
+        verdicts[first] = dataclasses.replace(verdicts[first], message=f"{verdicts[first].message}; {text}")
+    return verdicts
 
 
 def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
@@ -243,28 +284,35 @@ def env_differences(
     return tuple(diffs)
 
 
-# --- the two metrics --------------------------------------------------------------------------
+# --- times and memory -------------------------------------------------------------------------
 
 
-def _time(ctx: _Context, metric: str, current: CaseResult, entry: BaselineEntry, threshold: float,
+def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: BaselineEntry, threshold: float,
           host: str | None) -> Verdict | None:
-    """The verdict of a time: the judged figure ("latency") or the caller's ("caller_latency")."""
+    """The verdict of one kind of time against the same kind in the baseline's runs."""
+    was, now = entry.result.regime, current.regime
+    # Between "device" and "enqueue-bound" the GPU time is timed alike; to or from "caller" there is
+    # no GPU time on one side, and each figure is judged against its own kind, which the line says.
+    changed = f"timed as {now} (the baseline: {was}), each figure judged against its own kind" \
+        if was and now and was != now and "caller" in (was, now) else ""
     est = noise.estimate(current, entry, threshold, host=host, metric=metric)
     if est is None:
-        return None
-    caller = metric == "caller_latency"
+        if metric != current.judged_metric:
+            return None
+        new = _median(current, metric)
+        return ctx.verdict(metric, "new", threshold, current=new, detail=(
+            f"{TIME_LABELS[metric]} {_duration(new)}, {changed or 'timed as ' + now}: the baseline holds no "
+            f"{TIME_LABELS[metric]} to compare it with"),
+            hint="record it with `pytest --perfguard --perfguard-update` to judge this figure")
     summary, samples = _time_of(current, metric)
     old, new = est.centre_ms, _median(current, metric)
     change = 100.0 * (new / old - 1.0)
     tol = est.tolerance_pct
     figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
-    if caller:
-        figures = f"the caller's time {figures}"
-    # Between "device" and "enqueue-bound" the judged figure is GPU time either way; to or from
-    # "caller" it is another figure, which the line must say.
-    was, now = entry.result.regime, current.regime
-    if was and now and was != now and "caller" in (was, now):
-        figures += f", timed as {now} (the baseline: {was})"
+    if metric != "latency":
+        figures = f"{TIME_LABELS[metric]} {figures}"
+    if changed:
+        figures += f", {changed}"
     noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
     judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct)
     verdict = lambda status, detail, hint="": ctx.verdict(  # noqa: E731
@@ -373,25 +421,24 @@ def _duration(ms: float) -> str:
 
 
 def _measured(result: CaseResult) -> bool:
-    return result.status == "ok" and (result.latency is not None or bool(result.samples_ms))
+    return result.status == "ok" and result.judged_metric in result.timings
 
 
-def _centre(entry: BaselineEntry) -> float:
+def _centre(entry: BaselineEntry, metric: str) -> float:
     """The median of the baseline runs' medians: the figure a run is compared with (as noise.estimate's)."""
-    return statistics.median(r.median_ms for r in entry.runs) if entry.runs else _median(entry.result)
+    medians = [m for m in (r.median_of(metric) for r in entry.runs) if m is not None]
+    return statistics.median(medians) if medians else _median(entry.result, metric)
 
 
-def _time_of(result: CaseResult, metric: str = "latency") -> tuple[Latency | None, tuple[float, ...]]:
-    """A time metric's summary and samples: the judged figure's, or the caller's."""
-    if metric == "caller_latency":
-        return result.caller, result.caller_samples_ms
-    return result.latency, result.samples_ms
+def _time_of(result: CaseResult, metric: str) -> tuple[Latency | None, tuple[float, ...]]:
+    """A time metric's summary and samples (None and none where the result has no such time)."""
+    timing = result.timings.get(metric)  # type: ignore[call-overload]
+    return (timing.summary, timing.samples_ms) if timing else (None, ())
 
 
-def _median(result: CaseResult, metric: str = "latency") -> float:
-    # The summary's median uses every sample; a stored result may keep only a thinned subset.
-    summary, samples = _time_of(result, metric)
-    return summary.median_ms if summary else float(statistics.median(samples)) if samples else math.nan
+def _median(result: CaseResult, metric: str) -> float:
+    median = result.median_of(metric)
+    return median if median is not None else math.nan
 
 
 def _by_id(record: RunRecord, label: str) -> dict[str, CaseResult]:

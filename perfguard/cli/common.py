@@ -78,4 +78,11 @@ def add_option(parser: argparse.ArgumentParser, name: str, **changes: Any) -> No
     parser.add_argument(f"--{option.cli}", **{**kwargs, **changes})
 
 
+def command(commands: argparse._SubParsersAction, name: str, summary: str, details: str = "") -> argparse.ArgumentParser:
+    """A subcommand whose `--help` opens with the same one line that `perfguard --help` lists for it,
+    then `details` where there is more to say."""
+    description = summary[0].upper() + summary[1:] + "." + (f" {details}" if details else "")
+    return commands.add_parser(name, help=summary, description=description)
+
+
 percent = argument(defaults.percent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfguard.cli.common import add_option, read_record
+from perfguard.cli.common import add_option, command, read_record
 
 
 def _asv_export(args: argparse.Namespace) -> int:
@@ -34,7 +34,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    export = commands.add_parser("asv-export", help="add run records to an asv results folder (history; asv publish draws it)")
+    export = command(commands, "asv-export", "add run records to an asv results folder (history; asv publish draws it)")
     export.add_argument("runs", metavar="RUN.json", nargs="+", help="run records; records of one commit and GPU merge")
     export.add_argument("--to", metavar="DIR", required=True, help="the asv folder (asv.conf.json, results/); created or merged into")
     export.add_argument("--repo", metavar="DIR", default=".", help="git checkout the records were measured in (default: .)")
@@ -43,8 +43,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--project", metavar="NAME", help="project name on the asv site (default: the checkout's folder name)")
     export.set_defaults(command=_asv_export)
 
-    history = commands.add_parser("history", help="asv's step detection over an exported folder; exit 1 on a drift")
+    history = command(commands, "history", "find drifts in an exported folder with asv's step detection; exit 1 on a drift")
     history.add_argument("dir", metavar="DIR", help="the folder asv-export wrote")
-    add_option(history, "perfguard-threshold", default=5.0, help="smallest step that counts, in percent (default: 5, asv's own)")
+    # Not the gate's 1%: a step in history is between runs of different days, runners and cards, whose
+    # spread the gate measures per case and asv does not; asv's own default keeps that spread out.
+    add_option(history, "perfguard-threshold", default=5.0,
+               help="smallest step that counts, in percent (default: 5, asv's own: unlike the gate, asv's step "
+               "detection knows no case's run-to-run spread, so 1%% would flag runner-to-runner noise)")
     history.add_argument("--repo", metavar="DIR", help="git checkout of the commits (default: the repo in DIR/asv.conf.json)")
     history.set_defaults(command=_history)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from perfguard import defaults, units
-from perfguard.cli.common import add_option, argument, columns
+from perfguard.cli.common import add_option, argument, columns, command
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -55,17 +55,16 @@ def _ab(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    calibrate = commands.add_parser("calibrate", help="measure this device's copy bandwidth and matmul rates; store them with its baseline")
+    calibrate = command(commands, "calibrate", "measure this device's copy bandwidth and matmul rates; store them with its baseline")
     add_option(calibrate, "perfguard-baselines")
     add_option(calibrate, "perfguard-budget", default=defaults.CALIBRATE_BUDGET_S,
                help=f"wall-time budget per measurement in seconds (default: {defaults.CALIBRATE_BUDGET_S:g})")
     calibrate.set_defaults(command=_calibrate)
 
-    ab = commands.add_parser("ab", help="measure a base revision and the working tree by turns; exit 1 on a regression",
-                             usage="perfguard ab --base REF [--rounds N] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]",
-                             description="Measure REF (in a temporary git worktree) and the working tree in "
-                             "alternating rounds of `pytest --perfguard`, and give the verdicts between them. "
-                             "Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`.")
+    ab = command(commands, "ab", "measure a base revision and the working tree by turns; exit 1 on a regression",
+                 "REF is checked out in a temporary git worktree; the two sides run in alternating rounds of "
+                 "`pytest --perfguard`. Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`: "
+                 "perfguard ab --base origin/main -- suites/")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
     ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 1, 100)),
                     default=defaults.AB_ROUNDS,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfguard import defaults, units
-from perfguard.cli.common import add_option, columns, file_kind, percent, read_record, summary
+from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import BaselineEntry, CaseResult, DeviceInfo
 
@@ -61,7 +61,7 @@ def _baseline_show(args: argparse.Namespace) -> int:
 
 def _spread(entry: BaselineEntry) -> str:
     """How far the runs' medians lie apart: (max - min) / min, or "-" with one run."""
-    medians = [r.median_ms for r in entry.runs]
+    medians = [m for m in (r.median_of(entry.result.judged_metric) for r in entry.runs) if m is not None]
     if len(medians) < 2 or not min(medians) > 0:
         return "-"
     return f"{100 * (max(medians) / min(medians) - 1):.2f}%"
@@ -70,6 +70,7 @@ def _spread(entry: BaselineEntry) -> str:
 def _baseline_accept(args: argparse.Namespace) -> int:
     """Each record is one run of its cases, oldest first: the artifacts of a CI matrix over a pool of
     runners of one GPU model become one baseline whose tolerances know the pool's spread."""
+    from perfguard.analysis import verdict
     from perfguard.store import update_runs
 
     records = sorted(((path, read_record(path)) for path in args.runs), key=lambda pr: pr[1].created_at)
@@ -95,7 +96,7 @@ def _baseline_accept(args: argparse.Namespace) -> int:
             runs_by_slug.setdefault(slug, []).append((accepted, record.commit, record.created_at,
                                                       hosts.pop() if len(hosts) == 1 else None))
         # A case whose latency had moved past its tolerance when the record was made starts a new series.
-        restart |= {v.case_id for v in record.verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+        restart |= verdict.moved_series(record.results, record.verdicts)
     missing = sorted(wanted - {r.id for _, record in records for r in record.results})
     if missing:
         raise ConfigError(f"no case {', '.join(missing)} in {', '.join(args.runs)}; see `perfguard show RUN.json`")
@@ -175,22 +176,23 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    show = commands.add_parser("show", help="print a run record as the terminal table")
-    show.add_argument("run", metavar="RUN.json")
+    show = command(commands, "show", "print a run record as the terminal table")
+    show.add_argument("run", metavar="RUN.json", help="a run record, e.g. reports/perfguard.json")
     show.set_defaults(command=_show)
 
-    baseline = commands.add_parser("baseline", help="list or accept baselines")
+    baseline = command(commands, "baseline", "list, accept or merge baselines")
     actions = baseline.add_subparsers(title="actions", metavar="ACTION", required=True)
-    listing = actions.add_parser("show", help="list the baselines and their cases")
+    listing = command(actions, "show", "list the baselines and their cases")
     listing.add_argument("--device", metavar="SLUG", help="only this device's file, e.g. nvidia-h200")
-    accept = actions.add_parser("accept", help="add runs' measured cases to their device's baseline, one run per record "
-                                "(e.g. the records of a CI matrix over several runners)")
-    accept.add_argument("runs", metavar="RUN.json", nargs="+")
+    accept = command(actions, "accept", "add runs' measured cases to their device's baseline, one run per record "
+                     "(e.g. the records of a CI matrix over several runners)")
+    accept.add_argument("runs", metavar="RUN.json", nargs="+", help="run records (reports/perfguard.json), each one run")
     accept.add_argument("--case", metavar="ID", action="append", help="only this case (repeatable)")
     accept.add_argument("--restart", action="store_true",
                         help="drop the accepted cases' earlier runs: the code changed on purpose")
-    merge = actions.add_parser("merge", help="fold baseline files of this GPU model from other hosts into its baseline")
-    merge.add_argument("files", metavar="FILE.json", nargs="+")
+    merge = command(actions, "merge", "fold baseline files of this GPU model from other hosts into its baseline")
+    merge.add_argument("files", metavar="FILE.json", nargs="+",
+                       help="baseline files (baselines/<gpu>.json) recorded on other hosts")
     for sub in (accept, merge):
         add_option(sub, "perfguard-baseline-runs", help=f"runs kept per case (default: {defaults.KEEP_RUNS})")
     for sub in (listing, accept, merge):
@@ -199,16 +201,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     accept.set_defaults(command=_baseline_accept)
     merge.set_defaults(command=_baseline_merge)
 
-    compare = commands.add_parser("compare", help="verdicts between two run records; exit 1 on a regression")
-    compare.add_argument("base", metavar="BASE.json")
-    compare.add_argument("head", metavar="HEAD.json")
+    compare = command(commands, "compare", "verdicts between two run records; exit 1 on a regression")
+    compare.add_argument("base", metavar="BASE.json", help="the run record to compare with (it stands in for the baseline)")
+    compare.add_argument("head", metavar="HEAD.json", help="the run record judged")
     add_option(compare, "perfguard-threshold", default=None,
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
     compare.set_defaults(command=_compare)
 
-    report = commands.add_parser("report", help="render run records as one HTML report (several GPUs, workers or runs merge)")
+    report = command(commands, "report", "render run records as one HTML report (several GPUs, workers or runs merge)")
     report.add_argument("runs", metavar="RUN.json", nargs="+", help="run records; per device and case the latest wins")
     report.add_argument("-o", "--output", metavar="FILE.html", required=True, help="where to write the HTML report")
     report.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown summary here")

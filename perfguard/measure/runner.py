@@ -29,7 +29,7 @@ from perfguard.measure.timers import (
     sample,
     warm_up,
 )
-from perfguard.model import CaseResult, DeviceInfo, thin_samples
+from perfguard.model import CaseResult, DeviceInfo, Timing, thin_samples
 
 WARMUP_S = 0.025
 # Shares of the budget: the GPU time's samples, then the caller's, then the memory pass.
@@ -131,17 +131,16 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     dropped = getattr(timer, "dropped", 0)
     del timer  # a captured graph holds its own memory pool
 
-    caller_samples: list[float] = []
-    caller = mem = None
+    judged = "caller_latency" if regime == "caller" else "latency"
+    timings = {judged: Timing(latency, thin_samples(samples))}
+    mem = None
     if cuda:
-        if regime == "caller":
-            caller_samples, caller = samples, latency
-        else:
+        if regime != "caller":
             with nvtx(f"{where}: caller", cuda):
                 caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
                 caller_samples, caller_stop = _sample_caller(where, CallerTimer(fn, per_call_s), rule, caller_end, watch)
             check_finite(caller_samples, f"{where} (caller's time)")
-            caller = summarize(caller_samples, caller_stop)
+            timings["caller_latency"] = Timing(summarize(caller_samples, caller_stop), thin_samples(caller_samples))
         with nvtx(f"{where}: memory", cuda):
             mem = guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
     wall_s = time.perf_counter() - start
@@ -160,10 +159,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         status="ok",
         timer=timer_name,
         regime=regime,
-        latency=latency,
-        samples_ms=thin_samples(samples),
-        caller=caller,
-        caller_samples_ms=thin_samples(caller_samples),
+        timings=timings,
         dropped_samples=dropped,
         enqueue_ms=estimate.host_s * 1e3 if cuda else None,
         memory=mem,

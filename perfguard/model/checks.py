@@ -5,7 +5,7 @@ case compared with it reads `unstable` ("0.000 ns → 2.082 ms (+inf%)") and pas
 is a path, a trace that is a `javascript:` link, a status no renderer knows: each is a file that was
 not written by perfguard as it is, so it is refused with one line naming the file and the field,
 before anything is compared, written or rendered. `codec.loads_record` and `codec.loads_baseline`
-call these; the walk is generic (every Latency and run summary, every `*samples_ms` field, wherever it sits), so a
+call these; the walk is generic (every Latency and run time, every `*samples_ms` field, wherever it sits), so a
 field that holds more of them later is checked without a change here.
 """
 
@@ -18,17 +18,13 @@ from typing import Any
 from perfguard.errors import BaselineError
 from perfguard.model import names
 from perfguard.model.records import (
-    CASE_STATUSES,
-    REGIMES,
-    VERDICT_STATUSES,
     BaselineFile,
     CaseResult,
     DeviceInfo,
     Latency,
     Profile,
     RunRecord,
-    RunSummary,
-    Verdict,
+    RunTime,
 )
 
 REFUSED = "refused: re-record the file, or restore it from version control"
@@ -46,12 +42,13 @@ def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED) -
     _refuse_first(_problems(baseline, "BaselineFile"), source, advice)
     for key, entry in baseline.cases.items():
         r, where = entry.result, f"BaselineFile.cases[{names.shown(key)}].result"
-        if r.status != "ok" or r.latency is None:
+        judged = r.timings.get(r.judged_metric)
+        if r.status != "ok" or judged is None:
             raise BaselineError(f"{source}: {where} is not a measured case (status {names.shown(r.status)}, "
-                                f"latency {'missing' if r.latency is None else 'present'}); {advice}")
-        if not r.samples_ms:
-            raise BaselineError(f"{source}: {where}.samples_ms is empty; a baseline keeps its newest run's samples "
-                                f"compares with; {advice}")
+                                f"{r.judged_metric} {'missing' if judged is None else 'present'}); {advice}")
+        if not judged.samples_ms:
+            raise BaselineError(f"{source}: {where}.timings['{r.judged_metric}'].samples_ms is empty; a baseline "
+                                f"keeps its newest run's samples; {advice}")
     return baseline
 
 
@@ -86,23 +83,15 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
     elif isinstance(obj, CaseResult):
         if obj.device and not names.is_slug(obj.device):
             yield f"{where}.device {names.shown(obj.device)} is not a device slug (lower-case letters and digits joined by dashes)"
-        if obj.status not in CASE_STATUSES:
-            yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(CASE_STATUSES)}"
-        if obj.regime and obj.regime not in REGIMES:
-            yield f"{where}.regime {names.shown(obj.regime)} is none of {', '.join(REGIMES)}"
         if obj.dropped_samples < 0 or (obj.enqueue_ms is not None and not obj.enqueue_ms >= 0):
             yield f"{where} holds a negative count or time (dropped_samples {obj.dropped_samples}, enqueue_ms {obj.enqueue_ms!r})"
-    elif isinstance(obj, Verdict) and obj.status not in VERDICT_STATUSES:
-        yield f"{where}.status {names.shown(obj.status)} is none of {', '.join(VERDICT_STATUSES)}"
     elif isinstance(obj, Profile) and obj.trace is not None and not names.is_report_link(obj.trace):
         yield f"{where}.trace {names.shown(obj.trace)} is not a relative path inside the report's folder"
-    elif isinstance(obj, RunSummary):
+    elif isinstance(obj, RunTime):
         if not obj.median_ms > 0:
             yield f"{where}.median_ms is {obj.median_ms!r}; a run's median is above 0"
-        if obj.n < 1:
+        if obj.n is not None and obj.n < 1:
             yield f"{where}.n is {obj.n}; a run has samples"
-        if obj.caller_median_ms is not None and not obj.caller_median_ms > 0:
-            yield f"{where}.caller_median_ms is {obj.caller_median_ms!r}; a run's median is above 0"
     elif isinstance(obj, Latency):
         if obj.median_ms <= 0:
             yield f"{where}.median_ms is {obj.median_ms!r}; a measured median is above 0"

@@ -16,12 +16,13 @@ import typing
 from typing import Any, TypeVar
 
 from perfguard.errors import BaselineError
+from perfguard.model import migration
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
 from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, BaselineFile, RunRecord, run_summary
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
-READABLE_VERSIONS = (1, SCHEMA_VERSION)
+READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
 
 # Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
 # is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
@@ -64,8 +65,7 @@ def dumps(obj: Any) -> str:
 def loads_record(text: str, source: str) -> RunRecord:
     """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
     data = _parse(text, source)
-    if _check_schema(data, source) == 1:
-        data = _record_from_v1(data)
+    data = migration.record(data, _check_schema(data, source))
     return check_record(from_jsonable(RunRecord, data, source), source)
 
 
@@ -73,8 +73,7 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
     """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
     data = _parse(text, source)
     version = _check_schema(data, source)
-    if version == 1:
-        data = {**data, "schema_version": SCHEMA_VERSION}
+    data = migration.baseline(data, version)
     baseline = check_baseline(from_jsonable(BaselineFile, data, source), source)
     for key, entry in baseline.cases.items():
         if key != entry.result.id:
@@ -91,16 +90,6 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
         }
         baseline = dataclasses.replace(baseline, cases=cases)
     return baseline
-
-
-def _record_from_v1(data: dict[str, Any]) -> dict[str, Any]:
-    # Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples
-    # cannot support; they are dropped, the rest of the verdict is kept as it was judged.
-    verdicts = data.get("verdicts")
-    if isinstance(verdicts, list):
-        verdicts = [{k: v for k, v in item.items() if k not in ("p_value", "confidence")} if isinstance(item, dict) else item
-                    for item in verdicts]
-    return {**data, "verdicts": verdicts, "schema_version": SCHEMA_VERSION}
 
 
 def _parse(text: str, source: str) -> Any:
@@ -124,6 +113,9 @@ def _parse(text: str, source: str) -> Any:
 def _check_schema(data: Any, source: str) -> int:
     if not isinstance(data, dict):
         raise BaselineError(f"{source}: expected a JSON object at the top, found {type(data).__name__}")
+    if "schema_version" not in data:
+        raise BaselineError(f"{source}: not a perfguard record or baseline (it has no schema_version); pass a run "
+                            "record such as reports/perfguard.json, or a baseline file from baselines/")
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise BaselineError(
@@ -166,8 +158,13 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
             if type(None) in args:
                 return None
             raise BaselineError(f"{source}: {where} must not be null")
-        (inner,) = [a for a in args if a is not type(None)] or (Any,)
-        return _convert(inner, value, source, where)
+        inner = [a for a in args if a is not type(None)] or [Any]
+        if all(typing.get_origin(a) is typing.Literal for a in inner):  # Regime | Literal[""]: one set of words
+            return _word(tuple(w for a in inner for w in typing.get_args(a)), value, source, where)
+        (single,) = inner
+        return _convert(single, value, source, where)
+    if origin is typing.Literal:
+        return _word(typing.get_args(hint), value, source, where)
     if dataclasses.is_dataclass(hint):
         return from_jsonable(hint, value, source, where)
     if origin is tuple:
@@ -178,7 +175,10 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise BaselineError(f"{source}: {where} should be an object, found {type(value).__name__}")
-        item = (typing.get_args(hint) or (str, Any))[1]
+        key, item = typing.get_args(hint) or (str, Any)
+        if typing.get_origin(key) is typing.Literal:
+            for k in value:
+                _word(typing.get_args(key), k, source, f"{where} key")
         if dataclasses.is_dataclass(item):
             return {k: from_jsonable(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
         if item is Any:
@@ -193,6 +193,14 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
         raise BaselineError(f"{source}: {where} is {shown(value)}, larger than any count perfguard writes")
     if hint is float:
         value = _finite(value, source, where)
+    return value
+
+
+def _word(words: tuple[str, ...], value: Any, source: str, where: str) -> str:
+    """`value` if it is one of `words` (a Literal type's), else the line that names them."""
+    if not isinstance(value, str) or value not in words:
+        known = ", ".join(repr(w) for w in words if w)
+        raise BaselineError(f"{source}: {where} {shown(value)} is none of {known}; was the file edited by hand?")
     return value
 
 

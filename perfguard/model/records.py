@@ -5,11 +5,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from typing import Any
+from typing import Any, Literal
 
 # 2: a baseline entry keeps the summaries of several runs (`runs`), a verdict states the case's
-# run-to-run noise instead of a rank test's p-value. Version 1 files load and are migrated (codec.py).
-SCHEMA_VERSION = 2
+# run-to-run noise instead of a rank test's p-value.
+# 3: a case's times are one mapping, `timings`, from the kind of time (TimeMetric) to its summary and
+# samples, in a result and in a baseline run alike; each kind is compared only with its own kind.
+# Version 1 and 2 files load and are migrated (model/migration.py, called by codec.py).
+SCHEMA_VERSION = 3
 SIGNIFICANT_DIGITS = 6
 # Raw samples kept per case in a record: enough for its distribution and drift, small enough to ship.
 MAX_STORED_SAMPLES = 1000
@@ -78,6 +81,29 @@ class Latency:
     @property
     def ci_half_width_pct(self) -> float:
         return 100.0 * (self.ci_high_ms - self.ci_low_ms) / 2.0 / self.median_ms if self.median_ms else math.inf
+
+
+# The kinds of time a case can have, each judged only against the same kind in its baseline:
+# - "latency": the device's time per call: GPU time between CUDA events (or per graph replay), or the
+#   host clock on a CPU; absent where a call waits for the GPU itself (the "caller" regime);
+# - "caller_latency": the caller's time per call on a GPU, back-to-back calls on the host clock;
+# - "busy_time": the GPU's busy time per call, the union of the call's kernel and copy intervals in
+#   one profiled pass (perfguard/measure/counters.py): what the GPU did, whatever the host's speed.
+TimeMetric = Literal["latency", "caller_latency", "busy_time"]
+TIME_METRICS: tuple[TimeMetric, ...] = typing.get_args(TimeMetric)
+TIME_LABELS: dict[str, str] = {
+    "latency": "GPU time",
+    "caller_latency": "the caller's time",
+    "busy_time": "GPU busy time",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """One kind of time of a case: its summary and its raw samples (thinned), in ms."""
+
+    summary: Latency
+    samples_ms: tuple[float, ...] = ()
 
 
 POWER_CAP = "sw_power_cap"
@@ -199,7 +225,8 @@ class Profile:
 
 
 # How a case's judged figure is taken (perfguard/measure/timers.py), and what it is, for the reports.
-REGIMES = {
+Regime = Literal["device", "enqueue-bound", "caller", "host-clock"]
+REGIMES: dict[str, str] = {
     "device": "GPU time per call: calls queued behind a device-side wait, the host keeps ahead of the GPU",
     "enqueue-bound": "GPU time per call, each call queued whole behind a device-side wait: the host's "
                      "enqueue outruns the GPU, so the caller's time is judged too",
@@ -209,7 +236,13 @@ REGIMES = {
 }
 
 # What a case's run came to: measured, smoke-run once, errored, or skipped on this device.
-CASE_STATUSES = ("ok", "smoke", "error", "skipped")
+CaseStatus = Literal["ok", "smoke", "error", "skipped"]
+CASE_STATUSES: tuple[CaseStatus, ...] = typing.get_args(CaseStatus)
+
+
+def judged_metric(regime: str) -> TimeMetric:
+    """The time a case is judged by: the caller's where a call waits for the GPU itself, else the device's."""
+    return "caller_latency" if regime == "caller" else "latency"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,26 +251,24 @@ class CaseResult:
 
     id: str
     name: str
-    status: str  # "ok", "smoke", "error" or "skipped"
+    status: CaseStatus
     nodeid: str = ""
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     device: str = ""  # the device slug
     device_uuid: str | None = None
-    timer: str = ""  # "cuda-events", "cuda-graph", "caller" or "host-clock": what timed `latency`
-    # How the judged figure was taken (REGIMES): "device", "enqueue-bound", "caller" or "host-clock".
-    regime: str = ""
+    timer: str = ""  # "cuda-events", "cuda-graph", "caller" or "host-clock": what timed the judged figure
+    # How the judged figure was taken (REGIMES); "" where nothing was measured.
+    regime: Regime | Literal[""] = ""
     cache: str = "cold"
     mode: str = "eager"
     bytes: float | None = None
     flops: float | None = None
     threshold: float | None = None  # per-case overrides of the verdict thresholds, percent
     memory_threshold: float | None = None
-    latency: Latency | None = None  # the judged figure: GPU time, or the caller's in the "caller" regime
-    samples_ms: tuple[float, ...] = ()
-    # The caller's time per call on a GPU: back-to-back calls on the host clock, each sample ~10 ms of
-    # calls, synchronised at its end only (timers.CallerTimer); judged as its own metric.
-    caller: Latency | None = None
-    caller_samples_ms: tuple[float, ...] = ()
+    # Each kind of time measured (TimeMetric): "latency" (not in the "caller" regime), on a GPU
+    # "caller_latency" (each sample ~10 ms of back-to-back calls, synchronised at its end only:
+    # timers.CallerTimer) and "busy_time" (from the counting pass).
+    timings: dict[TimeMetric, Timing] = dataclasses.field(default_factory=dict)
     # Host time to enqueue one call, without waiting for the GPU (warm-up's median), ms.
     enqueue_ms: float | None = None
     # GPU samples dropped because the device reached a call before the host had queued all of it.
@@ -258,9 +289,32 @@ class CaseResult:
     # perfguard put it back after the case, so that later cases are measured as they would be alone.
     restored_state: tuple[str, ...] = ()
 
+    @property
+    def judged_metric(self) -> TimeMetric:
+        return judged_metric(self.regime)
+
+    @property
+    def latency(self) -> Latency | None:
+        """The judged figure's summary: GPU time, or the caller's time in the "caller" regime."""
+        timing = self.timings.get(self.judged_metric)
+        return timing.summary if timing else None
+
+    @property
+    def samples_ms(self) -> tuple[float, ...]:
+        """The judged figure's samples (ms)."""
+        timing = self.timings.get(self.judged_metric)
+        return timing.samples_ms if timing else ()
+
+    def median_of(self, metric: str) -> float | None:
+        timing = self.timings.get(metric)  # type: ignore[call-overload]
+        return timing.summary.median_ms if timing else None
+
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
-VERDICT_STATUSES = ("regressed", "unstable", "improved", "missing", "new", "same")
+VerdictStatus = Literal["regressed", "unstable", "improved", "missing", "new", "same"]
+VERDICT_STATUSES: tuple[VerdictStatus, ...] = typing.get_args(VerdictStatus)
+# What a case not in the baseline yet needs: in each new verdict's message, and once per run in the terminal.
+NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,8 +328,8 @@ class Verdict:
     """
 
     case_id: str
-    metric: str  # "latency", "caller_latency" or "peak_memory"
-    status: str
+    metric: str  # a TimeMetric, or "peak_memory"
+    status: VerdictStatus
     baseline: float | None
     current: float | None
     change_pct: float | None
@@ -312,22 +366,32 @@ class RunRecord:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunTime:
+    """One kind of time of one run, as a baseline keeps it."""
+
+    median_ms: float
+    n: int | None = None  # samples behind the median; None in a run migrated from schema 2 that did not keep it
+    ci_half_pct: float | None = None  # the run's own 95% half-width of the median, percent
+
+
+@dataclasses.dataclass(frozen=True)
 class RunSummary:
     """One independent run of a case, as a baseline keeps it: the run, not the call, is the unit of
     evidence (calls within a run share its clocks, card and host; runs do not)."""
 
     recorded_at: str
-    median_ms: float
-    n: int  # samples behind the median
-    ci_half_pct: float | None = None  # the run's own 95% half-width of the median, percent
+    timings: dict[TimeMetric, RunTime] = dataclasses.field(default_factory=dict)
     sm_clock_mhz: float | None = None  # mean SM clock while it ran (NVML)
     power_capped: bool = False
     peak_allocated_bytes: int | None = None
     device_uuid: str | None = None
     host: str | None = None
     commit: str | None = None
-    caller_median_ms: float | None = None  # the caller's time per call (CaseResult.caller), a GPU run only
-    caller_ci_half_pct: float | None = None
+    regime: Regime | Literal[""] = ""  # "" in a run migrated from schema 2, which did not keep it
+
+    def median_of(self, metric: str) -> float | None:
+        timing = self.timings.get(metric)  # type: ignore[call-overload]
+        return timing.median_ms if timing else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,23 +440,28 @@ def thin_samples(samples: typing.Sequence[float], limit: int = MAX_STORED_SAMPLE
     return tuple(samples[int(i * step)] for i in range(limit))
 
 
+def thin_timings(timings: typing.Mapping[TimeMetric, Timing], limit: int = MAX_STORED_SAMPLES) -> dict[TimeMetric, Timing]:
+    """Each kind of time with at most `limit` of its samples (`thin_samples`)."""
+    return {m: dataclasses.replace(t, samples_ms=thin_samples(t.samples_ms, limit)) for m, t in timings.items()}
+
+
 def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None, host: str | None = None) -> RunSummary:
     """What a baseline keeps of one measured run of a case."""
-    latency = result.latency
-    samples = sorted(result.samples_ms)
-    median = latency.median_ms if latency else samples[len(samples) // 2] if samples else math.nan
-    telemetry, memory, caller = result.telemetry, result.memory, result.caller
+    telemetry, memory = result.telemetry, result.memory
     return RunSummary(
         recorded_at=recorded_at,
-        median_ms=median,
-        n=latency.n if latency else len(result.samples_ms),
-        ci_half_pct=latency.ci_half_width_pct if latency and math.isfinite(latency.ci_half_width_pct) else None,
+        timings={metric: _run_time(t) for metric, t in result.timings.items()},
         sm_clock_mhz=telemetry.sm_clock_mhz_mean if telemetry else None,
         power_capped=bool(telemetry and telemetry.power_capped),
         peak_allocated_bytes=memory.peak_allocated_bytes if memory else None,
         device_uuid=result.device_uuid,
         host=host,
         commit=commit,
-        caller_median_ms=caller.median_ms if caller else None,
-        caller_ci_half_pct=caller.ci_half_width_pct if caller and math.isfinite(caller.ci_half_width_pct) else None,
+        regime=result.regime,
     )
+
+
+def _run_time(timing: Timing) -> RunTime:
+    s = timing.summary
+    half = s.ci_half_width_pct
+    return RunTime(median_ms=s.median_ms, n=s.n, ci_half_pct=half if math.isfinite(half) else None)

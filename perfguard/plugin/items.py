@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from perfguard.case import OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label
+from perfguard.case import (OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label,
+                            rename_advice)
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.measurer import CaseFailure, Measurer
 
@@ -68,7 +69,7 @@ def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[p
         first = declared.setdefault(instance.id, spec)
         if first is not spec:  # two declarations of one id: the second is an error naming the first
             error = (f"{label(instance.id, spec.location)}: case id {instance.id!r} is already used by the case at "
-                     f"{first.location}; give one of them name=...")
+                     f"{first.location}; {rename_advice(first, spec)}")
             items.append(InvalidCaseItem.from_parent(collector, name=instance.id, error=error, declared_at=spec.location))
             continue
         item = PerfCaseItem.from_parent(collector, name=instance.id, instance=instance)

@@ -45,7 +45,7 @@ class Options:
         root = config.rootpath
         _refuse_spaced_folders(config)
         update = bool(_value(config, "perfguard-update"))
-        return cls(
+        options = cls(
             enabled=bool(_value(config, "perfguard")) or update,  # an update needs figures to write
             update=update,
             baselines_dir=Path(root, _parsed(config, "perfguard-baselines")),
@@ -58,6 +58,12 @@ class Options:
             confirm=_parsed(config, "perfguard-confirm"),
             timeout_s=_parsed(config, "perfguard-timeout"),
         )
+        if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
+            from perfguard.store.atomic import refuse_file_for_folder
+            from perfguard.store.baselines import BASELINES_FOLDER
+
+            refuse_file_for_folder(options.baselines_dir, BASELINES_FOLDER, pytest.UsageError)
+        return options
 
     def timeout_for(self, budget_s: float) -> float | None:
         """Seconds after which a case of this budget is stopped; None: never."""

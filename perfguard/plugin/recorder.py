@@ -123,10 +123,11 @@ class Recorder:
             )
         elif self.options.update:
             from perfguard import store
+            from perfguard.analysis.verdict import moved_series
 
             # A case whose latency moved past its tolerance starts a new series of runs: its old runs
             # describe other code, and mixed in they would read as noise.
-            restart = {v.case_id for v in verdicts if v.metric == "latency" and v.status in ("regressed", "improved")}
+            restart = moved_series(record.results, verdicts)
             for slug, device in self._models().items():
                 results = [r for r in self.results.values() if r.device == slug]
                 self._attempt(

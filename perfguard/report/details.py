@@ -58,10 +58,11 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         ("efficiency", units.percent(metric("efficiency"))),
         ("roofs from", str(metric("roofs") or NA)),
     ]
-    caller = r.caller
+    caller = r.timings.get("caller_latency")
     launch = [
         ("judged figure", REGIMES.get(r.regime, r.regime or NA)),
-        ("caller's time", f"{d(caller.median_ms)} ±{caller.ci_half_width_pct:.2f}% ({caller.n:,} samples of back-to-back calls)"
+        ("caller's time", f"{d(caller.summary.median_ms)} ±{caller.summary.ci_half_width_pct:.2f}% "
+                         f"({caller.summary.n:,} samples of back-to-back calls)"
          if caller else NA),
         ("launch overhead", d(metric("launch_overhead_ms"))),
         ("GPU idle share", units.percent(metric("launch_overhead_share"))),
@@ -101,7 +102,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
 
 def gate(entry: Entry) -> list[tuple[str, str]]:
     """What the latency verdict rests on: the baseline's runs, the case's noise, its tolerance and what it can see."""
-    v = entry.verdict("latency")
+    v = entry.judged()
     if v is None or v.tolerance_pct is None:
         return [("baseline runs", NA)]
     items = [

@@ -192,11 +192,11 @@ def _cell(column: Column, entry: Entry | None) -> Cell:
             return Cell(ROUGH + units.duration(ms), _num(ms), note=view.ci_text(r), title=ROUGH_TITLE)
         return Cell(units.duration(ms), _num(ms), note=view.ci_text(r) if ms is not None else "")
     if key == "change":
-        v = entry.verdict("latency")
+        v = entry.judged()
         pct = v.change_pct if v else None
         return Cell(view.change(v), _num(pct), cls=f"chg-{v.status}" if v else "na")
     if key == "detects":
-        v = entry.verdict("latency")
+        v = entry.judged()
         pct = v.detectable_pct if v else None
         return Cell(view.detects(v), _num(pct), cls="" if pct is not None else "na")
     if key == "bound":
@@ -253,7 +253,7 @@ def _histogram(entry: Entry) -> charts.Histogram | None:
     r = entry.result
     if r is None or r.latency is None:
         return None
-    v = entry.verdict("latency")
+    v = entry.judged()
     baseline = v.baseline if v is not None and v.status not in ("new", "missing") else None
     return charts.histogram(r.samples_ms, r.latency.median_ms, (r.latency.ci_low_ms, r.latency.ci_high_ms), baseline)
 

@@ -144,7 +144,7 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
         cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
         mark = ROUGH if r is not None and rough(r) else ""
         cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
-                  view.change(e.verdict("latency")), view.detects(e.verdict("latency")),
+                  view.change(e.judged()), view.detects(e.judged()),
                   units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util"))]
         if not out.add("| " + " | ".join(cells) + " |"):

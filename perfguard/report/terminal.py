@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import NEW_HINT, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -14,17 +14,24 @@ from perfguard.report.advice import ROUGH, cpu_line, rough
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
-COLUMNS = ("case", "verdict", "median", "±CI", "detects", "caller", "GPU idle", "GB/s", "% peak BW", "TFLOP/s", "bound",
-           "peak mem")
+# `change` is the judged figure's against the baseline, beside what the gate `detects` for the case; a
+# `same` with a change larger than `detects` would be a contradiction, so both are always shown.
+COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "GB/s", "% peak BW",
+           "TFLOP/s", "bound", "peak mem")
+# What a new case needs, said once under the table however many cases are new (the record says it per case).
+NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("record it", "record them").replace(
+    "its tolerance", "their tolerances")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
-    verdicts = list(verdicts)
+    verdicts, results = list(verdicts), list(results)
     status = case_status(verdicts)
-    gate = {v.case_id: v for v in verdicts if v.metric == "latency"}
+    judged = {r.id: r.judged_metric for r in results}
+    gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
+    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency" and judged.get(v.case_id) != "caller_latency"}
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -39,8 +46,10 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 status.get(r.id, "-"),
                 (ROUGH if rough(r) else "") + units.duration(r.latency.median_ms),
                 f"±{r.latency.ci_half_width_pct:.2f}%",
+                _change(gate.get(r.id)),
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
-                units.duration(r.caller.median_ms) if r.caller and r.regime != "caller" else "-",
+                units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
+                _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
                 units.number(m.gbps if m else None),
                 units.percent(m.bandwidth_util if m else None),
@@ -55,6 +64,10 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         for row in [COLUMNS, *rows]:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
     return lines + errors
+
+
+def _change(verdict: Verdict | None) -> str:
+    return f"{verdict.change_pct:+.1f}%" if verdict is not None and verdict.change_pct is not None else "-"
 
 
 def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
@@ -99,6 +112,9 @@ def summary(
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
             if v.status not in ("same", "new"):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
+        new = len({v.case_id for v in verdicts if v.status == "new"})
+        if new:
+            lines.append((NEW_LINE.format(n=new), {"cyan": True}))
         # A verdict that stands but under other software versions is shown too, once per difference.
         quiet = [v for v in verdicts if v.env_mismatch and v.status in ("same", "new")]
         for change in sorted({c for v in quiet for c in v.env_mismatch}):

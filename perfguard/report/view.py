@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perfguard import units
-from perfguard.model import VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 
 # A case's overall status, most pressing first; its verdicts' statuses, plus what a case without a
 # comparison is: errored, skipped, smoke-run only, or measured without a baseline to compare with.
@@ -52,6 +52,12 @@ class Entry:
 
     def verdict(self, metric: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.metric == metric), None)
+
+    def judged(self) -> Verdict | None:
+        """The verdict of the judged figure (the first time verdict: GPU time, or the caller's time)."""
+        metric = self.result.judged_metric if self.result is not None else None
+        return self.verdict(metric) if metric and self.verdict(metric) else next(
+            (v for v in self.verdicts if v.metric in TIME_METRICS), None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,6 +27,9 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
     Replacing the link itself would leave its target, the file the link shares, silently stale.
     """
     path = followed(path)
+    blocker = file_for_folder(path.parent)
+    if blocker is not None:
+        raise error(f"cannot write {path} ({blocker} is a file, not a folder); choose a writable folder")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
@@ -47,6 +50,23 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def file_for_folder(folder: Path) -> Path | None:
+    """The file that stands where `folder` (or the nearest of its parents that exists) should be, if any:
+    writing into it fails with the system's "File exists" or "Not a directory", which names neither
+    the file nor the mistake."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def refuse_file_for_folder(folder: Path, what: str, error: type[Exception] = ConfigError, prefix: str = "") -> None:
+    """Raise `error` when a file stands where `folder` should be; `what` says which folder it was meant to be."""
+    blocker = file_for_folder(folder)
+    if blocker is not None:
+        raise error(f"{prefix}{blocker} is a file, not a folder; {what}")
 
 
 def followed(path: Path | str) -> Path:

@@ -33,10 +33,10 @@ from perfguard.model import (
     loads_baseline,
     names,
     run_summary,
-    thin_samples,
+    thin_timings,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import followed, temp_prefix, write_atomic
+from perfguard.store.atomic import followed, refuse_file_for_folder, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
@@ -45,6 +45,9 @@ LOCK_TIMEOUT_S = 60.0
 # Runs kept per case. Ten give a spread estimate within about ±25% of the truth; older runs would
 # mostly describe code and drivers that have since changed.
 DEFAULT_KEEP_RUNS = defaults.KEEP_RUNS
+# What the baselines folder is, for the line that refuses a file in its place.
+BASELINES_FOLDER = ("--perfguard-baselines (or --baselines) must name a folder: the per-GPU baseline files "
+                    "(nvidia-h200.json, ...) go inside it")
 NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
 
 
@@ -133,7 +136,7 @@ def update_runs(
     if keep_runs < 1:
         raise BaselineError(f"keep_runs must be at least 1, got {keep_runs}")
     fingerprint = device.fingerprint()
-    measured = [([r for r in results if r.status == "ok" and (r.latency or r.samples_ms)], commit, at, host)
+    measured = [([r for r in results if r.status == "ok" and r.timings], commit, at, host)
                 for results, commit, at, host in runs]
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
@@ -165,7 +168,8 @@ def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_r
         cases: dict[str, BaselineEntry] = {}
         for case_id in sorted({c for f in files for c in f.cases}):
             entries = sorted((f.cases[case_id] for f in files if case_id in f.cases), key=lambda e: e.recorded_at)
-            runs = {(r.recorded_at, r.device_uuid, r.median_ms): r for e in entries for r in e.runs}
+            runs = {(r.recorded_at, r.device_uuid, tuple(sorted((m, t.median_ms) for m, t in r.timings.items()))): r
+                    for e in entries for r in e.runs}
             ordered = sorted(runs.values(), key=lambda r: r.recorded_at)[-keep_runs:]
             cases[case_id] = dataclasses.replace(entries[-1], runs=tuple(ordered))
         calibration = next((f.calibration for f in files if f.calibration), None)
@@ -188,6 +192,7 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
     # temporary files are the target's: two links to one file share its lock.
     target = followed(path)
+    refuse_file_for_folder(target.parent, BASELINES_FOLDER, BaselineError, prefix=f"{path}: cannot {what}: ")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with held(_lock_of(path), LOCK_TIMEOUT_S):
@@ -211,7 +216,7 @@ def _stored(result: CaseResult) -> CaseResult:
     """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
     (a profile points at one run's trace file)."""
     return dataclasses.replace(
-        result, samples_ms=thin_samples(result.samples_ms, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
+        result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
         profile=None,
     )
 

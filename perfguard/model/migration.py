@@ -1,0 +1,97 @@
+"""Older schema versions of records and baselines, brought to the current one as parsed JSON.
+
+Called by codec.py only, before the strict parse, so that a version-1 or version-2 file (the
+`baselines/nvidia-h200.json` committed before schema 3, say) loads as if it had been written now and
+is written back as SCHEMA_VERSION at its next update. Nothing here guesses a figure: what an older
+file did not keep stays unknown (a run's sample count, its regime).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfguard.model.records import SCHEMA_VERSION
+
+
+def record(data: dict[str, Any], version: int) -> dict[str, Any]:
+    """A run record of `version` as the current version's JSON."""
+    if version == SCHEMA_VERSION:
+        return data
+    data = dict(data)
+    if version == 1:
+        # Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples
+        # cannot support; they are dropped, the rest of the verdict is kept as it was judged.
+        verdicts = data.get("verdicts")
+        if isinstance(verdicts, list):
+            data["verdicts"] = [{k: v for k, v in item.items() if k not in ("p_value", "confidence")}
+                                if isinstance(item, dict) else item for item in verdicts]
+    results = data.get("results")
+    if isinstance(results, list):
+        data["results"] = [_result(r) for r in results]
+    data["schema_version"] = SCHEMA_VERSION
+    return data
+
+
+def baseline(data: dict[str, Any], version: int) -> dict[str, Any]:
+    """A baseline file of `version` as the current version's JSON (a version-1 entry's runs are made
+    from its result by the codec, once the result is parsed)."""
+    if version == SCHEMA_VERSION:
+        return data
+    data = dict(data)
+    cases = data.get("cases")
+    if isinstance(cases, dict):
+        data["cases"] = {key: _entry(entry) for key, entry in cases.items()}
+    data["schema_version"] = SCHEMA_VERSION
+    return data
+
+
+def _entry(entry: Any) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+    result = entry.get("result")
+    regime = result.get("regime") if isinstance(result, dict) else None
+    entry = {**entry, "result": _result(result)}
+    if isinstance(entry.get("runs"), list):
+        entry["runs"] = [_run(run, regime) for run in entry["runs"]]
+    return entry
+
+
+def _result(result: Any) -> Any:
+    """Schema 2's parallel fields (`latency`/`samples_ms`, `caller`/`caller_samples_ms`) as `timings`.
+    In the caller regime `latency` was the caller's time, and `caller` the same figure again."""
+    if not isinstance(result, dict) or "timings" in result:
+        return result
+    result = dict(result)
+    latency, samples = result.pop("latency", None), result.pop("samples_ms", [])
+    caller, caller_samples = result.pop("caller", None), result.pop("caller_samples_ms", [])
+    timings: dict[str, Any] = {}
+    if result.get("regime") == "caller":
+        if latency is not None:
+            timings["caller_latency"] = {"summary": latency, "samples_ms": samples}
+    else:
+        if latency is not None:
+            timings["latency"] = {"summary": latency, "samples_ms": samples}
+        if caller is not None:
+            timings["caller_latency"] = {"summary": caller, "samples_ms": caller_samples}
+    result["timings"] = timings
+    return result
+
+
+def _run(run: Any, regime: Any) -> Any:
+    """A schema-2 run summary: its median was the judged figure, the caller's time beside it. A run
+    whose two medians are the same figure was timed in the caller regime (its caller's time was
+    its judged one), whatever the entry's newest result says; one without a caller's time, by the
+    entry's regime."""
+    if not isinstance(run, dict) or "timings" in run:
+        return run
+    run = dict(run)
+    median, n, half = run.pop("median_ms", None), run.pop("n", None), run.pop("ci_half_pct", None)
+    caller, caller_half = run.pop("caller_median_ms", None), run.pop("caller_ci_half_pct", None)
+    judged = {"median_ms": median, "n": n, "ci_half_pct": half}
+    if caller == median if caller is not None else regime == "caller":
+        run["timings"] = {"caller_latency": judged}
+    else:
+        run["timings"] = {"latency": judged}
+        if caller is not None:
+            run["timings"]["caller_latency"] = {"median_ms": caller, "ci_half_pct": caller_half}
+    return run

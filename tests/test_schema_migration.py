@@ -1,0 +1,69 @@
+"""Records and baselines of schema 1 and 2 load as schema 3: each kind of time under `timings`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfguard.model import SCHEMA_VERSION, dumps, loads_baseline, loads_record
+
+ROOT = Path(__file__).resolve().parent.parent
+SUMMARY = {"median_ms": 1.0, "mean_ms": 1.0, "min_ms": 0.9, "max_ms": 1.2, "p10_ms": 0.95, "p90_ms": 1.1,
+           "iqr_ms": 0.05, "ci_low_ms": 0.99, "ci_high_ms": 1.01, "n": 40, "stop_reason": "converged"}
+
+
+def v2_result(case_id: str, regime: str, gpu_ms: float, caller_ms: float | None) -> dict:
+    """A result as schema 2 wrote it: the judged figure in latency/samples_ms, the caller's beside it
+    (in the caller regime, the judged figure again)."""
+    judged = caller_ms if regime == "caller" else gpu_ms
+    caller = None if caller_ms is None else {**SUMMARY, "median_ms": caller_ms}
+    return {"id": case_id, "name": case_id, "status": "ok", "device": "nvidia-h200", "timer": "cuda-events",
+            "regime": regime, "latency": {**SUMMARY, "median_ms": judged}, "samples_ms": [judged] * 3,
+            "caller": caller, "caller_samples_ms": [caller_ms] * 3 if caller_ms else []}
+
+
+def v2_run(median: float, caller: float | None) -> dict:
+    return {"recorded_at": "2026-11-30T10:00:00+00:00", "median_ms": median, "n": 40, "ci_half_pct": 0.2,
+            "caller_median_ms": caller, "caller_ci_half_pct": 0.3 if caller else None, "power_capped": False}
+
+
+def test_a_version_2_record_keeps_each_time_under_its_own_kind():
+    record = {"schema_version": 2, "created_at": "2026-11-30T10:00:00+00:00", "perfguard_version": "0.1.0",
+              "results": [v2_result("queued", "enqueue-bound", 1.2, 4.1), v2_result("synced", "caller", 1.2, 8.4)]}
+    queued, synced = loads_record(json.dumps(record), "old.json").results
+    assert {m: t.summary.median_ms for m, t in queued.timings.items()} == {"latency": 1.2, "caller_latency": 4.1}
+    # In the caller regime schema 2's `latency` was the caller's time: never a GPU time.
+    assert {m: t.summary.median_ms for m, t in synced.timings.items()} == {"caller_latency": 8.4}
+    assert synced.latency.median_ms == 8.4 and synced.judged_metric == "caller_latency"
+
+
+def test_a_version_2_baseline_run_timed_as_its_caller_keeps_only_the_callers_time():
+    baseline = {"schema_version": 2, "device": {"kind": "cuda", "name": "NVIDIA H200", "slug": "nvidia-h200"},
+                "cases": {"c": {"recorded_at": "2026-11-30T10:00:00+00:00", "commit": None, "fingerprint": {},
+                                "result": v2_result("c", "device", 1.0, 1.5),
+                                # an older run in the caller regime (its two medians are one figure), then a device one
+                                "runs": [v2_run(4.0, 4.0), v2_run(1.0, 1.5)]}}}
+    old, new = loads_baseline(json.dumps(baseline), "nvidia-h200.json").cases["c"].runs
+    assert {m: t.median_ms for m, t in old.timings.items()} == {"caller_latency": 4.0}
+    assert {m: t.median_ms for m, t in new.timings.items()} == {"latency": 1.0, "caller_latency": 1.5}
+    assert new.timings["latency"].n == 40 and new.timings["caller_latency"].n is None  # schema 2 kept no such count
+
+
+def test_the_committed_h200_baseline_loads_migrated_and_writes_back_as_the_current_version():
+    path = ROOT / "baselines" / "nvidia-h200.json"
+    raw = json.loads(path.read_text())
+    if raw["schema_version"] == SCHEMA_VERSION:
+        pytest.skip("the committed baseline has been re-recorded at the current version")
+    baseline = loads_baseline(path.read_text(), str(path))
+    assert set(baseline.cases) == set(raw["cases"])
+    for case_id, entry in baseline.cases.items():
+        old = raw["cases"][case_id]
+        assert entry.result.latency.median_ms == pytest.approx(old["result"]["latency"]["median_ms"]), case_id
+        assert [r.median_of("latency") for r in entry.runs] == pytest.approx([r["median_ms"] for r in old["runs"]]), case_id
+        if old["result"]["caller"]:
+            assert entry.result.median_of("caller_latency") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
+    text = dumps(baseline)
+    assert json.loads(text)["schema_version"] == SCHEMA_VERSION
+    assert loads_baseline(text, "again.json") == baseline
