@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import CaseResult, DeviceInfo, RunRecord
+from perfguard.model import CaseResult, DeviceInfo, MemoryBreakdown, RunRecord
 
 if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
     from perfguard.analysis.scaling import Scaling
@@ -150,8 +150,9 @@ def case_lines(results: Iterable[CaseResult]) -> list[str]:
 
 def unnamed_line(r: CaseResult) -> str | None:
     """A line for a case whose memory breakdown leaves a tenth of its peak or more unknown, with why."""
-    parts = r.memory_breakdown
-    if parts is None or parts.error or not parts.peak_bytes or parts.unknown < UNNAMED_NOTED * parts.peak_bytes:
+    parts = getattr(r, "memory_breakdown", None)
+    # Reports take what records hold, and tests hand them mappings: only a breakdown says its share.
+    if not isinstance(parts, MemoryBreakdown) or parts.error or not parts.peak_bytes or parts.unknown < UNNAMED_NOTED * parts.peak_bytes:
         return None
     why = parts.unnamed_reason or "the record does not say why (written before perfguard said it)"
     return (f"{r.id}: the memory breakdown leaves {units.size(parts.unknown)} "
