@@ -112,7 +112,7 @@ def inject(args: argparse.Namespace) -> dict[str, object]:
             if v.metric == "latency":
                 case.update(latency=v.status, change_pct=v.change_pct, detectable_pct=v.detectable_pct,
                             confirmed=v.confirmed, median_ms=v.current)
-            else:
+            elif v.metric == "peak_memory":  # not the caller's time, nor the footprint or retained memory
                 case.update(memory=v.status, memory_change_pct=v.change_pct)
         rows[name] = {"rc": rc, "wall_s": round(wall, 1), "cases": cases}
         print(f"{name}: rc={rc} {wall:.0f} s  " + _inject_line(name, cases), flush=True)

@@ -15,6 +15,8 @@
 #   detection  benchmarks/detection.py inject: injected slowdowns (x1.03, x1.05, x1.10) and an extra buffer on
 #              36 memory-bound cases, against a 5-run baseline, in OUTDIR/inject
 #   xdist      benchmarks/xdist_scaling.py (-n 1 against -n 2: speed-up, GPUs, figures); not in the default
+#   retained   issue 19.2: benchmarks/retained_memory.py on nanoGPT's model.py (NANOGPT=its folder): gradients kept
+#              between steps and a 1 MiB leak a call caught 3/3, an A/A, and a batch sweep's footprint fit
 #   models     issue 12: benchmarks/model_precision.py in 3 fresh processes (GPT-2 batch-1 forward against
 #              hand measurement) and benchmarks/host_overhead.py (injected host work), in OUTDIR/host
 # perfguard is installed without dependencies: the GPU image has torch, triton, scipy and NVML.
@@ -75,6 +77,9 @@ PY
     python3 benchmarks/host_overhead.py "$out/host" 2>&1 | tee "$out/host-overhead.log" ;;
   xdist)
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
+  retained)
+    python3 benchmarks/retained_memory.py --nanogpt "${NANOGPT:?set NANOGPT to the folder holding nanoGPT model.py}" 2>&1 \
+      | grep -v -i warn | tee "$out/retained-memory.log" ;;
   esac
 done
 rm -f "$out"/baselines/*.lock

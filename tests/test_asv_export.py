@@ -478,9 +478,10 @@ def test_a_gpu_record_exports_one_machine_per_card_with_its_peak_memory(tmp_path
     data = json.loads(stored.read_text())
     assert data["commit_hash"] == record.commit and data["requirements"]["cuda"] == device.cuda
     rows = {name: dict(zip(data["result_columns"], row)) for name, row in data["results"].items()}
-    assert sorted(rows) == ["add.latency", "add.peak_memory", "add.time_per_gb"]
+    assert sorted(rows) == ["add.footprint", "add.latency", "add.peak_memory", "add.time_per_gb"]
     by_n = {r.params["n"]: r for r in record.results}
     assert rows["add.peak_memory"]["result"] == [by_n[n].memory.peak_allocated_bytes for n in (2**16, 2**20)]
+    assert rows["add.footprint"]["result"] == [by_n[n].memory.footprint_bytes for n in (2**16, 2**20)]
     assert rows["add.peak_memory"]["result"][1] >= 4 * 2**20  # the output of a 2**20 float add
     for value, n in zip(rows["add.time_per_gb"]["result"], (2**16, 2**20)):
         assert value * by_n[n].metrics.gbps == pytest.approx(1, rel=1e-4)  # 1 / GB/s

@@ -45,6 +45,15 @@ def measure(spec, budget_s: float = 0.5) -> CaseResult:
     return metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s)), device)
 
 
+def libraries_made():
+    """What perfguard makes once a process before a case's setup (cuBLAS's per-stream workspaces,
+    measure.memory.settle_libraries), made now: a test that reads the allocator before its first case
+    must not count them as that case's."""
+    from perfguard.measure.memory import settle_libraries
+
+    settle_libraries()
+
+
 def hand_timed_median_ms(op, reps: int = 50) -> float:
     """The naive way: each call between two CUDA events, synchronised one at a time."""
     import torch
@@ -369,6 +378,7 @@ def test_memory_figures_of_a_call_that_allocates_its_output(cache):
 def test_a_case_that_runs_out_of_gpu_memory_errors_frees_its_memory_and_the_next_runs():
     import torch
 
+    libraries_made()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated()
@@ -399,6 +409,7 @@ def test_a_case_whose_tensors_sit_in_a_reference_cycle_still_hands_them_back():
 
     import torch
 
+    libraries_made()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated()
@@ -423,6 +434,7 @@ def test_a_case_whose_tensors_sit_in_a_reference_cycle_still_hands_them_back():
 def test_a_case_that_runs_out_of_gpu_memory_hands_its_memory_back_to_the_device():
     import torch
 
+    libraries_made()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     reserved = torch.cuda.memory_reserved()

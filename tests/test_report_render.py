@@ -103,7 +103,7 @@ def test_markdown_shows_hostile_ids_and_messages_as_text():
     assert "<b>" not in md and "&lt;b&gt;bold&lt;/b&gt; \\*x\\*" in md
     assert f"`` {HOSTILE}|x`y ``" in md  # a code span (padded: it holds a backtick): shown, not rendered
     row = next(line for line in md.splitlines() if line.startswith("| ``"))
-    assert row.count(" | ") == 6 and "\\|" in row  # the pipe in the id does not add a column
+    assert row.count(" | ") == 7 and "\\|" in row  # the pipe in the id does not add a column
 
 
 # --- HTML ----------------------------------------------------------------------------------------

@@ -73,6 +73,63 @@ def test_series_hold_the_other_parameters_fixed_and_need_three_values():
     assert "memory quadratic" in line and "fits in device memory up to s ≈ 12,000" in line
 
 
+MIB = 2**20
+
+
+def footprint_step(batch: int, footprint: float) -> CaseResult:
+    """A training step measured with its footprint; its setup and peak fields sum to something else,
+    which the fit must not read."""
+    memory = Memory(peak_allocated_bytes=MIB, setup_allocated_bytes=MIB, footprint_bytes=int(footprint))
+    return dataclasses.replace(result("step", 0.5 * batch, batch=batch), memory=memory)
+
+
+@pytest.mark.parametrize("offset", [0, 8e6, 500e6, 4 * GIB])
+def test_a_constant_offset_plus_a_linear_term_reads_linear_with_its_slope_and_forecast(offset):
+    # The issue's nanoGPT sweep: linear at 4.4 MiB per unit of batch; a 4 GiB offset made the 5% flat
+    # rule of the latency read it as constant (growth of 31 MiB at batch 8 is under 1% of 4 GiB).
+    slope = 4.4 * MIB
+    (series,) = scalings([footprint_step(b, offset + slope * b) for b in (1, 2, 4, 8)], [GPU])
+    assert series.memory.label == "linear"
+    assert series.memory.coefficient == pytest.approx(slope)
+    assert series.memory.constant == pytest.approx(offset, abs=1)
+    assert series.bytes_per_unit == pytest.approx(slope)
+    assert series.fits_up_to == pytest.approx((140 * GIB - offset) / slope)
+    assert "memory linear (k=1.00, R²=1.000); 4.4 MiB per unit of batch at the top" in scaling_line(series)
+
+
+def test_memory_that_does_not_grow_by_a_mib_on_a_large_constant_is_flat():
+    (series,) = scalings([footprint_step(b, 4 * GIB + 1024 * b) for b in (1, 2, 4, 8)], [GPU])
+    assert series.memory.label == "constant" and series.fits_up_to is None
+
+
+def test_a_training_step_on_a_floor_at_batch_1_reads_linear_from_batch_2():
+    # nanoGPT's GPT-2 training step (H200, 2026-12-01, benchmarks/retained_memory.py): the footprint
+    # is the larger of two phases' peaks; at batch 1 the one where nothing grows with the batch.
+    footprints = [max(2071 * MIB, 1683 * MIB + 229.4 * MIB * b) for b in (1, 2, 4, 8)]
+    (series,) = scalings([footprint_step(b, f) for b, f in zip((1, 2, 4, 8), footprints)], [GPU])
+    assert series.memory.label == "linear" and series.memory_from == 2
+    assert series.memory.coefficient == pytest.approx(229.4 * MIB)
+    assert series.fits_up_to == pytest.approx((140 * GIB - 1683 * MIB) / (229.4 * MIB))
+    assert "from batch=2 up (below it the call peaks where nothing grows with batch)" in scaling_line(series)
+    # Fitted whole, it read x^1.30 and forecast batch ≈ 250 instead of ≈ 600.
+
+
+def test_a_series_the_growth_law_does_not_describe_forecasts_nothing():
+    # One point off in the middle of a linear sweep (67 MB more, as cuBLAS's workspaces once were).
+    held = [18e6 + 4.4 * MIB * b for b in (1, 2, 4, 8, 16)]
+    held[2] += 67e6
+    (series,) = scalings([footprint_step(b, h) for b, h in zip((1, 2, 4, 8, 16), held)], [GPU])
+    assert series.memory.r2 < 0.9 and series.memory_from is None
+    assert series.fits_up_to is None
+    line = scaling_line(series)
+    assert "too poor a fit to forecast from" in line and "fits in device memory" not in line
+
+
+def test_a_record_without_the_footprint_is_fitted_on_setup_plus_peak():
+    (series,) = scalings([result("step", 0.5 * b, GIB + 4 * MIB * b, batch=b) for b in (1, 2, 4)], [GPU])
+    assert series.memory.label == "linear" and series.bytes_per_unit == pytest.approx(4 * MIB)
+
+
 def step(batch: int, activations: int, error: str | None = None) -> CaseResult:
     """A training step whose breakdown holds 1 GiB of weights and state and `activations` on top."""
     parts = MemoryBreakdown(parameters=GIB, activations=activations, error=error)
@@ -99,7 +156,7 @@ def test_the_reports_show_the_fits():
     results = tuple(result("attn", 0.1 * s * s / 1e6, GIB + 1000 * s * s, s=s) for s in (1024, 2048, 4096))
     record = RunRecord("2026-11-29T00:00:00+00:00", "0", devices=(GPU,), results=results)
     html = render_html([record])
-    assert "<td>attn over s</td><td>quadratic (k=2.00, R²=1.000)</td><td>quadratic (k=2.00)</td>" in html
+    assert "<td>attn over s</td><td>quadratic (k=2.00, R²=1.000)</td><td>quadratic (k=2.00, R²=1.000)</td>" in html
     assert '<details class="scaling" open>' in html  # a few fits are shown at once
     assert "### Scaling (1)" in render_markdown([record])
 

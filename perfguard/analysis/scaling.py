@@ -10,7 +10,9 @@ where c is what does not grow (launch floor, weights), b · x^k what does; k is 
 (1 linear, 2 quadratic: the "activation explosion" of materialised attention scores shows as k ≈ 2).
 A plain log-log line would read a large constant as slow growth and promise sizes that do not fit.
 k is found on a grid, c and b by least squares for each k, c ≥ 0 and b > 0. The memory fitted is what
-the case holds at its peak: its setup's tensors plus the call's peak on top. Where every point of a
+the case holds at its peak, its footprint: from before its setup, so its setup's tensors, what its
+calls keep for the next and the call's peak on top (setup plus peak in records older than the
+footprint). The device memory it fits in is forecast only from a fit that describes the series. Where every point of a
 series has a memory breakdown (training steps, `memory_breakdown=True`), its activations are fitted
 too: what a larger batch or a longer sequence costs in saved activations, apart from the weights,
 gradients and optimizer state that do not grow with it.
@@ -29,6 +31,14 @@ MIN_POINTS = 3
 EXPONENTS = np.round(np.arange(0.25, 3.001, 0.05), 2)
 # A series whose growing part is under this share of its largest value is flat (noise, not growth).
 FLAT_SHARE = 0.05
+# Memory is counted, not timed: growth of a MiB or more over the range is real however large the
+# constant (a 4 GiB training step growing 4.4 MiB per unit of batch reads linear, not constant).
+MEMORY_FLAT_BYTES = 2**20
+# A memory fit that explains less than this of its series' variance forecasts nothing: deterministic
+# figures that a growth law does not describe are not on one (an outlier point, a regime change).
+MIN_FORECAST_R2 = 0.9
+# Memory is counted: a growth law that describes a series fits it all but exactly, above this.
+EXACT_R2 = 0.999
 GROWTH = {0: "constant", 1: "linear", 2: "quadratic", 3: "cubic"}
 
 
@@ -65,6 +75,8 @@ class Scaling:
     fits_up_to: float | None  # the largest value whose fitted memory fits in the device's memory
     activations: Growth | None = None  # of the memory breakdown's activations at the peak
     activations_per_unit: float | None = None  # their growth per unit, from the largest two values, when linear
+    # The value the memory's growth is fitted from, when the smaller ones sit on a floor (memory_fit).
+    memory_from: float | None = None
 
     @property
     def title(self) -> str:
@@ -92,7 +104,7 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
             continue
         latency = fit(xs, [r.latency.median_ms for _, r in points])
         held = [_held(r) for _, r in points]
-        memory = fit(xs, held) if all(h is not None for h in held) else None
+        memory, memory_from = memory_fit(xs, held) if all(h is not None for h in held) else (None, None)
         saved = [_activations(r) for _, r in points]
         activations = fit(xs, saved) if all(a is not None for a in saved) else None
         if latency is None and memory is None and activations is None:  # nothing grows the way the model can say
@@ -100,12 +112,36 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
         per_unit = _top_slope(xs, held) if memory else None
         saved_per_unit = _top_slope(xs, saved) if activations and activations.label == "linear" else None
         out.append(Scaling(device, name, p, fixed, tuple(xs), latency, memory, per_unit,
-                           largest_fitting(memory, memory_of.get(device)), activations, saved_per_unit))
+                           largest_fitting(memory, memory_of.get(device)) if memory and memory.r2 >= MIN_FORECAST_R2 else None,
+                           activations, saved_per_unit, memory_from))
     return out
 
 
-def fit(xs: Sequence[float], ys: Sequence[float]) -> Growth | None:
-    """The best y = c + b·x^k with c ≥ 0, b > 0 over the exponent grid; None when nothing grows."""
+def memory_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[Growth | None, float | None]:
+    """The memory's growth, and the value it is fitted from when the smallest values sit on a floor.
+
+    A training step's footprint is the larger of its phases' peaks: at a small batch it can peak where
+    nothing grows with the batch (every gradient live while the tied embedding's is accumulated:
+    nanoGPT's GPT-2 at batch 1), above the line the larger batches lie on. When the whole series is
+    not fitted all but exactly, and leaving out its smallest values (keeping MIN_POINTS) gives a fit
+    that is, with the values left out above it, that fit is the growth: what a larger value costs.
+    """
+    whole = fit(xs, ys, flat_bytes=MEMORY_FLAT_BYTES)
+    if whole is None or whole.r2 >= EXACT_R2:
+        return whole, None
+    for start in range(1, len(xs) - MIN_POINTS + 1):
+        top = fit(xs[start:], ys[start:], flat_bytes=MEMORY_FLAT_BYTES)
+        if (top is not None and top.exponent > 0 and top.r2 >= EXACT_R2
+                and all(y > top.at(x) for x, y in zip(xs[:start], ys[:start]))):
+            return top, xs[start]
+    return whole, None
+
+
+def fit(xs: Sequence[float], ys: Sequence[float], flat_bytes: float | None = None) -> Growth | None:
+    """The best y = c + b·x^k with c ≥ 0, b > 0 over the exponent grid; None when nothing grows.
+
+    A growing part under FLAT_SHARE of the largest value is flat, unless it is `flat_bytes` or more
+    (memory, where any such growth is counted, not noise)."""
     x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     if len(x) < MIN_POINTS or not np.all(np.isfinite(y)):
         return None
@@ -133,7 +169,8 @@ def fit(xs: Sequence[float], ys: Sequence[float]) -> Growth | None:
         return None
     k, c, b, sse = float(EXPONENTS[best]), float(c[best]), float(b[best]), float(sse[best])
     r2 = 1 - sse / total if total > 0 else 1.0
-    if b < FLAT_SHARE * (c + b):  # the growing part is under 5% at the largest x: nothing grows
+    counted = flat_bytes is not None and b * scale_y >= flat_bytes
+    if b < FLAT_SHARE * (c + b) and not counted:  # the growing part is under 5% at the largest x: nothing grows
         return Growth(constant=float(y.mean()), coefficient=0.0, exponent=0.0, r2=r2)
     return Growth(constant=c * scale_y, coefficient=float(b * scale_y / scale_x**k), exponent=k, r2=r2)
 
@@ -159,6 +196,8 @@ def _activations(r: CaseResult) -> float | None:
 
 def _held(r: CaseResult) -> float | None:
     m = r.memory
+    if m is not None and m.footprint_bytes is not None:
+        return float(m.footprint_bytes)
     if m is None or m.peak_allocated_bytes is None:
         return None
     return float((m.setup_allocated_bytes or 0) + m.peak_allocated_bytes)

@@ -1,4 +1,4 @@
-"""Verdicts: did a case's times (TIME_METRICS) or its peak memory move past what its own noise allows?
+"""Verdicts: did a case's times (TIME_METRICS) or its memory move past what its own noise allows?
 
 Each kind of time is judged only against the same kind in the baseline: GPU time against GPU time,
 the caller's time against the caller's, GPU busy time against busy time; when a case's regime
@@ -6,9 +6,9 @@ changed, each verdict says so. A time is judged run against runs: the change of 
 baseline's runs must pass the case's tolerance, which comes from how far its median moves between
 independent runs (perfguard/analysis/noise.py) and is never below the threshold the user says
 matters. Within-run samples only say how precise this run's median is; they never stand for
-run-to-run evidence, so no verdict claims a p-value or a confidence. Peak memory is deterministic,
-so its change is compared with its threshold directly. Pure functions of the records: no files, no
-devices.
+run-to-run evidence, so no verdict claims a p-value or a confidence. Memory (peak, footprint, retained
+per call) is deterministic, so its change is compared with its threshold directly
+(memory_verdicts.py). Pure functions of the records: no files, no devices.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from perfguard import defaults, units
+from perfguard import defaults
 from perfguard.analysis import noise
+from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
     NEW_HINT,
@@ -49,9 +50,6 @@ HOST_BOUND_REGIMES = ("caller", "enqueue-bound")
 # noise would have let the gate see; noisy cases get their wider tolerance from their runs.
 DEFAULT_THRESHOLD_PCT = defaults.THRESHOLD_PCT
 DEFAULT_MEMORY_THRESHOLD_PCT = defaults.MEMORY_THRESHOLD_PCT
-# Peak memory below this much change never flips a verdict: allocator rounding (512 B blocks, 2 MiB
-# segments for large tensors) moves tiny cases by whole percents without anything having changed.
-MEMORY_FLOOR_BYTES = 64 * 1024
 MIN_SAMPLES = 5  # fewer samples than this give no median worth judging
 
 
@@ -104,10 +102,7 @@ def compare_case(
         if verdict is not None:
             verdicts.append(verdict)
     mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
-    memory = _peak_memory(ctx, current, entry.result, mem_threshold)
-    if memory is not None:
-        verdicts.append(memory)
-    return verdicts
+    return verdicts + memory_verdicts(ctx, current, entry.result, mem_threshold)
 
 
 def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
@@ -363,20 +358,6 @@ def _half_width(summary: Latency | None) -> float:
     return half if math.isfinite(half) else 100.0
 
 
-def _peak_memory(ctx: _Context, current: CaseResult, baseline: CaseResult, threshold: float) -> Verdict | None:
-    old = baseline.memory.peak_allocated_bytes if baseline.memory else None
-    new = current.memory.peak_allocated_bytes if current.memory else None
-    if old is None or new is None:  # a CPU run: no allocator to ask
-        return None
-    allowed = max(old * threshold / 100.0, MEMORY_FLOOR_BYTES)
-    change = 100.0 * (new - old) / old if old else None
-    status = "regressed" if new - old > allowed else "improved" if old - new > allowed else "same"
-    shown = f"{change:+.1f}%" if change is not None else f"{units.size(new - old)}"
-    hint = "run with --perfguard-update to make it the baseline" if status == "improved" else ""
-    return ctx.verdict("peak_memory", status, threshold, float(old), float(new), change,
-                       detail=f"{units.size(old)} → {units.size(new)} ({shown}, deterministic)", hint=hint)
-
-
 # --- helpers ----------------------------------------------------------------------------------
 
 
@@ -388,10 +369,11 @@ class _Context:
 
     def verdict(self, metric: str, status: str, threshold: float, baseline: float | None = None,
                 current: float | None = None, change: float | None = None,
-                *, detail: str, hint: str = "", **judged: object) -> Verdict:
+                *, detail: str, hint: str = "", bound: str | None = None, **judged: object) -> Verdict:
+        """`bound`: what a change is held to, when it is not the threshold (said in the message)."""
         compared = status not in ("new", "missing")
         against = f" against {self.baseline_file}" if self.baseline_file and compared else ""
-        bound = f" (threshold {threshold:g}%)" if compared else ""
+        bound = f" ({bound or f'threshold {threshold:g}%'})" if compared else ""
         env = f"; environment differs from the baseline: {', '.join(self.env)}" if self.env else ""
         return Verdict(
             case_id=self.case_id,

@@ -44,6 +44,7 @@ METRICS = {m.suffix: m for m in (
     Metric("time_per_gb", "track", "seconds", "seconds per GB of declared bytes = 1 / achieved GB/s (inverted: lower is better)"),
     Metric("time_per_tflop", "track", "seconds", "seconds per TFLOP of declared flops = 1 / achieved TFLOP/s (inverted: lower is better)"),
     Metric("peak_memory", "memory", "bytes", "peak allocated bytes during one call"),
+    Metric("footprint", "memory", "bytes", "the most the case held during a call, in bytes counted from before its setup"),
 )}
 
 
@@ -155,6 +156,8 @@ def _figures(r: CaseResult) -> Iterable[tuple[str, float | int, dict[str, Any]]]
             yield suffix, r.latency.median_ms * scale, {k: v * scale if k.startswith(("ci", "q")) else v for k, v in stats.items()}
     if r.memory is not None and r.memory.peak_allocated_bytes is not None:
         yield "peak_memory", r.memory.peak_allocated_bytes, {}
+    if r.memory is not None and r.memory.footprint_bytes is not None:
+        yield "footprint", r.memory.footprint_bytes, {}
 
 
 def _latency_stats(samples_ms: Sequence[float]) -> dict[str, Any]:

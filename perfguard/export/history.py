@@ -40,7 +40,7 @@ class Drift:
 
     benchmark: str  # asv's name: "<case>.<metric>"
     case: str
-    metric: str  # latency, time_per_gb, time_per_tflop or peak_memory
+    metric: str  # latency, time_per_gb, time_per_tflop, peak_memory or footprint
     params: dict[str, str]  # parameter name → repr, as asv stores it
     machine: str
     branch: str
@@ -147,8 +147,8 @@ def _figure(metric: str, unit: str) -> tuple[str, Any]:
         return "bandwidth", lambda v: f"{1 / v:,.1f} GB/s"
     if metric == "time_per_tflop":
         return "compute rate", lambda v: f"{1 / v:,.2f} TFLOP/s"
-    if metric == "peak_memory":
-        return "peak memory", units.size
+    if metric in ("peak_memory", "footprint"):
+        return metric.replace("_", " "), units.size
     if unit == "seconds":
         return metric, lambda v: units.duration(v * 1e3)
     return metric, lambda v: f"{v:.4g} {unit}".strip()

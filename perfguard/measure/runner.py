@@ -80,7 +80,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     watch = telemetry.Watch(handle, device.max_sm_clock_mhz)
     # The flush buffer is perfguard's, not the case's: allocated before the memory baseline is taken.
     flush = memory.l2_flusher(device) if cuda and instance.spec.cache == "cold" else None
-    mem_before = memory.before_setup(handle) if cuda else None
+    mem_before = memory.before_setup(handle, graph=instance.spec.mode == "graph") if cuda else None
 
     t_setup = time.perf_counter()
     fn = setup(instance, device)
@@ -142,7 +142,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
             check_finite(caller_samples, f"{where} (caller's time)")
             timings["caller_latency"] = Timing(summarize(caller_samples, caller_stop), thin_samples(caller_samples))
         with nvtx(f"{where}: memory", cuda):
-            mem = guard(where, "memory pass", lambda: memory.measure_call(fn, mem_before))
+            mem = guard(where, "memory pass", lambda: memory.measure_calls(fn, mem_before))
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
     # seconds, not the case's budget. A failure is a note on the breakdown, not a case error. The L2

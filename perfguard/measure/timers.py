@@ -211,6 +211,21 @@ class CudaEventTimer:
         return self.host_iter_s > ENQUEUE_BOUND * self.device_s
 
 
+_CAPTURE_STREAM: list[torch.cuda.Stream] = []
+
+
+def capture_stream() -> torch.cuda.Stream:
+    """The one side stream every CUDA-graph case warms up and is captured on, for the process.
+
+    cuBLAS keeps a workspace per stream for good: a new stream per case (torch's pool hands out 32 in
+    turn) would leave each graph case 64 MiB of workspaces it never asked for, and a stream first used
+    inside a capture would put them in the graph's pool. measure.memory makes this stream's before any
+    case's setup."""
+    if not _CAPTURE_STREAM:
+        _CAPTURE_STREAM.append(torch.cuda.Stream())
+    return _CAPTURE_STREAM[0]
+
+
 class CudaGraphTimer(CudaEventTimer):
     """Replays of a graph of `calls` calls; each sample is one replay divided by `calls`."""
 
@@ -219,14 +234,14 @@ class CudaGraphTimer(CudaEventTimer):
     def __init__(self, fn, flush, estimate, sm_clock_hz, calls: int):
         super().__init__(fn, flush, estimate, sm_clock_hz)
         self.calls = calls
-        side = torch.cuda.Stream()
+        side = capture_stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # capture needs the lazy init (cuBLAS handles...) done off-graph
             for _ in range(3):
                 fn()
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        with torch.cuda.graph(self.graph, stream=side):
             for _ in range(calls):
                 fn()
         torch.cuda.synchronize()

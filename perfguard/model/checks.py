@@ -22,6 +22,7 @@ from perfguard.model.records import (
     CaseResult,
     DeviceInfo,
     Latency,
+    Memory,
     Profile,
     RunRecord,
     RunTime,
@@ -92,6 +93,12 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.median_ms is {obj.median_ms!r}; a run's median is above 0"
         if obj.n is not None and obj.n < 1:
             yield f"{where}.n is {obj.n}; a run has samples"
+    elif isinstance(obj, Memory):
+        # A baseline's negative retained memory or footprint would make a real leak read "improved".
+        for name in ("footprint_bytes", "retained_bytes_per_call"):
+            value = getattr(obj, name)
+            if value is not None and value < 0:
+                yield f"{where}.{name} is {value!r}; a size is never negative"
     elif isinstance(obj, Latency):
         if obj.median_ms <= 0:
             yield f"{where}.median_ms is {obj.median_ms!r}; a measured median is above 0"

@@ -131,10 +131,18 @@ class Memory:
 
     peak_allocated_bytes: int | None = None  # max allocated during a call, minus what was live before it
     peak_reserved_bytes: int | None = None  # max reserved by the caching allocator during the call
-    setup_allocated_bytes: int | None = None  # allocated by setup (inputs, parameters)
+    # allocated after the case's samples over before its setup: its inputs and parameters, and what its
+    # calls keep (optimizer state made by the first step, gradients kept between steps)
+    setup_allocated_bytes: int | None = None
     nvml_used_delta_bytes: int | None = None  # device memory used after the case minus before it
     fragmentation: float | None = None  # 1 - allocated/reserved at peak
     alloc_retries: int | None = None  # allocator cudaMalloc retries (a sign of fragmentation)
+    # Across calls (perfguard/measure/memory.py); None in records written before they were measured.
+    # The most the case held during a call, counted from before its setup: its inputs and parameters,
+    # what its calls keep from one to the next (gradients, optimizer state, caches) and the call's peak.
+    footprint_bytes: int | None = None
+    # How much the allocated memory grows from one call to the next, outputs dropped (a leak); never below 0.
+    retained_bytes_per_call: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,7 +336,7 @@ class Verdict:
     """
 
     case_id: str
-    metric: str  # a TimeMetric, or "peak_memory"
+    metric: str  # a TimeMetric, "peak_memory", "footprint" or "retained_memory"
     status: VerdictStatus
     baseline: float | None
     current: float | None

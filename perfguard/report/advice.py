@@ -186,7 +186,7 @@ def scaling_line(s: Scaling) -> str:
     if s.latency:
         parts.append(f"latency {_marked(s)}{s.latency.label} in {s.parameter} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})")
     if s.memory:
-        parts.append(f"memory {s.memory.label} (k={s.memory.exponent:.2f})")
+        parts.append(f"memory {_memory(s)}")
     if s.bytes_per_unit is not None:
         parts.append(f"{units.size(s.bytes_per_unit)} per unit of {s.parameter} at the top")
     if s.activations:
@@ -202,11 +202,24 @@ def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str, str]:
     return (
         s.title,
         f"{_marked(s)}{s.latency.label} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})" if s.latency else "",
-        f"{s.memory.label} (k={s.memory.exponent:.2f})" if s.memory else "",
+        _memory(s) if s.memory else "",
         units.size(s.bytes_per_unit) if s.bytes_per_unit is not None else "",
         _activations(s) if s.activations else "",
         f"{s.parameter} ≈ {_round(s.fits_up_to):,}" if s.fits_up_to is not None else "",
     )
+
+
+def _memory(s: Scaling) -> str:
+    """How the footprint grows: "linear (k=1.00, R²=1.000)", from where when its smallest values sit on
+    a floor, and why a poor fit forecasts nothing."""
+    from perfguard.analysis.scaling import MIN_FORECAST_R2
+
+    m = s.memory
+    poor = "; too poor a fit to forecast from" if m.exponent and m.r2 < MIN_FORECAST_R2 else ""
+    text = f"{m.label} (k={m.exponent:.2f}, R²={m.r2:.3f}{poor})"
+    if s.memory_from is not None:
+        text += f" from {s.parameter}={s.memory_from:g} up (below it the call peaks where nothing grows with {s.parameter})"
+    return text
 
 
 def _activations(s: Scaling) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfguard import units
+from perfguard.analysis.memory_verdicts import leaks
 from perfguard.model import REGIMES, Profile, Verdict, names
 from perfguard.report import view
 from perfguard.report.advice import LAUNCH_ADVICE
@@ -72,7 +73,11 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
     memory = [
         ("peak allocated", units.size(get(mem, "peak_allocated_bytes"))),
         ("peak reserved", units.size(get(mem, "peak_reserved_bytes"))),
-        ("setup allocated", units.size(get(mem, "setup_allocated_bytes"))),
+        ("footprint", units.size(get(mem, "footprint_bytes")) + " (the most held during a call, from before setup)"
+         if get(mem, "footprint_bytes") is not None else NA),
+        ("retained per call", units.size(get(mem, "retained_bytes_per_call")) + (" (a leak)" if leaks(mem) else "")
+         if get(mem, "retained_bytes_per_call") is not None else NA),
+        ("held between calls", units.size(get(mem, "setup_allocated_bytes"))),
         ("NVML used Δ", units.size(get(mem, "nvml_used_delta_bytes"))),
         ("fragmentation", units.percent(get(mem, "fragmentation"))),
         ("alloc retries", _g(get(mem, "alloc_retries"))),

@@ -60,7 +60,10 @@ COLUMNS = (
     Column("gbps", "GB/s", "achieved bandwidth: declared bytes / median time; higher is better"),
     Column("util", "% peak BW", "achieved bandwidth over the device's theoretical peak"),
     Column("tflops", "TFLOP/s", "declared flops / median time; higher is better"),
-    Column("memory", "peak mem", "peak memory allocated by one call; lower is better"),
+    Column("memory", "peak mem", "peak memory allocated by one call over what was live before it; lower is better"),
+    Column("footprint", "footprint", "the most the case held during a call, counted from before its setup: its tensors, "
+           "what its calls keep for the next (gradients, caches) and the call's peak; with what a call retains for "
+           "good, when it does (a leak); lower is better"),
     Column("bound", "bound", "roofline bound: memory, compute or latency (launch)", False),
 )
 ROUGH_TITLE = "timed on a CPU's host clock; its budget ran out before its interval settled: a rough figure"
@@ -199,6 +202,9 @@ def _cell(column: Column, entry: Entry | None) -> Cell:
         v = entry.judged()
         pct = v.detectable_pct if v else None
         return Cell(view.detects(v), _num(pct), cls="" if pct is not None else "na")
+    if key == "footprint":
+        held = view.footprint(r)
+        return Cell(units.size(held), _num(held), cls="" if held is not None else "na", note=view.retained_text(r))
     if key == "bound":
         bound = view.metric(r, "bound")
         return Cell(str(bound) if bound else "n/a", str(bound or ""), cls="" if bound else "na")

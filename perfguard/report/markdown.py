@@ -135,9 +135,10 @@ def _top_operator(e: Entry) -> str:
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
     if not entries:
         return
-    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW"]
+    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW",
+                                                                  "footprint"]
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
-              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 5) + "---:|" * 5)
+              "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 6) + "---:|" * 6)
     shown = 0
     for e in entries:
         r = e.result
@@ -146,7 +147,7 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
         cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
                   view.change(e.judged()), view.detects(e.judged()),
                   units.number(view.metric(r, "gbps")),
-                  units.percent(view.metric(r, "bandwidth_util"))]
+                  units.percent(view.metric(r, "bandwidth_util")), view.footprint_text(r)]
         if not out.add("| " + " | ".join(cells) + " |"):
             break
         shown += 1

@@ -6,10 +6,12 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
+from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import NEW_HINT, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
+from perfguard.report.view import deciding, footprint_text
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 # `change` is the judged figure's against the baseline, beside what the gate `detects` for the case; a
 # `same` with a change larger than `detects` would be a contradiction, so both are always shown.
 COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "GB/s", "% peak BW",
-           "TFLOP/s", "bound", "peak mem")
+           "TFLOP/s", "bound", "peak mem", "footprint")
 # What a new case needs, said once under the table however many cases are new (the record says it per case).
 NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("record it", "record them").replace(
     "its tolerance", "their tolerances")
@@ -56,6 +58,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 units.number(m.tflops if m else None, 2),
                 (m.bound if m else None) or "-",
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
+                footprint_text(r),
             )
         )
     lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
@@ -71,12 +74,11 @@ def _change(verdict: Verdict | None) -> str:
 
 
 def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
-    """A case's overall verdict: the most pressing of its metrics' verdicts."""
-    worst: dict[str, str] = {}
+    """A case's overall verdict: the most pressing of its metrics' verdicts (of those that decide it)."""
+    by_case: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        if v.case_id not in worst or ORDER.index(v.status) < ORDER.index(worst[v.case_id]):
-            worst[v.case_id] = v.status
-    return worst
+        by_case.setdefault(v.case_id, []).append(v)
+    return {case: min((v.status for v in deciding(vs)), key=ORDER.index) for case, vs in by_case.items()}
 
 
 def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None) -> list[str]:
@@ -112,9 +114,14 @@ def summary(
         for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
             if v.status not in ("same", "new"):
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
-        new = len({v.case_id for v in verdicts if v.status == "new"})
-        if new:
-            lines.append((NEW_LINE.format(n=new), {"cyan": True}))
+        news = {v.case_id for v in verdicts if v.status == "new" and v.metric not in ACROSS_CALLS}
+        if news:
+            lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
+        figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
+        if figures:  # a baseline recorded before perfguard measured them: judged from its next update
+            names = ", ".join(sorted({v.metric for v in figures}))
+            lines.append((f"{len({v.case_id for v in figures})} case(s) with figures their baseline does not hold "
+                          f"yet ({names}): judged once `--perfguard-update` records them", {"cyan": True}))
         # A verdict that stands but under other software versions is shown too, once per difference.
         quiet = [v for v in verdicts if v.env_mismatch and v.status in ("same", "new")]
         for change in sorted({c for v in quiet for c in v.env_mismatch}):

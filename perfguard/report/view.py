@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ class Entry:
         if self.result is not None and self.result.status == "error":
             return "error"
         if self.verdicts:
-            return min((v.status for v in self.verdicts), key=rank)
+            return min((v.status for v in deciding(self.verdicts)), key=rank)
         if self.result is not None and self.result.status in ("skipped", "smoke"):
             return self.result.status
         return "measured"
@@ -58,6 +58,16 @@ class Entry:
         metric = self.result.judged_metric if self.result is not None else None
         return self.verdict(metric) if metric and self.verdict(metric) else next(
             (v for v in self.verdicts if v.metric in TIME_METRICS), None)
+
+
+def deciding(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """The verdicts that decide a case's overall status: memory across calls `new` beside a time that
+    was judged (a baseline recorded before perfguard measured it) leaves the case judged, not new."""
+    from perfguard.analysis.memory_verdicts import ACROSS_CALLS, MEMORY_METRICS
+
+    verdicts = list(verdicts)
+    judged = any(v.metric not in MEMORY_METRICS and v.status != "new" for v in verdicts)
+    return [v for v in verdicts if not (judged and v.status == "new" and v.metric in ACROSS_CALLS)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +214,23 @@ def metric(result: CaseResult | None, name: str) -> Any:
 
 def peak_memory(result: CaseResult | None) -> int | None:
     return result.memory.peak_allocated_bytes if result is not None and result.memory is not None else None
+
+
+def footprint(result: CaseResult | None) -> int | None:
+    return result.memory.footprint_bytes if result is not None and result.memory is not None else None
+
+
+def retained_text(result: CaseResult | None) -> str:
+    """"+1.0 MiB/call" for a case whose calls keep memory for good; "" for one whose calls do not."""
+    from perfguard.analysis.memory_verdicts import leaks
+
+    m = result.memory if result is not None else None
+    return f"+{units.size(m.retained_bytes_per_call)}/call" if m is not None and leaks(m) else ""
+
+
+def footprint_text(result: CaseResult | None) -> str:
+    """The footprint, and what each call retains when it keeps memory: "4.6 GiB +1.0 MiB/call"."""
+    return " ".join(t for t in (units.size(footprint(result)), retained_text(result)) if t)
 
 
 def versions(info: DeviceInfo) -> list[tuple[str, str]]:
