@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from perfguard.errors import ConfigError
+from perfguard.report import inert
 
 CACHE_MODES = ("cold", "hot")
 TIMING_MODES = ("eager", "graph")
@@ -115,9 +116,10 @@ class CaseInstance:
 
     @property
     def id(self) -> str:
+        # Printable, whatever the name and values hold: the id is printed by pytest, not only by perfguard.
         if not self.params:
-            return self.spec.name
-        return f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]"
+            return inert.line(self.spec.name)
+        return inert.line(f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]")
 
     @property
     def kwargs(self) -> dict[str, Any]:

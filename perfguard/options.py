@@ -79,6 +79,13 @@ OPTIONS: tuple[Option, ...] = (
            defaults.CONFIRM, _confirm, "N"),
     Option("perfguard-timeout", "stop a case still running after SECONDS and fail it, the others run on "
            f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)", None, defaults.timeout, "SECONDS"),
+    Option("perfguard-strict", "for CI: fail the run on what would let a regression pass unseen (no baseline file, "
+           "a missing, new, skipped, xfail or deselected perf case), and refuse --perfguard-update and a threshold "
+           "above --perfguard-max-threshold unless given on the command line"),
+    Option("perfguard-max-threshold",
+           "the highest threshold the run or a case's threshold= may use, in percent; give it on the command line "
+           f"(default under --perfguard-strict: {defaults.THRESHOLD_PCT:g}, the default threshold; else none)",
+           None, defaults.percent, "PCT"),
     Option("perfguard-allow-shared-gpu", "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 )
 

@@ -157,6 +157,14 @@ HOSTILE = {  # how the file is made hostile (its top object, its one result) →
     "negative sample": (lambda top, r: r["timings"]["latency"]["samples_ms"].__setitem__(3, -1.0), ".samples_ms holds -1.0"),
     "huge integer": (lambda top, r: r["timings"]["latency"]["summary"].update(n=10**30), ".summary.n is 1000000000000000000000000000000"),
     "unknown timing regime": (lambda top, r: r.update(regime="<img src=x>"), ".regime '<img src=x>' is none of"),
+    # Finite, so JSON and the codec take them; past any measurement, and 1e308 overflowed the report's arithmetic.
+    "a CI bound of 1e308 ms": (lambda top, r: r["timings"]["latency"]["summary"].update(ci_high_ms=1e308),
+                               ".summary.ci_high_ms holds 1e+308, past any figure perfguard measures (a time of 1e6 s)"),
+    "a sample of 1e7 s": (lambda top, r: r["timings"]["latency"]["samples_ms"].__setitem__(0, 1e10),
+                          ".samples_ms holds 10000000000.0, past any figure perfguard measures (a time of 1e6 s)"),
+    "a peak of 1e16 bytes": (lambda top, r: r.update(memory={"peak_allocated_bytes": 10**16}),
+                             ".memory.peak_allocated_bytes holds 10000000000000000, past any figure perfguard measures "
+                             "(a size of 1e15 bytes)"),
 }
 
 

@@ -108,7 +108,8 @@ def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp
 
 
 def test_a_linked_baseline_is_updated_where_it_lives_and_stays_a_link(tmp_path):
-    shared = tmp_path / "shared" / "nvidia-h200.json"  # e.g. a folder of baselines shared by several repositories
+    (tmp_path / ".git").mkdir()  # tmp_path is the repository: its links are followed within it
+    shared = tmp_path / "shared" / "nvidia-h200.json"  # e.g. one file that two baseline folders of the repository share
     store.update(shared.parent, DEVICE, [result("a")], commit="c1", recorded_at="t1")
     link = tmp_path / "baselines" / "nvidia-h200.json"
     link.parent.mkdir()
@@ -121,6 +122,115 @@ def test_a_linked_baseline_is_updated_where_it_lives_and_stays_a_link(tmp_path):
     # Two links to one file share the target's lock (beside the target), deleted again after the write.
     assert store.baselines._lock_of(link) == shared.parent / "nvidia-h200.json.lock"
     assert sorted(p.name for p in shared.parent.iterdir()) == ["nvidia-h200.json"]
+
+
+def test_a_baseline_linking_out_of_the_repository_is_refused_in_one_line_and_its_target_kept(tmp_path):
+    repo, outside = tmp_path / "repo", tmp_path / "elsewhere" / "victim.json"
+    (repo / ".git").mkdir(parents=True)
+    outside.parent.mkdir()
+    outside.write_text("the user's own file\n")
+    link = repo / "baselines" / "nvidia-h200.json"
+    link.parent.mkdir()
+    link.symlink_to(outside)
+    with pytest.raises(BaselineError) as info:
+        store.update(link.parent, DEVICE, [result("a")], commit="c1", recorded_at="t1")
+    assert str(info.value) == (f"{link} is a symbolic link to {outside}, outside {repo}; perfguard writes nothing "
+                               "through it: remove the link, or make it a plain file")
+    assert outside.read_text() == "the user's own file\n" and sorted(p.name for p in outside.parent.iterdir()) == ["victim.json"]
+
+
+def test_a_dangling_lock_link_is_refused_and_its_target_never_made(tmp_path):
+    target = tmp_path / "elsewhere" / "made-by-the-lock"
+    target.parent.mkdir()
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "baselines" / "nvidia-h200.json.lock").symlink_to(target)
+    with pytest.raises(BaselineError) as info:
+        store.update(tmp_path / "baselines", DEVICE, [result("a")], commit="c1", recorded_at="t1")
+    assert "nvidia-h200.json.lock is a symbolic link, which a lock file never is; remove it" in str(info.value)
+    assert not target.exists() and not (tmp_path / "baselines" / "nvidia-h200.json").exists()
+
+
+def test_a_report_linking_out_of_its_folder_is_refused_and_its_target_kept(tmp_path, run_pytest):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    suite = tmp_path / "suite"
+    (suite / "reports").mkdir(parents=True)
+    (suite / "test_nap.py").write_text(NAP)
+    (suite / "reports" / "perfguard.json").symlink_to(victim)
+    result = run_pytest(suite, "--perfguard", "--perfguard-budget=0.05")
+    assert victim.read_text() == "keep me\n"
+    record = suite / "reports" / "perfguard.json"
+    refusal = f"perfguard: {record} is a symbolic link to {victim}, outside {suite / 'reports'}; perfguard writes nothing through it"
+    assert [line for line in result.outlines if line.startswith(refusal)], result.outlines
+    assert (suite / "reports" / "perfguard.html").is_file()  # the other files are written as usual
+
+
+# Ctrl-C after the last case: the inner run's conftest.py presses it (SIGINT to its own process) at one
+# point of the run's end, by wrapping the function perfguard calls there.
+PRESS_AT = """
+import os
+import signal
+
+import perfguard.plugin.recorder as recorder
+import perfguard.report.html as html
+import perfguard.report.terminal as terminal
+from perfguard import store
+
+
+def pressing(module, name):
+    real = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does
+        return real(*args, **kwargs)
+
+    setattr(module, name, wrapper)
+
+
+pressing(*{
+    "before the baseline": (recorder, "_git_commit"),
+    "during the baseline": (store, "update"),
+    "during the reports": (html, "render_html"),
+    "during the summary": (terminal, "summary"),
+}[os.environ["PRESS_AT"]])
+"""
+BASELINE_LINES = {
+    "untouched": "perfguard: interrupted at the run's end: no baseline written, the old one is untouched; "
+                 "run --perfguard-update again; the record says interrupted",
+    "written": "perfguard: interrupted at the run's end: the baseline was written in full ({path}); the record says interrupted",
+    "not asked": "perfguard: interrupted at the run's end: the baseline is untouched (no --perfguard-update); "
+                 "the record says interrupted",
+}
+
+
+@pytest.mark.parametrize(("point", "update", "baseline"), [
+    ("before the baseline", True, "untouched"),
+    ("during the baseline", True, "written"),
+    ("during the reports", True, "written"),
+    ("during the summary", True, "written"),
+    ("during the reports", False, "not asked"),
+])
+def test_ctrl_c_at_the_runs_end_is_one_line_exit_2_and_the_baseline_whole_or_untouched(tmp_path, run_pytest, point,
+                                                                                        update, baseline):
+    from perfguard.measure.device import detect
+
+    path = store.update(tmp_path / "baselines", detect("cpu"), [], commit="earlier", recorded_at="earlier")
+    before = path.read_bytes()
+    (tmp_path / "test_nap.py").write_text(NAP)
+    (tmp_path / "conftest.py").write_text(PRESS_AT)
+    args = ["--perfguard-update" if update else "--perfguard", "--perfguard-budget=0.05"]
+    result = run_pytest(tmp_path, *args, env={"PRESS_AT": point})
+    out = result.outlines + result.errlines
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out
+    assert not [line for line in out if "Traceback" in line or "KeyboardInterrupt" in line], out
+    expected = BASELINE_LINES[baseline].format(path=path)
+    assert [line for line in out if line.startswith("perfguard: interrupted")] == [expected]
+    if baseline == "written":
+        assert sorted(store.load_file(path).cases) == ["nap"]
+    else:
+        assert path.read_bytes() == before
+    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
+    assert record.status == "interrupted" and [r.id for r in record.results] == ["nap"]
 
 
 def test_a_baselines_folder_that_is_a_file_is_refused_before_any_case_runs(tmp_path, run_pytest):

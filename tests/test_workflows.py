@@ -11,6 +11,7 @@ binary at build time.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 PERF = ROOT / ".github" / "workflows" / "perf.yml"
-FORK_GUARD = "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository"
 
 # A workflow with faults both linters must see: a job with no `runs-on`, steps that are not a list.
 BROKEN = """\
@@ -97,6 +97,10 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
 
 # --- structure of perf.yml -----------------------------------------------------------------------
 
+SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
+MEASURING = ("ab", "baseline-gate", "refresh")  # the jobs on self-hosted GPU runners
+
+
 @pytest.fixture(scope="module")
 def wf() -> dict:
     return load(PERF)
@@ -104,12 +108,7 @@ def wf() -> dict:
 
 @pytest.fixture(scope="module")
 def job(wf) -> dict:
-    return wf["jobs"]["perf"]
-
-
-@pytest.fixture(scope="module")
-def steps(job) -> list[dict]:
-    return job["steps"]
+    return wf["jobs"]["ab"]
 
 
 def step_index(steps, pred) -> int:
@@ -118,92 +117,150 @@ def step_index(steps, pred) -> int:
     return found[0]
 
 
+def run_of(job: dict, pred) -> str:
+    return job["steps"][step_index(job["steps"], pred)]["run"]
+
+
 def test_triggers(wf):
     on = wf["on"]
     assert on["push"]["branches"] == ["main"]
     assert "pull_request" in on and "workflow_dispatch" in on
+    assert "pull_request_target" not in on  # it would hand a fork's code a write token
+    assert on["workflow_dispatch"]["inputs"]["pr"]["default"] == ""
 
 
 def test_permissions_are_minimal(wf):
     assert wf["permissions"] == {"contents": "read"}
-    assert "permissions" not in wf["jobs"]["perf"]  # the measuring job gets the read-only default
-    for name, j in wf["jobs"].items():
-        if j.get("permissions", {}).get("pull-requests") == "write":
-            assert name == "comment"
+    for name in MEASURING:
+        assert "permissions" not in wf["jobs"][name]  # the jobs running the code get the read-only default
+    granted = {name: j["permissions"] for name, j in wf["jobs"].items() if "permissions" in j}
+    assert granted == {"gate-status": {"statuses": "write"}, "comment": {"contents": "read", "pull-requests": "write"}}
+    for name in granted:
+        assert not str(wf["jobs"][name]["runs-on"]).count("self-hosted")
+        assert not [s for s in wf["jobs"][name]["steps"] if "checkout" in str(s.get("uses", ""))]  # no PR code there
 
 
-def test_runs_on_self_hosted_with_a_gpu_label_from_the_matrix(job):
-    runs_on = job["runs-on"]
-    assert isinstance(runs_on, list) and "self-hosted" in runs_on
-    assert "${{ matrix.gpu }}" in runs_on
-    gpus = job["strategy"]["matrix"]["gpu"]
-    assert isinstance(gpus, list) and len(gpus) >= 1
-    assert job["strategy"]["fail-fast"] is False
-
-
-def test_matrix_labels_are_declared_for_actionlint(job):
+@pytest.mark.parametrize("name", MEASURING)
+def test_measuring_jobs_run_on_self_hosted_gpu_runners_from_the_matrix(wf, name):
+    j = wf["jobs"][name]
+    assert isinstance(j["runs-on"], list) and "self-hosted" in j["runs-on"] and "${{ matrix.gpu }}" in j["runs-on"]
+    assert j["strategy"]["fail-fast"] is False
     config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
-    assert set(job["strategy"]["matrix"]["gpu"]) <= set(config["self-hosted-runner"]["labels"])
+    assert set(j["strategy"]["matrix"]["gpu"]) <= set(config["self-hosted-runner"]["labels"])
+    group = j["concurrency"]["group"]
+    assert "${{ matrix.gpu }}" in group and j["concurrency"]["cancel-in-progress"] is False
 
 
-def test_fork_guard_on_the_self_hosted_job(job):
-    assert norm(job["if"]) == FORK_GUARD
+def test_a_fork_never_runs_on_the_gpu_runners_by_itself(wf):
+    conditions = {name: norm(wf["jobs"][name]["if"]) for name in MEASURING}
+    assert f"(github.event_name == 'pull_request' && {SAME_REPO})" in conditions["ab"]
+    assert "(github.event_name == 'workflow_dispatch' && inputs.pr != '')" in conditions["ab"]  # a maintainer's run
+    assert conditions["baseline-gate"] == "github.event_name == 'push'"
+    assert conditions["refresh"].startswith("github.event_name == 'workflow_dispatch'")
 
 
-def test_one_job_per_gpu_and_ref_at_a_time(job):
-    group = job["concurrency"]["group"]
-    assert "${{ matrix.gpu }}" in group and "${{ github.ref }}" in group
-    assert job["concurrency"]["cancel-in-progress"] is False
+def test_a_forks_pull_request_gets_a_failing_check_saying_a_maintainer_must_run_it(wf):
+    fork = wf["jobs"]["fork-pr"]
+    assert norm(fork["if"]) == ("github.event_name == 'pull_request' && "
+                                "github.event.pull_request.head.repo.full_name != github.repository")
+    assert fork["runs-on"] == "ubuntu-latest" and "maintainer" in fork["name"]
+    run = fork["steps"][-1]["run"]
+    assert run.strip().splitlines()[-1] == "exit 1"
+    assert "::error" in run and "maintainer" in run and "dispatch the 'perf' workflow with pr=${PR}" in run
 
 
-def test_the_runner_s_gpus_each_get_a_worker(steps):
-    run = steps[step_index(steps, lambda s: s.get("id") == "perf")]["run"]
-    install = steps[step_index(steps, lambda s: s.get("name") == "Install perfguard")]["run"]
-    assert "-n auto" in run and "pytest-xdist" in install
+def test_the_required_status_is_posted_only_by_a_gate_that_ran(wf):
+    # A skipped ab job (a fork's PR) posts nothing: the required status stays pending, never green.
+    status = wf["jobs"]["gate-status"]
+    assert status["needs"] == "ab" and norm(status["if"]) == "always() && needs.ab.result != 'skipped'"
+    script = status["steps"][-1]["with"]["script"]
+    assert "process.env.RESULT === 'success'" in script and "context: process.env.GATE_CONTEXT" in script
+    assert wf["env"]["GATE_CONTEXT"]
 
 
-def test_pytest_status_is_captured_not_fatal(steps):
-    i = step_index(steps, lambda s: s.get("id") == "perf")
-    run = steps[i]["run"]
-    assert "set +e" in run and "--perfguard" in run and "suites/" in run
-    assert 'echo "status=$?" >> "$GITHUB_OUTPUT"' in run
-    # the capture must come right after pytest: nothing may overwrite $? in between
+def test_every_checkout_keeps_no_token_and_every_action_is_pinned_by_commit(wf):
+    for path in WORKFLOWS:
+        data = load(path)
+        for name, j in data["jobs"].items():
+            for s in j["steps"]:
+                if str(s.get("uses", "")).startswith("actions/checkout"):
+                    assert s["with"]["persist-credentials"] is False, (path.name, name)
+        for line in path.read_text().splitlines():
+            if re.match(r"\s*(- )?uses:", line):
+                ref = line.split("uses:", 1)[1].strip()
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", ref), (path.name, line)
+
+
+@pytest.mark.parametrize("name", [*MEASURING, "baseline-merge"])
+def test_perfguard_goes_into_a_fresh_virtual_environment_per_job(wf, name):
+    install = run_of(wf["jobs"][name], lambda s: "pip install" in s.get("run", ""))
+    assert install.strip().startswith('python3 -m venv ')
+    assert '"$RUNNER_TEMP/perfguard-venv/bin/python" -m pip install' in install
+    assert [ln for ln in install.splitlines() if "pip install" in ln] == [ln for ln in install.splitlines()
+                                                                          if "perfguard-venv/bin/python\" -m pip" in ln]
+    assert 'echo "$RUNNER_TEMP/perfguard-venv/bin" >> "$GITHUB_PATH"' in install
+
+
+def test_a_pull_request_is_judged_by_ab_against_its_merge_base_on_one_runner(job):
+    checkout = job["steps"][0]
+    assert checkout["with"]["fetch-depth"] == 0  # the merge base needs the history
+    assert "github.event.pull_request.head.sha" in checkout["with"]["ref"]
+    base = run_of(job, lambda s: s.get("id") == "base")
+    assert 'git merge-base "origin/$TARGET" HEAD' in base
+    gate = run_of(job, lambda s: s.get("id") == "perf")
+    assert 'perfguard ab --base "$BASE" -n "$gpus"' in gate and gate.rstrip().splitlines()[-2].endswith("-- suites/")
+
+
+def test_main_is_judged_strictly_against_the_committed_baseline(wf):
+    gate = run_of(wf["jobs"]["baseline-gate"], lambda s: s.get("id") == "perf")
+    assert "pytest --perfguard --perfguard-strict -n auto" in gate and "--perfguard-update" not in gate
+    assert "suites/" in gate
+
+
+@pytest.mark.parametrize("name", ["ab", "baseline-gate"])
+def test_the_gates_status_is_captured_and_the_job_fails_only_after_the_uploads(wf, name):
+    steps = wf["jobs"][name]["steps"]
+    run = run_of(wf["jobs"][name], lambda s: s.get("id") == "perf")
     lines = [ln.strip() for ln in run.strip().splitlines()]
-    assert "pytest" in lines[-2] and lines[-1].startswith('echo "status=$?"')
-
-
-def test_summary_step_runs_always(steps):
-    i = step_index(steps, lambda s: "GITHUB_STEP_SUMMARY" in s.get("run", ""))
-    assert steps[i]["if"] == "always()"
-    assert "reports/perfguard.md" in steps[i]["run"]
-
-
-def test_reports_are_uploaded_always_per_gpu(steps):
-    i = step_index(steps, lambda s: s.get("with", {}).get("path") == "reports/")
-    up = steps[i]
-    assert up["uses"] == "actions/upload-artifact@v4"
-    assert up["if"] == "always()"
-    assert "${{ matrix.gpu }}" in up["with"]["name"]
-
-
-def test_job_fails_on_regression_only_after_the_uploads(steps):
-    last = steps[-1]
-    assert "steps.perf.outputs.status != '0'" in last["if"]
-    assert "exit 1" in last["run"]
-    uploads = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    assert lines[0] == "set +e" and lines[-1] == 'echo "status=$?" >> "$GITHUB_OUTPUT"'  # nothing overwrites $? between
     summary = step_index(steps, lambda s: "GITHUB_STEP_SUMMARY" in s.get("run", ""))
-    assert uploads and max(uploads + [summary]) < len(steps) - 1
+    assert steps[summary]["if"] == "always()"
+    up = steps[step_index(steps, lambda s: s.get("with", {}).get("path") == "reports/")]
+    assert up["if"] == "always()" and "${{ matrix.gpu }}" in up["with"]["name"]
+    assert "steps.perf.outputs.status != '0'" in steps[-1]["if"] and "exit 1" in steps[-1]["run"]
 
 
 def test_pr_comment_is_optional_and_only_on_pull_requests(wf):
     c = wf["jobs"]["comment"]
     cond = norm(c["if"])
-    assert "github.event_name == 'pull_request'" in cond
-    assert "vars.PERFGUARD_PR_COMMENT == 'true'" in cond
-    assert "github.event.pull_request.head.repo.full_name == github.repository" in cond
-    assert c["needs"] == "perf"
-    assert c["permissions"] == {"contents": "read", "pull-requests": "write"}
-    assert not str(c["runs-on"]).count("self-hosted")  # it never needs the GPU machine
+    assert "github.event_name == 'pull_request'" in cond and "vars.PERFGUARD_PR_COMMENT == 'true'" in cond
+    assert "needs.ab.result != 'skipped'" in cond and c["needs"] == "ab"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node on PATH to run the comment job's script "
+                    "(GitHub's hosted runners have it)")
+@pytest.mark.parametrize("gpus", [1, 2, 9])
+def test_the_pr_comment_stays_under_githubs_limit_whatever_the_number_of_gpus(wf, tmp_path, gpus):
+    script = wf["jobs"]["comment"]["steps"][-1]["with"]["script"]
+    for i in range(gpus):  # each GPU's summary at the Markdown's own limit, with multi-byte text
+        folder = tmp_path / "summaries" / f"perfguard-md-gpu{i}"
+        folder.mkdir(parents=True)
+        (folder / "perfguard.md").write_text(f"## perfguard on gpu{i}\n" + "- `case` ±1% → µs\n" * 3_300)
+    harness = tmp_path / "harness.js"
+    harness.write_text(
+        "const github = {rest: {issues: {createComment: async (c) => { require('fs').writeFileSync('body.md', c.body); }}}};\n"
+        "const context = {serverUrl: 'https://github.com', repo: {owner: 'o', repo: 'r'}, runId: 7, issue: {number: 1}};\n"
+        "const core = {info: console.log};\n"
+        f"(async () => {{\n{script}\n}})();\n")
+    done = subprocess.run(["node", str(harness)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    body = (tmp_path / "body.md").read_text(encoding="utf-8")
+    assert len(body) <= 65_536
+    for i in range(gpus):
+        assert f"### gpu{i}\n\n## perfguard on gpu{i}" in body
+    cut = body.count("_Cut to fit GitHub's comment limit: the full summary is the artifact perfguard-gpu")
+    assert cut == (gpus if gpus > 1 else 0)  # one GPU's summary fits whole
+    assert ("[this run](https://github.com/o/r/actions/runs/7)" in body) == (cut > 0)
 
 
 # --- refreshing a baseline from the runner pool ------------------------------------------------------
@@ -213,35 +270,50 @@ def test_a_refresh_measures_several_runs_per_gpu_only_when_asked(wf):
     refresh = wf["jobs"]["refresh"]
     assert wf["on"]["workflow_dispatch"]["inputs"]["refresh-baseline"]["default"] is False
     assert "workflow_dispatch" in refresh["if"] and "inputs.refresh-baseline" in refresh["if"]
-    assert "${{ matrix.gpu }}" in refresh["runs-on"] and len(refresh["strategy"]["matrix"]["run"]) >= 5
-    run = next(s["run"] for s in refresh["steps"] if s.get("name") == "Measure (pytest --perfguard)")
-    assert "--perfguard-update" not in run  # the merge writes the baseline, once, from every run
+    assert len(refresh["strategy"]["matrix"]["run"]) >= 5
+    run = run_of(refresh, lambda s: s.get("name") == "Measure (pytest --perfguard)")
+    assert "--perfguard-update" not in run and "|| true" not in run  # a failed run fails its job
     upload = refresh["steps"][-1]
+    assert upload["if"] == "always()"
     assert upload["with"]["path"] == "reports/perfguard.json" and "${{ matrix.run }}" in upload["with"]["name"]
 
 
-def test_the_merge_step_turns_the_pools_records_into_one_baseline(wf, tmp_path):
-    # The step's own script, run here on records as the refresh jobs upload them.
-    from perfguard import store
+def _refresh_records(folder: Path, gpu: str, slug: str, statuses: list[str]) -> None:
     from perfguard.analysis.stats import timing
     from perfguard.model import CaseResult, DeviceInfo, RunRecord, dumps
 
+    device = DeviceInfo(kind="cuda", name=slug, slug=slug, uuid="GPU-x")
+    for run, status in enumerate(statuses, 1):
+        samples = tuple(1.0 + run / 1000 + i / 1e5 for i in range(50))
+        result = CaseResult(id="add", name="add", status="ok", device=slug, device_uuid=f"GPU-{run}",
+                            timer="cuda-events", timings={"latency": timing(samples)})
+        target = folder / f"perfguard-refresh-{gpu}-{run}"
+        target.mkdir(parents=True)
+        record = RunRecord(created_at=f"2026-11-30T0{run}:00:00+00:00", perfguard_version="0.1.0",
+                           devices=(device,), results=(result,), status=status)
+        (target / "perfguard.json").write_text(dumps(record))
+
+
+def test_the_merge_needs_enough_complete_runs_per_gpu_type(wf, tmp_path):
+    # The step's own script, run here on records as the refresh jobs upload them.
+    from perfguard import store
+
     merge = wf["jobs"]["baseline-merge"]
     assert merge["needs"] == "refresh" and merge["runs-on"] == "ubuntu-latest" and "permissions" not in merge
-    script = next(s["run"] for s in merge["steps"] if s.get("name") == "Merge the runs into the baselines")
-    h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-x")
-    for run in range(1, 4):
-        samples = tuple(1.0 + run / 1000 + i / 1e5 for i in range(50))
-        result = CaseResult(id="add", name="add", status="ok", device=h200.slug, device_uuid=f"GPU-{run}",
-                            timer="cuda-events", timings={"latency": timing(samples)})
-        folder = tmp_path / "refresh" / f"perfguard-refresh-h200-{run}"
-        folder.mkdir(parents=True)
-        record = RunRecord(created_at=f"2026-11-30T0{run}:00:00+00:00", perfguard_version="0.1.0",
-                           devices=(h200,), results=(result,))
-        (folder / "perfguard.json").write_text(dumps(record))
-    bin_dir = Path(sys.executable).parent
+    script = run_of(merge, lambda s: s.get("name") == "Merge the runs into the baselines")
+    assert "|| true" not in script
+    _refresh_records(tmp_path / "refresh", "h200", "nvidia-h200", ["complete"] * 3 + ["interrupted"])
+    _refresh_records(tmp_path / "refresh", "a100", "nvidia-a100", ["complete", "complete", "unfinished"])
+    bin_dir = tmp_path / "bin"  # the job's PATH: its venv's python and perfguard
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    (bin_dir / "perfguard").symlink_to(Path(sys.executable).with_name("perfguard"))
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": os.environ["PYTHONPATH"]})  # this checkout's perfguard
-    assert done.returncode == 0, done.stderr
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": os.environ["PYTHONPATH"],
+                               "MIN_REFRESH_RUNS": str(wf["env"]["MIN_REFRESH_RUNS"])})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "::error::a100: 2 complete run(s), fewer than the 3 a baseline needs; not merged" in done.stdout
+    assert "refresh/perfguard-refresh-h200-4/perfguard.json is not a complete run; left out" in done.stdout
     runs = store.load(tmp_path / "baselines", "nvidia-h200").cases["add"].runs
     assert [r.device_uuid for r in runs] == ["GPU-1", "GPU-2", "GPU-3"]
+    assert not (tmp_path / "baselines" / "nvidia-a100.json").exists()

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from perfguard.cli import history, measuring, records
 from perfguard.cli.common import read_record
 from perfguard.errors import PerfguardError
+from perfguard.report import inert
 
 __all__ = ["main", "read_record"]
 
@@ -40,7 +41,10 @@ BROKEN_PIPE = 141
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            # Every line the command prints through report.inert: ids, names, dates and messages come
+            # from records, which are untrusted; none may move the cursor or command the CI runner.
+            with inert.output():
+                return _main(list(sys.argv[1:] if argv is None else argv))
         finally:
             sys.stdout.flush()  # here, not at exit, where a closed pipe prints a traceback of its own
     except BrokenPipeError:

@@ -12,6 +12,7 @@ field that holds more of them later is checked without a change here.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,17 @@ from perfguard.model.records import (
 )
 
 REFUSED = "refused: re-record the file, or restore it from version control"
+
+# The largest figure of each kind a measurement can hold: past it a number is not a measurement but an
+# edit (`ci_high_ms: 1e308` parses, then overflows the report's arithmetic). Generous on purpose: no
+# case runs for 11 days, and no GPU has a petabyte. By the field's name: its unit is in its suffix.
+BOUNDS = (
+    ("_ms", 1e9, "a time of 1e6 s"),  # samples_ms, median_ms, ci_high_ms, ...
+    ("_s", 1e6, "a time of 1e6 s"),  # setup_s, wall_s
+    ("bytes", 1e15, "a size of 1e15 bytes"),  # bytes, peak_allocated_bytes, memory_bytes, ...
+)
+ANY_BOUND = (1e18, "a figure of 1e18")  # every other figure (flops, counts, clocks, GB/s): squared, still finite
+FREE_FORM = ("params", "options", "fingerprint")  # the user's values and perfguard's settings, not figures
 
 
 def check_record(record: RunRecord, source: str) -> RunRecord:
@@ -78,7 +90,28 @@ def _problems(obj: Any, where: str) -> Iterator[str]:
             yield from _problems(value, at)
 
 
+def _bound(name: str) -> tuple[float, str]:
+    return next(((most, what) for suffix, most, what in BOUNDS if name.endswith(suffix)), ANY_BOUND)
+
+
+def _out_of_bounds(obj: Any, where: str) -> Iterator[str]:
+    """Every number of `obj`'s own fields (a tuple's or a mapping's numbers too) within its kind's bound."""
+    for f in dataclasses.fields(obj):
+        if f.name in FREE_FORM:
+            continue
+        value = getattr(obj, f.name)
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, tuple) else (value,)
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not numbers:
+            continue
+        most, what = _bound(f.name)
+        worst = max(numbers, key=abs)
+        if not abs(worst) <= most or not math.isfinite(worst):
+            yield f"{where}.{f.name} holds {worst!r}, past any figure perfguard measures ({what})"
+
+
 def _own_problems(obj: Any, where: str) -> Iterator[str]:
+    yield from _out_of_bounds(obj, where)
     if isinstance(obj, DeviceInfo) and not names.is_slug(obj.slug):
         yield f"{where}.slug {names.shown(obj.slug)} is not a device slug (lower-case letters and digits joined by dashes)"
     elif isinstance(obj, CaseResult):

@@ -36,6 +36,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
+    if not hasattr(config, "workerinput") and (options.strict or options.max_threshold_pct is not None):
+        from perfguard.plugin import strict  # the controller judges where the options came from
+
+        strict.refuse_weakening(config, options)
     from perfguard.measure import watchdog  # torch-free and small
 
     watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
@@ -55,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDER] = recorder
     config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
     config.pluginmanager.register(recorder, RECORDER_NAME)
+    config.pluginmanager.register(recorder.watch, "perfguard-watch")
     config.pluginmanager.register(Selection.of(config), "perfguard-selection")
 
 
@@ -90,13 +95,15 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
     # Called for every name in every test module. A perf case is an object of perfguard.case, so in a
-    # process that never imported that module (no test file declares a case) nothing can be one.
+    # process that never imported that module (no test file declares a case) nothing can be one. A mark
+    # written above `@perf_case` leaves a mark holding the case (plugin/items.unwrap).
     case = sys.modules.get("perfguard.case")
-    if case is None or not isinstance(obj, (case.CaseSpec, case.InvalidCase)):
+    if case is None or not isinstance(obj, (case.CaseSpec, case.InvalidCase, pytest.MarkDecorator)):
         return None
-    from perfguard.plugin.items import collect
+    from perfguard.plugin.items import collect, unwrap
 
-    return collect(collector, obj)
+    found = unwrap(obj)
+    return collect(collector, *found) if found else None
 
 
 @pytest.fixture
@@ -123,11 +130,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
     recorder.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-    if recorder.unwritten_baselines and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an update that wrote nothing must not pass for one
+    recorder.session = session  # the terminal summary, which may still see a Ctrl-C, sets its exit status
+    if recorder.ctrl_c.pressed:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED  # Ctrl-C after the last case (plugin/interrupt.py)
+        return
+    if (recorder.unwritten_baselines or recorder.strict_failures) and session.exitstatus == pytest.ExitCode.OK:
+        # An update that wrote nothing must not pass for one; under strict, nor a gate that judged less than it should.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     recorder = _recorder(config)
     if recorder is not None:
-        recorder.summarize(terminalreporter)
+        recorder.summarize(terminalreporter, recorder.session)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder = _recorder(config)
+    if recorder is not None:
+        recorder.ctrl_c.stop()  # Ctrl-C is pytest's again, even where no terminal summary ran

@@ -12,6 +12,7 @@ from perfguard.case import (OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_
                             rename_advice)
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.measurer import CaseFailure, Measurer
+from perfguard.report import inert
 
 # Case id -> the case that took it: a second case of the same id errors, naming where the first is declared.
 DECLARED = pytest.StashKey[dict[str, CaseSpec]]()
@@ -30,7 +31,7 @@ class PerfCaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CaseFailure, PerfguardError)):
-            return str(excinfo.value)
+            return inert.lines(excinfo.value)  # it quotes ids, messages and files: data
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -47,17 +48,44 @@ class InvalidCaseItem(pytest.Item):
         self.add_marker("perfguard")
 
     def setup(self) -> None:
-        pytest.fail(self.error, pytrace=False)  # an error in setup, reported as the message alone
+        pytest.fail(inert.lines(self.error), pytrace=False)  # an error in setup, reported as the message alone
 
     def runtest(self) -> None:  # never reached: setup fails
-        pytest.fail(self.error, pytrace=False)
+        pytest.fail(inert.lines(self.error), pytrace=False)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         line = self.declared_at.rpartition(":")[2]
         return self.path, int(line) - 1 if line.isdigit() else None, self.name
 
 
-def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[pytest.Item]:
+def unwrap(obj: object) -> tuple[CaseSpec | InvalidCase, list[pytest.MarkDecorator]] | None:
+    """The perf case in a module attribute, and the marks written above its `@perf_case`; None if it is none.
+
+    pytest stores a mark on a function; a case is not one, so a mark above `@perf_case` leaves a mark
+    holding the case as its last argument (and marks above that, the same around it). Unwrapped here,
+    `@pytest.mark.skip` above `@perf_case` skips the case as it does below it."""
+    marks = []
+    while isinstance(obj, pytest.MarkDecorator) and obj.args:
+        marks.append(getattr(pytest.mark, obj.name).with_args(*obj.args[:-1], **obj.kwargs))
+        obj = obj.args[-1]
+    return (obj, marks) if isinstance(obj, (CaseSpec, InvalidCase)) else None
+
+
+def _marks_below(spec: CaseSpec | InvalidCase) -> list[pytest.MarkDecorator]:
+    """The marks written below `@perf_case`: pytest stored them on the setup function."""
+    stored = getattr(spec.setup, "pytestmark", [])
+    return [getattr(pytest.mark, m.name).with_args(*m.args, **m.kwargs) for m in (stored if isinstance(stored, list) else [stored])]
+
+
+def collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase, marks: list[pytest.MarkDecorator] = ()) -> list[pytest.Item]:
+    items = _collect(collector, spec)
+    for item in items:
+        for mark in [*marks, *_marks_below(spec)]:
+            item.add_marker(mark)
+    return items
+
+
+def _collect(collector: pytest.Collector, spec: CaseSpec | InvalidCase) -> list[pytest.Item]:
     measurer = Measurer.of(collector.config)  # made here, at the run's first perf case
     try:
         instances = spec.instances(measurer.kind)
@@ -118,8 +146,8 @@ class Perf:
         except (ConfigError, CaseFailure) as exc:  # a misuse of the fixture, or the case's failure: one line,
             reason, skipped = str(exc), False  # not perfguard's source (and failed outside this block, so without a chain)
         if skipped:
-            pytest.skip(reason)
-        pytest.fail(reason, pytrace=False)
+            pytest.skip(inert.lines(reason))
+        pytest.fail(inert.lines(reason), pytrace=False)
 
     def _spec(self, fn: Any, name: str | None, options: dict[str, Any], where: str, location: str) -> CaseSpec:
         check_keywords(where, options, ("name", *FIXTURE_OPTIONS))

@@ -31,6 +31,8 @@ class Options:
     keep_runs: int = defaults.KEEP_RUNS  # runs a baseline keeps per case
     confirm: int = defaults.CONFIRM  # re-measurements of a case that looks regressed before it fails
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
+    strict: bool = False  # --perfguard-strict (plugin/strict.py)
+    max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -57,6 +59,8 @@ class Options:
             keep_runs=_parsed(config, "perfguard-baseline-runs"),
             confirm=_parsed(config, "perfguard-confirm"),
             timeout_s=_parsed(config, "perfguard-timeout"),
+            strict=bool(_value(config, "perfguard-strict")),
+            max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
         )
         if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
             from perfguard.store.atomic import refuse_file_for_folder
@@ -64,6 +68,13 @@ class Options:
 
             refuse_file_for_folder(options.baselines_dir, BASELINES_FOLDER, pytest.UsageError)
         return options
+
+    @property
+    def ceiling_pct(self) -> float | None:
+        """The highest threshold allowed: the one given, else under strict the default threshold."""
+        if self.max_threshold_pct is None and self.strict:
+            return defaults.THRESHOLD_PCT
+        return self.max_threshold_pct
 
     def timeout_for(self, budget_s: float) -> float | None:
         """Seconds after which a case of this budget is stopped; None: never."""
@@ -88,6 +99,21 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(opt.name, opt.help, type=kind, default=None)
         if "-" in opt.name:  # `perfguard` has no other spelling
             parser.addini(opt.name.replace("-", "_"), f"same as {opt.name}: {opt.help}", type=kind, default=None)
+
+
+def source(config: pytest.Config, name: str) -> str:
+    """Where the option's value came from: "the command line" (the arguments pytest was started with),
+    "addopts" (the ini file's or PYTEST_ADDOPTS: parsed as options, not typed by whoever ran pytest),
+    "ini NAME in FILE", or "the default"."""
+    args = [str(a) for a in config.invocation_params.args]
+    if any(a == f"--{name}" or a.startswith(f"--{name}=") for a in args):
+        return "the command line"
+    if config.getoption(name.replace("-", "_")) is not None:
+        return "addopts"
+    for key in (name, name.replace("-", "_")):
+        if config.getini(key) not in (None, "", []):
+            return f"ini {key} in {config.inipath.name if config.inipath else 'the ini file'}"
+    return "the default"
 
 
 def _value(config: pytest.Config, name: str) -> Any:

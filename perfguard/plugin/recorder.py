@@ -9,6 +9,7 @@ summary. Made only under --perfguard: a smoke run writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +21,12 @@ import perfguard
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable
 from perfguard.plugin.baselines import Baselines
+from perfguard.plugin.interrupt import Deferred
 from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.selection import Selection
-from perfguard.report import mark_unfinished, write_run_files
+from perfguard.plugin.strict import Fact, Watch
+from perfguard.report import inert, mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -49,6 +52,13 @@ class Recorder:
         self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU, from the reports
         self.cpu_workers = cpu_workers  # xdist workers measuring on one CPU at once (plugin.workers.cpu_workers)
         self._marked = False  # the report folder's record says "unfinished" until this run's replaces it
+        self.watch = Watch(config)  # the perf cases skipped, xfail-marked or deselected (registered as a plugin)
+        self.facts: list[Fact] = []  # what could switch the gate off unseen, a line each (plugin/strict.py)
+        self.strict_failures: list[Fact] = []  # under --perfguard-strict, the facts that fail the run
+        self.ctrl_c = Deferred()  # Ctrl-C at the run's end, held back (plugin/interrupt.py)
+        self.updated: list[Path] = []  # baseline files this run wrote
+        self._said_interrupted = False
+        self.session: pytest.Session | None = None  # set at the session's finish, for the exit status
 
     def mark_unfinished(self) -> None:
         """Before this run's first case: mark the previous run's files stale (`report.mark_unfinished`), so
@@ -92,77 +102,145 @@ class Recorder:
             pass
 
     def finish(self, interrupted: bool = False) -> None:
-        """Missing cases, the run record, and (only when asked, and never after Ctrl-C) the baseline update."""
-        if not (self.results or self._marked):
+        """Missing cases, the baseline update (only when asked, never after Ctrl-C), then the run record and
+        reports. A Ctrl-C from here to the summary's end is held back (plugin/interrupt.py)."""
+        self.ctrl_c.start()
+        if not (self.results or self._marked or self.watch.saw_cases):
             return
         # An interrupted run did not run the rest of the suite: those cases are not "missing".
         verdicts = [v for vs in self.verdicts.values() for v in vs] + ([] if interrupted else self._missing())
+        self.facts = self._facts(verdicts, interrupted)
+        self.strict_failures = [f for f in self.facts if f.fails] if self.options.strict else []
         now = _now()
         commit = _git_commit(self.config.rootpath)
-        record = RunRecord(
+        if self.options.update and interrupted:
+            self.problems.append(
+                f"interrupted: no baseline written ({len(self.results)} case(s) had finished); run --perfguard-update again"
+            )
+        elif self.options.update and not self.ctrl_c.pressed:
+            self._update_baselines(verdicts, commit, now)
+        self.record = RunRecord(
             created_at=now,
             perfguard_version=perfguard.__version__,
             devices=tuple(self.devices.values()),
             results=tuple(sorted(self.results.values(), key=lambda r: r.id)),
             verdicts=tuple(sorted(verdicts, key=lambda v: (v.case_id, v.metric))),
             commit=commit,
-            options=self._recorded_options(),
-            status="interrupted" if interrupted else "complete",
+            options={**self._recorded_options(), "strict": self.options.strict, "gate": [f.line for f in self.facts]},
+            status="interrupted" if interrupted or self.ctrl_c.pressed else "complete",
         )
-        self.record = record
-        self.fits = _fits(record)
-        self.problems += [r.profile.problem for r in record.results if r.profile and r.profile.problem]
-        for path, problem in write_run_files(self.options.report_dir, record, self.fits):
+        self.fits = _fits(self.record)
+        self.problems += [r.profile.problem for r in self.record.results if r.profile and r.profile.problem]
+        for path, problem in write_run_files(self.options.report_dir, self.record, self.fits):
             if problem:
                 self.problems.append(problem)
             else:
                 self.written.append(path)
-        if self.options.update and interrupted:
-            self.problems.append(
-                f"interrupted: no baseline written ({len(self.results)} case(s) had finished); run --perfguard-update again"
-            )
-        elif self.options.update:
-            from perfguard import store
-            from perfguard.analysis.verdict import moved_series
+        self.record_interrupt()
 
-            # A case whose latency moved past its tolerance starts a new series of runs: its old runs
-            # describe other code, and mixed in they would read as noise.
-            restart = moved_series(record.results, verdicts)
-            for slug, device in self._models().items():
-                results = [r for r in self.results.values() if r.device == slug]
-                self._attempt(
-                    lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
-                                         keep_runs=self.options.keep_runs, restart=restart),
-                    store.path_for(self.options.baselines_dir, slug),
-                )
+    def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
+        from perfguard import store
+        from perfguard.analysis.verdict import moved_series
 
-    def summarize(self, terminalreporter: Any) -> None:
-        """The run's end in the terminal: the table of cases, then what was left out, written or went wrong."""
-        if not (self.results or self.problems):
+        # A case whose judged figure moved past its tolerance starts a new series of runs: its old runs
+        # describe other code, and mixed in they would read as noise.
+        restart = moved_series(self.results.values(), verdicts)
+        for slug, device in self._models().items():
+            if self.ctrl_c.pressed:  # Ctrl-C during the previous file's update: no further file is begun
+                break
+            results = [r for r in self.results.values() if r.device == slug]
+            path = store.path_for(self.options.baselines_dir, slug)
+            if self._attempt(lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
+                                                  keep_runs=self.options.keep_runs, restart=restart), path):
+                self.updated.append(path)
+
+    def record_interrupt(self) -> None:
+        """Once Ctrl-C came at the run's end: the record on disk says `interrupted` (rewritten if it was
+        written `complete` before the key was pressed), once."""
+        if not self.ctrl_c.pressed or self.record is None or self.record.status == "interrupted" and self._said_interrupted:
+            return
+        self._said_interrupted = True
+        if self.record.status != "interrupted":
+            self.record = dataclasses.replace(self.record, status="interrupted")
+            for path, problem in write_run_files(self.options.report_dir, self.record, self.fits):
+                if problem:
+                    self.problems.append(problem)
+
+    def interrupt_line(self) -> str | None:
+        """The one line for a Ctrl-C at the run's end: what became of the baseline."""
+        if not self.ctrl_c.pressed:
+            return None
+        if not self.options.update:
+            baseline = "the baseline is untouched (no --perfguard-update)"
+        elif self.updated:
+            baseline = f"the baseline was written in full ({', '.join(map(str, self.updated))})"
+        else:
+            baseline = "no baseline written, the old one is untouched; run --perfguard-update again"
+        return f"interrupted at the run's end: {baseline}; the record says interrupted"
+
+    def summarize(self, terminalreporter: Any, session: pytest.Session | None = None) -> None:
+        """The run's end in the terminal: the table of cases, then what was left out, written or went wrong;
+        the end of the part of the run where Ctrl-C is held back (then the run exits 2)."""
+        try:
+            self._summarize(terminalreporter)
+        finally:
+            self.ctrl_c.stop()
+            if self.ctrl_c.pressed and session is not None:
+                session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+    def _summarize(self, terminalreporter: Any) -> None:
+        if not (self.results or self.problems or self.facts or self.ctrl_c.pressed):
             return
         from perfguard.report.terminal import summary
 
+        def write(text: str, **style: bool) -> None:
+            # Every line through report.inert: case ids, device names and messages are data.
+            terminalreporter.write_line(inert.line(text), **style)
+
         terminalreporter.section("perfguard")
         for line, style in summary(self.results.values(), self.devices.values(), self.record, self.fits):
-            terminalreporter.write_line(line, **style)
-        left_out = Selection.of(self.config).left_out
-        if left_out:
-            terminalreporter.write_line(f"perfguard: {len(left_out)} baseline case(s) not selected in this run "
-                                        "(-k, -m, --deselect or the test paths): not compared")
+            write(line, **style)
+        for fact in self.facts:
+            if not fact.fails:
+                write(f"perfguard: {fact.line}")
+            elif self.options.strict:
+                write(f"perfguard: strict: {fact.line}", red=True)
+            else:
+                write(f"perfguard: {fact.line}", yellow=True)
+        if self.strict_failures:
+            write(f"perfguard: strict: the {len(self.strict_failures)} line(s) above fail this run", red=True, bold=True)
         if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
-            terminalreporter.write_line("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
+            write("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
         for path in self.written:
-            terminalreporter.write_line(f"perfguard: wrote {path}")
+            write(f"perfguard: wrote {path}")
         for problem in self.problems:
-            terminalreporter.write_line(f"perfguard: {problem}", red=True)
+            write(f"perfguard: {problem}", red=True)
+        self.record_interrupt()  # a Ctrl-C while the lines above were written
+        interrupted = self.interrupt_line()
+        if interrupted:
+            write(f"perfguard: {interrupted}", red=True, bold=True)
 
-    def _attempt(self, write: Callable[[], Any], path: Path) -> None:
+    def _facts(self, verdicts: list[Verdict], interrupted: bool) -> list[Fact]:
+        """What a person must see about the gate (plugin/strict.py); an interrupted run's cases that did not
+        run are not facts about the gate."""
+        baselines = {slug: (device, self.baselines.label(device), self.baselines.load(device))
+                     for slug, device in self._models().items()}
+        facts = self.watch.facts(self.options, self.results.values(), verdicts, baselines)
+        left_out = Selection.of(self.config).left_out
+        if left_out and not interrupted:
+            facts.append(Fact(f"{len(left_out)} baseline case(s) not selected in this run "
+                              "(-k, -m, --deselect or the test paths): not compared"))
+        return facts
+
+    def _attempt(self, write: Callable[[], Any], path: Path) -> bool:
         try:
             write()
             self.written.append(path)
+            return True
         except PerfguardError as exc:
             self.problems.append(f"{exc}; this run fails until its baseline is written")
             self.unwritten_baselines.append(path)
+            return False
 
     def _recorded_options(self) -> dict[str, Any]:
         options = {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,

@@ -5,8 +5,9 @@ then a compact table of every case (folded in a <details>). The text stays under
 many cases there are: GitHub refuses a comment over 65,536 characters, so lines that do not fit are
 left out and counted ("… and 812 more: see the HTML report"), the least pressing first.
 
-Case ids, names and messages are record text, and records come from pull requests' artifacts: each is
-cut to FIELD_CHARS (a 100k-character id would otherwise push every later row past the limit) and
+Every string of a record (ids, names, messages, dates, versions, commits, operators) is record text,
+and records come from pull requests' artifacts: each enters the text through the one function `_md`,
+which cuts it to FIELD_CHARS (a 100k-character id would otherwise push every later row past the limit) and
 escaped for GitHub: a case named `<img src=x>` shows as text, and a URL or an `@name` in an error is
 neither a link nor a mention (a zero-width space after the `@`, the `:` of `://`, `www` and the `#`
 of `#123` breaks GitHub's autolinks, mentions and cross-references; code spans need none of that).
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import RunRecord
-from perfguard.report import view
+from perfguard.report import inert, view
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -54,14 +55,19 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
     out = _Budget(LIMIT_BYTES - RESERVE_BYTES)
     counts = merged.counts()
     devices = list(merged.devices.values())
-    names = ", ".join(_text(d.info.name) for d in devices) or "no device"
-    out.force(f"## perfguard: {', '.join(f'{n} {view.label(s)}' for s, n in counts.items()) or 'no cases'} on {names}", "")
+    names = ", ".join(_md(d.info.name) for d in devices) or "no device"
+    out.force(f"## perfguard: {', '.join(f'{n} {_md(view.label(s))}' for s, n in counts.items()) or 'no cases'} on {names}", "")
     for d in devices:
         out.force(_device_line(d))
     if merged.records > 1:
         out.force("", f"_Merged from {merged.records} run records; per device and case the latest record wins._")
     for line in filter(None, map(run_line, records)):
-        out.force("", f"**{_text(line)}**")
+        out.force("", f"**{_md(line)}**")
+    # The gate's settings and what kept cases from being judged (plugin/strict.py), as the run printed them.
+    gate = [line for r in records if isinstance(r.options.get("gate"), list) for line in r.options["gate"]
+            if isinstance(line, str)]
+    if gate:
+        out.force("", *(f"- {_md(line)}" for line in gate))
     multi = len(devices) > 1
     entries = sorted(merged.entries(), key=lambda e: (view.rank(e.status), e.case_id, e.device))
     for status, title in SECTIONS:
@@ -80,16 +86,16 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
     results = [e.result for e in entries if e.result is not None]
     for advice in (launch_line(results), regime_line(results), clock_line(results), *(cpu_line(r.results, r.options) for r in records)):
         if advice:
-            out.force("", f"_{_text(advice)}_")
+            out.force("", f"_{_md(advice)}_")
     notes = case_lines(results)
     if notes:
-        out.force("", *(f"- {_text(line)}" for line in notes))
+        out.force("", *(f"- {_md(line)}" for line in notes))
     if fits is None:
         fits = ranked_scalings(results, [d.info for d in devices])
     if fits:
         out.force("", f"### Scaling ({len(fits)})", "")
         for line in scaling_lines(fits, limit=NAMED):
-            if not out.add(_clip(f"- {_text(line)}")):
+            if not out.add(_clip(f"- {_md(line)}")):
                 break
     # The table keeps a case's devices together, in the order of its most pressing verdict.
     _table(out, [e for by_device in merged.cases.values() for e in by_device.values()], merged.devices, multi)
@@ -98,26 +104,26 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
 
 def _device_line(d: Device) -> str:
     info = d.info
-    facts = [f"**{_text(info.name)}**" + (f" ×{d.units}" if d.units > 1 else "")]
-    facts += [f"{k} {_text(v)}" for k, v in view.versions(info) if k in ("driver", "CUDA", "torch", "triton", "peak BW")]
+    facts = [f"**{_md(info.name)}**" + (f" ×{d.units}" if d.units > 1 else "")]
+    facts += [f"{k} {_md(v)}" for k, v in view.versions(info) if k in ("driver", "CUDA", "torch", "triton", "peak BW")]
     if d.commit:
-        facts.append(f"commit {_code(d.commit[:12])}")
-    facts.append(view.when(d.created_at))
+        facts.append(f"commit {_md(d.commit[:12], code=True)}")
+    facts.append(_md(view.when(d.created_at)))
     return "- " + " · ".join(facts)
 
 
 def _item(e: Entry, device: Device, multi: bool) -> str:
-    where = f" on {_text(device.info.name)}" if multi else ""
-    head = f"- {_code(e.case_id)}{where}"
+    where = f" on {_md(device.info.name)}" if multi else ""
+    head = f"- {_md(e.case_id, code=True)}{where}"
     r = e.result
     if e.status == "error":
-        return f"{head}: {_text((r.error or 'errored').splitlines()[0] if r else 'errored')}"
+        return f"{head}: {_md((r.error or 'errored').splitlines()[0] if r else 'errored')}"
     if e.status == "new":
         gbps, tflops = view.metric(r, "gbps"), view.metric(r, "tflops")
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
                 + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
     lines = [v.message for v in e.verdicts if v.status == e.status] or [v.message for v in e.verdicts]
-    return f"{head}: " + "; ".join(_text(m) for m in lines) + (_top_operator(e) if e.status == "regressed" else "")
+    return f"{head}: " + "; ".join(_md(m) for m in lines) + (_top_operator(e) if e.status == "regressed" else "")
 
 
 def _top_operator(e: Entry) -> str:
@@ -126,10 +132,10 @@ def _top_operator(e: Entry) -> str:
     if p is None or not p.ops:
         return ""
     op, clock = p.ops[0], "CUDA" if p.sort_by == "cuda" else "CPU"
-    text = f" · top operator {_code(op.operator)} {units.duration(op.self_ms)} self {clock} time per call"
+    text = f" · top operator {_md(op.operator, code=True)} {units.duration(op.self_ms)} self {clock} time per call"
     if p.kernels_per_call is not None:
         text += f", {p.kernels_per_call:g} kernels per call"
-    return text + (f" (trace {_code(p.trace)})" if p.trace else "")
+    return text + (f" (trace {_md(p.trace, code=True)})" if p.trace else "")
 
 
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
@@ -142,9 +148,9 @@ def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi
     shown = 0
     for e in entries:
         r = e.result
-        cells = [_code(e.case_id, table=True)] + ([_text(devices[e.device].info.name, table=True)] if multi else [])
+        cells = [_md(e.case_id, table=True, code=True)] + ([_md(devices[e.device].info.name, table=True)] if multi else [])
         mark = ROUGH if r is not None and rough(r) else ""
-        cells += [view.label(e.status), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
+        cells += [_md(view.label(e.status), table=True), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
                   view.change(e.judged()), view.detects(e.judged()),
                   units.number(view.metric(r, "gbps")),
                   units.percent(view.metric(r, "bandwidth_util")), view.footprint_text(r)]
@@ -185,26 +191,25 @@ def _clip(line: str) -> str:
 
 
 def _cut(s: object) -> str:
-    s = str(s).replace("\r", " ").replace("\n", " ")
+    s = inert.printable(str(s).replace("\r", " ").replace("\n", " "))
     return s if len(s) <= FIELD_CHARS else s[: FIELD_CHARS - 1] + "…"
 
 
-def _text(s: object, table: bool = False) -> str:
-    """Record text as Markdown text: no HTML, no emphasis, no links, no mentions; one line, cut to FIELD_CHARS."""
-    out = _cut(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    for c in "\\`*_[]~":
-        out = out.replace(c, "\\" + c)
-    out = _AUTOLINKED.sub(_ZWSP, out)
-    return out.replace("|", "\\|") if table else out
-
-
-def _code(s: str, table: bool = False) -> str:
-    """An inline code span that holds any text (HTML inside a code span is shown, not rendered; GitHub
-    links and mentions nothing in it); cut to FIELD_CHARS."""
-    s = _cut(s)
-    ticks = "`"
-    while ticks in s:
-        ticks += "`"
-    pad = " " if s.startswith("`") or s.endswith("`") or ticks != "`" else ""
-    out = f"{ticks}{pad}{s}{pad}{ticks}"
+def _md(value: object, *, code: bool = False, table: bool = False) -> str:
+    """The one way record text enters the Markdown: cut to FIELD_CHARS on one line, control characters
+    shown as escapes, then either as text (no HTML, no emphasis, no links, no mentions) or, `code`, as
+    an inline code span that holds any text (HTML inside a code span is shown, not rendered; GitHub
+    links and mentions nothing in it); `table`: also safe inside a table cell."""
+    s = _cut(value)
+    if code:
+        ticks = "`"
+        while ticks in s:
+            ticks += "`"
+        pad = " " if s.startswith("`") or s.endswith("`") or ticks != "`" else ""
+        out = f"{ticks}{pad}{s}{pad}{ticks}"
+    else:
+        out = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        for c in "\\`*_[]~":
+            out = out.replace(c, "\\" + c)
+        out = _AUTOLINKED.sub(_ZWSP, out)
     return out.replace("|", "\\|") if table else out

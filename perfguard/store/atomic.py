@@ -19,13 +19,17 @@ def temp_prefix(path: Path) -> str:
     return f".{Path(path).name}."
 
 
-def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigError) -> None:
+def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigError, within: Path | None = None) -> None:
     """Write `text` to `path` through a temporary file and a rename; failures raise `error` naming the file.
 
-    A symbolic link is followed: its target is replaced (the temporary file beside it, so that the
+    A symbolic link is followed only to a target inside `within` (default: the file's own folder; a
+    baseline's is its repository): its target is replaced (the temporary file beside it, so that the
     rename stays on the target's file system) and the link stays, pointing at the new text.
-    Replacing the link itself would leave its target, the file the link shares, silently stale.
+    Replacing the link itself would leave its target, the file the link shares, silently stale. A link
+    that leads out of `within` (a `reports/perfguard.json` planted to point at `~/.bashrc`) is
+    refused, and nothing is written.
     """
+    refuse_links_out(path, Path(path).parent if within is None else within, error)
     path = followed(path)
     blocker = file_for_folder(path.parent)
     if blocker is not None:
@@ -50,6 +54,17 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def refuse_links_out(path: Path | str, within: Path | str, error: type[PerfguardError] = ConfigError) -> None:
+    """Raise `error` when `path` is a symbolic link whose target lies outside the folder `within`."""
+    path = Path(path)
+    if not path.is_symlink():
+        return
+    target, folder = Path(os.path.realpath(path)), Path(os.path.realpath(within))
+    if not target.is_relative_to(folder):
+        raise error(f"{path} is a symbolic link to {target}, outside {folder}; perfguard writes nothing through it: "
+                    "remove the link, or make it a plain file")
 
 
 def file_for_folder(folder: Path) -> Path | None:

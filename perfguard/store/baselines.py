@@ -36,7 +36,7 @@ from perfguard.model import (
     thin_timings,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import followed, refuse_file_for_folder, temp_prefix, write_atomic
+from perfguard.store.atomic import followed, refuse_file_for_folder, refuse_links_out, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
@@ -190,7 +190,10 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
 
 def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
-    # temporary files are the target's: two links to one file share its lock.
+    # temporary files are the target's: two links to one file share its lock. Only a link inside the
+    # repository is followed: one to a file elsewhere (planted by a pull request) is refused.
+    repository = repository_of(path.parent)
+    refuse_links_out(path, repository, BaselineError)
     target = followed(path)
     refuse_file_for_folder(target.parent, BASELINES_FOLDER, BaselineError, prefix=f"{path}: cannot {what}: ")
     try:
@@ -199,7 +202,7 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(target)
             merged = check_baseline(merge(existing), str(path), advice=NOT_WRITTEN)  # never write what load refuses
-            write_atomic(path, dumps(merged), error=BaselineError)
+            write_atomic(path, dumps(merged), error=BaselineError, within=repository)
     except LockTimeout:
         raise BaselineError(
             f"{path}: another process has held {_lock_of(path)} for over {LOCK_TIMEOUT_S:.0f} s; "
@@ -210,6 +213,13 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
             f"{path}: cannot {what} ({exc.strerror or exc}); choose a writable --perfguard-baselines folder"
         ) from None
     return path
+
+
+def repository_of(folder: Path) -> Path:
+    """The repository holding `folder` (the nearest folder above it with a `.git`), else `folder` itself:
+    where a baseline's symbolic link may lead."""
+    folder = Path(folder).absolute()
+    return next((p for p in (folder, *folder.parents) if (p / ".git").exists()), folder)
 
 
 def _stored(result: CaseResult) -> CaseResult:

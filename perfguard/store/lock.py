@@ -53,7 +53,13 @@ def held(path: Path | str, timeout_s: float) -> Iterator[None]:
 def _acquire(path: Path, timeout_s: float) -> int:
     deadline = time.monotonic() + timeout_s
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            # Never through a link: a planted `x.json.lock` link would otherwise make (or lock) its target.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OSError(errno.ELOOP, f"{path} is a symbolic link, which a lock file never is; remove it") from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if _names(path, fd):

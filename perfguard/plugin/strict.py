@@ -1,0 +1,177 @@
+"""No silent pass: what could switch the gate off unseen, a line for each, and what --perfguard-strict does.
+
+An ordinary edit can turn the gate off while every test passes: deleting the baseline file (every
+case reads `new`), a skip or xfail mark on a case (or `pytestmark` on its module), `-k 'not case'`
+in `addopts`, renaming a case (`missing` + `new`), `perfguard_update = true` or
+`perfguard_threshold = 1000` in an ini file, `threshold=100` on the case. Each is a `Fact` here: one
+visible line at the run's end in every run, and under --perfguard-strict (CI) a failure of the run.
+Strict also refuses, before anything runs, an update and a ceiling that did not come from the command
+line, and a threshold above the ceiling wherever it came from (`refuse_weakening`). The gate's
+settings (threshold and where it came from, baseline files, cases) are a line of their own, so a
+change to them shows in the log.
+
+`Watch` is registered on the process that writes the record (the xdist controller), and sees what
+its reports say: a perf case skipped (by a mark, `pytestmark`, `skipif`, `device_kinds`) or
+xfail-marked. Deselection is seen by the process that collects: without xdist each deselected perf
+case, under xdist the -k/-m/--deselect that did it (the baseline cases it left out are counted by
+plugin/selection.py either way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from perfguard.plugin.options import Options, source
+
+if TYPE_CHECKING:
+    from perfguard.model import BaselineFile, CaseResult, DeviceInfo, Verdict
+
+NAMED = 5  # case ids named in one line; the rest are counted
+SELECTING = (("keyword", "-k"), ("markexpr", "-m"), ("deselect", "--deselect"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Fact:
+    """One thing a person must see about the run's gate; `fails`: under strict it fails the run."""
+
+    line: str
+    fails: bool = True
+
+
+def refuse_weakening(config: pytest.Config, options: Options) -> None:
+    """At configure time: what strict refuses outright, each a usage error of one sentence."""
+    ceiling = options.ceiling_pct
+    if options.strict:
+        if options.update and source(config, "perfguard-update") != "the command line":
+            raise pytest.UsageError(f"--perfguard-strict: --perfguard-update comes from {source(config, 'perfguard-update')}, "
+                                    "not the command line; a baseline is only rewritten when asked for there")
+        where = source(config, "perfguard-max-threshold")
+        if where not in ("the command line", "the default"):
+            raise pytest.UsageError(f"--perfguard-strict: --perfguard-max-threshold comes from {where}; the ceiling "
+                                    "on thresholds is only taken from the command line")
+    if ceiling is not None and options.threshold_pct > ceiling:
+        raise pytest.UsageError(
+            f"--perfguard-threshold {options.threshold_pct:g} (from {source(config, 'perfguard-threshold')}) is above the "
+            f"ceiling of {ceiling:g}% ({_ceiling_source(config)}); lower it, or raise the ceiling on the command line "
+            "with --perfguard-max-threshold")
+
+
+def _ceiling_source(config: pytest.Config) -> str:
+    where = source(config, "perfguard-max-threshold")
+    return "--perfguard-strict's default" if where == "the default" else f"--perfguard-max-threshold, from {where}"
+
+
+class Watch:
+    """The perf cases a run skipped, marked xfail or deselected (a plugin: it hears the reports)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.skipped: dict[str, str] = {}  # nodeid -> reason
+        self.xfail: dict[str, str] = {}  # nodeid -> how it ended (xfailed, xpassed)
+        self.deselected: list[str] = []
+
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        self.deselected += [item.nodeid for item in items if _is_perf(item.keywords)]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not _is_perf(report.keywords):
+            return
+        if hasattr(report, "wasxfail") and report.when in ("call", "setup") and not report.failed:
+            self.xfail[report.nodeid] = "xfailed" if report.skipped else "xpassed"
+        elif report.skipped and report.when == "setup":
+            self.skipped[report.nodeid] = _reason(report)
+
+    @property
+    def saw_cases(self) -> bool:
+        return bool(self.skipped or self.xfail or self.deselected)
+
+    def facts(self, options: Options, results: Iterable[CaseResult], verdicts: Sequence[Verdict],
+              baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> list[Fact]:
+        """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
+        baseline file's label and the file as read (None: there is none)."""
+        from perfguard.report.terminal import case_status
+
+        results = list(results)
+        by_case = case_status(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new
+        facts = [Fact(self._settings(options, results, baselines), fails=False)]
+        for device, label, baseline in baselines.values():
+            if baseline is None:
+                n = sum(r.device == device.slug for r in results)
+                facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are not "
+                                  "judged; record one with --perfguard-update or perfguard baseline accept"))
+        for status, what in (("missing", "in the baseline but did not run (renamed, removed or not collected): "
+                                         "not judged"),
+                             ("new", "not in the baseline: measured, not judged")):
+            ids = sorted(case for case, overall in by_case.items() if overall == status)
+            if ids:
+                facts.append(Fact(f"{len(ids)} {status} case(s), {what}: {_named(ids)}"))
+        facts += [Fact(f"{nodeid}: skipped ({reason}): not measured, not judged") for nodeid, reason in sorted(self.skipped.items())]
+        facts += [Fact(f"{nodeid}: marked xfail ({how}): a regression of it cannot fail the run")
+                  for nodeid, how in sorted(self.xfail.items())]
+        if self.deselected:
+            facts.append(Fact(f"{len(self.deselected)} perf case(s) deselected: not measured: {_named(self.deselected)}"))
+        option = self.config.option
+        for dest, flag in SELECTING:
+            value = getattr(option, dest, None)
+            if value:
+                facts.append(Fact(f"{flag} {value!r} (from {_selection_source(self.config, flag)}) selects which cases run: "
+                                  "the cases it leaves out are not judged"))
+        facts += self._thresholds(options, results)
+        return facts
+
+    def _settings(self, options: Options, results: list[CaseResult],
+                  baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> str:
+        files = [f"{label} ({_file_cases(baseline)})" for _, label, baseline in baselines.values()] or ["none read"]
+        ceiling = options.ceiling_pct
+        return (f"gate: threshold {options.threshold_pct:g}% (from {source(self.config, 'perfguard-threshold')})"
+                + (f", ceiling {ceiling:g}%" if ceiling is not None else "")
+                + f"; baseline {', '.join(files)}; {len(results)} case(s) ran"
+                + (f", {len(self.skipped)} skipped" if self.skipped else "")
+                + ("; strict" if options.strict else "; not strict (--perfguard-strict makes each line below fail the run)"))
+
+    def _thresholds(self, options: Options, results: list[CaseResult]) -> list[Fact]:
+        """Cases whose own threshold= is above the run's: a line each; above the ceiling, a failure under strict."""
+        ceiling = options.ceiling_pct
+        facts = []
+        for r in sorted(results, key=lambda r: r.id):
+            if r.threshold is not None and r.threshold > options.threshold_pct:
+                over = ceiling is not None and r.threshold > ceiling
+                facts.append(Fact(f"{r.id} sets threshold={r.threshold:g}, above the run's {options.threshold_pct:g}%"
+                                  + (f" and the ceiling of {ceiling:g}%" if over else ""), fails=over))
+        return facts
+
+
+def _is_perf(keywords: Any) -> bool:
+    return "perfguard" in keywords
+
+
+def _reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # (file, line, "Skipped: reason")
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return "skipped"
+
+
+def _named(ids: Sequence[str]) -> str:
+    more = f" and {len(ids) - NAMED} more" if len(ids) > NAMED else ""
+    return ", ".join(ids[:NAMED]) + more
+
+
+def _file_cases(baseline: BaselineFile | None | Exception) -> str:
+    if baseline is None:
+        return "missing"
+    if isinstance(baseline, Exception):
+        return "unreadable"
+    return f"{len(baseline.cases)} case(s)"
+
+
+def _selection_source(config: pytest.Config, flag: str) -> str:
+    """"the command line" when `flag` (-k, -m, --deselect) is among the arguments pytest was started with."""
+    def given(arg: str) -> bool:  # -k EXPR, -kEXPR, --deselect=ID
+        return arg == flag or arg.startswith(f"{flag}=") or (len(flag) == 2 and arg.startswith(flag))
+
+    return "the command line" if any(given(str(a)) for a in config.invocation_params.args) else "addopts"

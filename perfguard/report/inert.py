@@ -1,0 +1,103 @@
+"""Text for a terminal or a CI log, made inert: the one function every line perfguard prints goes through.
+
+Case ids, device names, dates and messages come from records and baselines, which arrive as pull
+requests' artifacts, and from case declarations. Printed raw, `\\x1b[2K\\r` erases the `regressed`
+line a person was about to read and prints a forged `same`, an OSC 8 sequence makes a hidden link,
+and a line that starts with `::error::` (after any spaces: the runner trims them) or holds `##[`
+anywhere (its legacy form, still obeyed) is a command to the GitHub Actions runner (`::add-mask::`,
+`::stop-commands::` switches off every annotation after it). So each printed line goes through
+`line`: every control character (C0, DEL, C1) and every invisible format or separator character (bidi
+overrides, zero-width marks, U+2028) is shown as its escape (`\\x1b`, `\\r`, `\\u202e`), a `::` that
+would start the line gets a `\\` in front of it, and `##[` becomes `##\\[`. perfguard's own text holds
+none of these, so applying it to whole lines changes only what came from data.
+
+Markdown has its own escaping (report/markdown.py); the HTML is jinja2's autoescape (report/html.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+# Escaped: what Python does not call printable. That is C0, DEL and C1 (ESC, CR, NUL, BEL, NEL, CSI),
+# format characters (bidi overrides, zero-width marks), U+2028/U+2029, every space but " ", lone
+# surrogates, private-use and unassigned code points; letters, marks, symbols and " " stay.
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# What the runner takes for a workflow command: `::name` once leading whitespace is trimmed (.NET's
+# TrimStart, the Unicode spaces Python's \s knows too), or the legacy `##[name` anywhere in the line.
+_COMMAND_START = re.compile(r"\s*::")
+_LEGACY_COMMAND = "##["
+
+
+def printable(text: object) -> str:
+    """`text` with each character a terminal would act on, or not show, written as its escape."""
+    return "".join(_escape(c) for c in str(text))
+
+
+def line(text: object) -> str:
+    """`text` as one inert line (see the module's docstring)."""
+    out = printable(text)
+    if _COMMAND_START.match(out):
+        out = "\\" + out
+    return out.replace(_LEGACY_COMMAND, "##\\[")
+
+
+def lines(text: object) -> str:
+    """Multi-line text (a failure message), each of its lines made inert; the line breaks kept."""
+    return "\n".join(line(part) for part in str(text).split("\n"))
+
+
+def _escape(c: str) -> str:
+    if c.isprintable():
+        return c
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+class Stream:
+    """A text stream that writes each complete line it is given through `line` to `target`.
+
+    A line is held until it ends (or the stream is closed), so that a command split across two
+    writes (`##` then `[error]`) is seen whole."""
+
+    def __init__(self, target: TextIO):
+        self.target = target
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *done, self._pending = self._pending.split("\n")
+        for part in done:
+            self.target.write(line(part) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def close(self) -> None:
+        if self._pending:
+            self.target.write(line(self._pending))
+            self._pending = ""
+        self.target.flush()
+
+    def __getattr__(self, name: str) -> object:  # fileno, encoding, isatty: the target's
+        return getattr(self.target, name)
+
+
+@contextlib.contextmanager
+def output() -> Iterator[None]:
+    """sys.stdout and sys.stderr through `Stream` while the block runs (the console command's whole run)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Stream(saved[0]), Stream(saved[1])
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, Stream):
+                stream.close()
+        sys.stdout, sys.stderr = saved
