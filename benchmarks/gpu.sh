@@ -14,7 +14,8 @@
 #              recorded on another host), verdicts counted per run, in OUTDIR/judge
 #   detection  benchmarks/detection.py inject: injected slowdowns (x1.03, x1.05, x1.10) and an extra buffer on
 #              36 memory-bound cases, against a 5-run baseline, in OUTDIR/inject
-#   xdist      benchmarks/xdist_scaling.py (-n 1 against -n 2: speed-up, GPUs, figures); not in the default
+#   xdist      benchmarks/xdist_scaling.py (-n 1, 2, 4, 8 as many GPUs as visible: speed-ups, fixed share); not in the default
+#   ab         benchmarks/ab_sensitivity.py: perfguard ab on 1%, 2%, 3% slowdowns and A/A, 3 runs, in OUTDIR/ab
 #   retained   issue 19.2: benchmarks/retained_memory.py on nanoGPT's model.py (NANOGPT=its folder): gradients kept
 #              between steps and a 1 MiB leak a call caught 3/3, an A/A, and a batch sweep's footprint fit
 #   models     issue 12: benchmarks/model_precision.py in 3 fresh processes (GPT-2 batch-1 forward against
@@ -77,6 +78,8 @@ PY
     python3 benchmarks/host_overhead.py "$out/host" 2>&1 | tee "$out/host-overhead.log" ;;
   xdist)
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
+  ab)
+    python3 benchmarks/ab_sensitivity.py --out "$out/ab" 2>&1 | tee "$out/ab.log" ;;
   retained)
     python3 benchmarks/retained_memory.py --nanogpt "${NANOGPT:?set NANOGPT to the folder holding nanoGPT model.py}" 2>&1 \
       | grep -v -i warn | tee "$out/retained-memory.log" ;;

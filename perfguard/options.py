@@ -53,6 +53,12 @@ def _profile(raw: Any) -> str:
     return defaults.choice(raw, PROFILE_CHOICES)
 
 
+def _file(raw: Any) -> str:
+    if raw is None or not str(raw).strip():
+        raise ValueError(f"must be a file, such as cases.txt, got {raw!r}")
+    return str(raw)
+
+
 PROFILE_CHOICES = ("none", "regressed", "all")
 
 OPTIONS: tuple[Option, ...] = (
@@ -86,6 +92,8 @@ OPTIONS: tuple[Option, ...] = (
            "the highest threshold the run or a case's threshold= may use, in percent; give it on the command line "
            f"(default under --perfguard-strict: {defaults.THRESHOLD_PCT:g}, the default threshold; else none)",
            None, defaults.percent, "PCT"),
+    Option("perfguard-cases", "run only the tests whose node ids FILE lists, one a line, the others deselected "
+           "(how perfguard ab re-runs its undecided cases and gives each GPU its share)", None, _file, "FILE"),
     Option("perfguard-allow-shared-gpu", "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 )
 

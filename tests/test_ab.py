@@ -2,10 +2,11 @@
 
 The repository under test has a src/ layout, so a side finds its own `mylib` only through the
 PYTHONPATH perfguard ab builds for it: a base side that imported the working tree's code would see
-no regression. The measured comparison runs `perfguard ab` in this process with each round's
-`python -m pytest` forked (forked_pytest.py, which puts PYTHONPATH's entries on the path as a new
-interpreter does); the run that stops at its first round is the console command, rounds and all, in
-processes of their own.
+no regression. Its conftest is tests/fake_clock.py, so every case's time is exact in every round on
+any machine under any load: the verdicts below are decided by the code under test, never by load.
+The measured comparisons run `perfguard ab` in this process with each round's `python -m pytest`
+forked (forked_pytest.py, which puts PYTHONPATH's entries on the path as a new interpreter does);
+the run that stops at its first round is the console command, rounds and all, in processes of its own.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import itertools
 import os
 import subprocess
 import sys
@@ -35,12 +35,16 @@ SUITE = textwrap.dedent(
     def nap():
         return mylib.work
 
-    @perf_case(threshold=500)  # the same code on both sides: no load makes it 6x slower on one
+    @perf_case(threshold=500)  # decided in the first rounds whatever their spread
     def steady():
+        return mylib.steady
+
+    @perf_case  # the same on both sides: decided once its rounds' own spread counts (round 4)
+    def steady_tight():
         return mylib.steady
     """
 )
-LIB = ("import time\n\nDELAY = {delay}\n\n\ndef work():\n    if DELAY:\n        time.sleep(DELAY)\n\n\n"
+LIB = ("import time\n\nDELAY = {delay}\n\n\ndef work():\n    time.sleep(DELAY)\n\n\n"
        "def steady():\n    time.sleep(0.001)\n")
 
 
@@ -56,16 +60,15 @@ def commit(repo: Path, delay: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Path:
-    """A project whose only case sleeps for mylib.DELAY: not at all at HEAD~1, 5 ms at HEAD. A thousandfold
-    slowdown: no load on this machine makes the base side as slow as the head's sleep. (Each test
-    leaves the repository as it found it: perfguard ab removes its worktree.)"""
+def repo(tmp_path_factory, fake_clock) -> Path:
+    """A project whose `nap` sleeps for mylib.DELAY: 1 ms at HEAD~1, 5 ms at HEAD, on the fake clock. (Each test leaves the repository as it found it: perfguard ab removes its worktree.)"""
     repo = tmp_path_factory.mktemp("ab") / "project"
     (repo / "src").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "tests" / "test_nap.py").write_text(SUITE)
+    (repo / "tests" / "conftest.py").write_text(fake_clock)
     git(repo, "init", "-q")
-    commit(repo, 0)
+    commit(repo, 0.001)
     commit(repo, 0.005)
     return repo
 
@@ -83,64 +86,119 @@ def worktrees(repo: Path) -> list[str]:
     return [line for line in git(repo, "worktree", "list").splitlines() if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def against_the_parent(repo, inner_args, forked, tmp_path_factory) -> subprocess.CompletedProcess[str]:
-    """`perfguard ab --base HEAD~1`, one round a side, each round forked rather than a new interpreter
-    importing torch (seconds). Which side goes first in later rounds, and how a side's rounds pool,
-    are tested below on the schedule and on records."""
-    outputs = tmp_path_factory.mktemp("ab-rounds")
-    rounds = itertools.count()
-    real_run = subprocess.run
+@dataclasses.dataclass
+class Launched:
+    """One process perfguard ab started: its arguments, and the node ids it was given (--perfguard-cases)."""
 
-    def run(cmd, *args, **kwargs):  # subprocess.run, as perfguard ab calls it for a round
-        if cmd[:3] != [sys.executable, "-m", "pytest"]:
-            return real_run(cmd, *args, **kwargs)  # git
-        assert kwargs["capture_output"] and kwargs["text"], kwargs
-        env = {k: v for k, v in kwargs["env"].items() if not k.startswith("PYTEST_")}
-        n = next(rounds)
-        status, out, err = forked.run(kwargs["cwd"], cmd[3:], env, outputs / f"{n}.out", outputs / f"{n}.err", 300)
-        return subprocess.CompletedProcess(cmd, status, "".join(f"{line}\n" for line in out), "".join(f"{line}\n" for line in err))
+    args: list[str]
+    cwd: Path
+    cases: list[str] | None
+
+    @property
+    def folder(self) -> str:  # "base-2/shard-1", "head-1/shard-0"; "collect/base" for a collection
+        report = next((a for a in self.args if a.startswith("--perfguard-report=")), "")
+        return "/".join(Path(report.partition("=")[2]).parts[-2:]) if report else "collect"
+
+
+def ab_forked(repo: Path, inner_args, forked, *args: str) -> tuple[subprocess.CompletedProcess[str], list[Launched]]:
+    """`perfguard ab ARGS -- tests` through the console command's main, each process it starts forked
+    rather than a new interpreter importing torch (seconds)."""
+    launched: list[Launched] = []
+
+    def start(cmd, cwd, env, out, err):  # perfguard.ab.rounds.launch, as perfguard ab calls it
+        assert cmd[:3] == [sys.executable, "-m", "pytest"], cmd
+        listing = next((a.partition("=")[2] for a in cmd if a.startswith("--perfguard-cases=")), None)
+        launched.append(Launched(cmd[3:], cwd, Path(listing).read_text().split() if listing else None))
+        process = forked.start(cwd, cmd[3:], {k: v for k, v in env.items() if not k.startswith("PYTEST_")}, out, err)
+        return lambda: process.exitcode
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         mp.chdir(repo)
         mp.setenv("CUDA_VISIBLE_DEVICES", "")  # the CPU path on any machine
-        mp.setattr(ab.subprocess, "run", run)
-        status = cli.main(["ab", "--base", "HEAD~1", "--rounds", "1", "--", *inner_args, "--perfguard-budget", "0.05", "tests"])
-    assert next(rounds) == 2  # both rounds were forked
-    return subprocess.CompletedProcess(["perfguard", "ab"], status, stdout.getvalue(), stderr.getvalue())
+        mp.setattr(ab.rounds, "launch", start)
+        status = cli.main(["ab", "--base", "HEAD~1", *args, "--", *inner_args, "--perfguard-budget", "0.05", "tests"])
+    return subprocess.CompletedProcess(["perfguard", "ab"], status, stdout.getvalue(), stderr.getvalue()), launched
 
 
-def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, against_the_parent):
-    out = against_the_parent
+def statuses(repo: Path) -> dict[str, str]:
+    head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
+    return {v.case_id: v.status for v in head.verdicts}
+
+
+@pytest.fixture(scope="module")
+def on_two_shards(repo, inner_args, forked) -> tuple[subprocess.CompletedProcess[str], list[Launched], dict[str, str]]:
+    """`perfguard ab --base HEAD~1 -n 2`: three rounds of every case, then a fourth of the undecided one."""
+    out, launched = ab_forked(repo, inner_args, forked, "-n", "2")
+    return out, launched, statuses(repo)
+
+
+def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, on_two_shards):
+    out, _, verdicts = on_two_shards
     assert out.returncode == 1, out.stdout + out.stderr
+    assert verdicts["nap"] == "regressed"
     assert "nap: latency regressed" in out.stdout and "against base HEAD~1" in out.stdout
-    rounds = [line.split()[2] for line in out.stdout.splitlines() if line.startswith("round ")]
-    assert rounds == ["base", "head"]
     head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
     base = loads_record((repo / "reports" / "perfguard-base.json").read_text(), "base")
-    assert {v.case_id: v.status for v in head.verdicts}["nap"] == "regressed"
-    assert head.options["rounds"] == base.options["rounds"] == 1
     heads, bases = ({r.id: r for r in record.results} for record in (head, base))
     assert heads["nap"].latency.median_ms > 1.2 * bases["nap"].latency.median_ms
+    assert head.options["ab"]["rounds"] == 4 and head.options["ab"]["gpus"] == 2
     assert (repo / "reports" / "perfguard.html").is_file() and (repo / "reports" / "perfguard.md").is_file()
     assert len(worktrees(repo)) == 1  # the base's worktree is gone
 
 
-def test_a_case_that_did_not_change_passes(repo, against_the_parent):
-    head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
-    (steady,) = [v for v in head.verdicts if v.case_id == "steady"]
-    assert steady.status != "regressed" and steady.threshold_pct == 500
-    assert "steady: latency regressed" not in against_the_parent.stdout
+def test_unchanged_cases_are_same_once_their_rounds_can_tell(on_two_shards):
+    out, _, verdicts = on_two_shards
+    assert verdicts["steady"] == "same" and verdicts["steady_tight"] == "same", out.stdout
+    assert "steady_tight: latency" not in out.stdout  # a `same` verdict gets no line of its own
 
 
-@pytest.mark.parametrize(("statuses", "code"), [
+def test_rounds_alternate_sides_and_only_the_undecided_case_runs_again(on_two_shards):
+    out, launched, _ = on_two_shards
+    rounds = [line.split()[1:3] for line in out.stdout.splitlines() if line.startswith("round ")]
+    assert rounds == [["1", "base"], ["1", "head"], ["2", "head"], ["2", "base"], ["3", "base"], ["3", "head"],
+                      ["4", "head"], ["4", "base"]]
+    fourth = [p for p in launched if p.folder.split("/")[0] in ("base-4", "head-4")]
+    assert len(fourth) == 2 and all(p.cases == ["tests/test_nap.py::steady_tight"] for p in fourth)
+    assert "1 case(s) undecided after 3 rounds" in out.stdout
+
+
+def test_each_test_stays_on_one_shard_for_every_round_of_both_sides(on_two_shards):
+    _, launched, _ = on_two_shards
+    shard_of: dict[str, set[str]] = {}
+    measured = [p for p in launched if p.folder != "collect"]
+    for p in measured:
+        for nodeid in p.cases or ():
+            shard_of.setdefault(nodeid, set()).add(p.folder.split("/")[1])
+    assert set(shard_of) == {f"tests/test_nap.py::{name}" for name in ("nap", "steady", "steady_tight")}
+    assert all(len(shards) == 1 for shards in shard_of.values()), shard_of
+    assert {s for shards in shard_of.values() for s in shards} == {"shard-0", "shard-1"}  # both shards used
+    assert len([p for p in launched if p.folder == "collect"]) == 2  # one collection a side
+
+
+def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, inner_args, forked):
+    """Two rounds (too few for any spread but the floor's) and no time for a third: nothing is decided,
+    and --fail-inconclusive makes that fail the run."""
+    out, launched = ab_forked(repo, inner_args, forked, "--rounds", "2", "--budget", "0.001", "--fail-inconclusive")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert set(statuses(repo).values()) == {"inconclusive"}
+    assert len(launched) == 4  # two rounds a side, no third
+    assert "would overrun the budget" in out.stdout and "3 inconclusive" in out.stdout
+    assert "steady_tight: latency inconclusive" in out.stdout and "--budget" in out.stdout
+
+
+@pytest.mark.parametrize(("tally", "code"), [
     ({}, 0), ({"same": 3, "new": 1, "missing": 1}, 0), ({"unstable": 1, "improved": 2}, 0), ({"regressed": 1, "same": 5}, 1),
 ])
-def test_ab_exits_1_when_a_case_regressed_and_0_otherwise(statuses, code):
+def test_ab_exits_1_when_a_case_regressed_and_0_otherwise(tally, code):
     from perfguard.analysis.verdict import STATUSES
 
-    assert ab.exit_status({**dict.fromkeys(STATUSES, 0), **statuses}) == code
+    assert ab.exit_status({**dict.fromkeys(STATUSES, 0), **tally}) == code
+
+
+def test_an_inconclusive_case_passes_unless_asked_to_fail():
+    assert ab.exit_status({"inconclusive": 1, "same": 3}) == 0
+    assert ab.exit_status({"inconclusive": 1, "same": 3}, fail_inconclusive=True) == 1
 
 
 def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args):

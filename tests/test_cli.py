@@ -161,7 +161,7 @@ def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng,
     assert lines[0].startswith("regressed  b: latency regressed:") and str(base) in lines[0]
     assert any(line.startswith("missing    gone") for line in lines)
     assert any(line.startswith("new        added") for line in lines)
-    assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 0 improved, 1 missing, 1 new, 1 same"
+    assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 0 inconclusive, 0 improved, 1 missing, 1 new, 1 same"
     # The same slowdown is within a 300% threshold.
     assert main(["compare", str(base), str(head), "--threshold", "300"]) == 0
 

@@ -250,7 +250,7 @@ def test_update_writes_a_valid_baseline_named_after_this_cpu(gate):
     assert run.baseline.name == f"{device.slug}.json" and device.slug.startswith("cpu-")
     run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.baseline}"])
     assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(RECORDED, "new")
-    assert verdict_line(run.result) == f"verdicts: 0 regressed, 0 unstable, 0 improved, 0 missing, {len(RECORDED)} new, 0 same"
+    assert verdict_line(run.result) == f"verdicts: 0 regressed, 0 unstable, 0 inconclusive, 0 improved, 0 missing, {len(RECORDED)} new, 0 same"
     for name in ("perfguard.json", "perfguard.html", "perfguard.md"):
         run.result.stdout.fnmatch_lines([f"perfguard: wrote {run.path / 'reports' / name}"])
 
@@ -314,7 +314,7 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
         assert v.baseline_file == run.label and v.baseline_runs == 2
         assert "over 2 runs" in v.message and "confidence" not in v.message and "p=" not in v.message
         assert abs(v.change_pct) < v.tolerance_pct and "within ±" in v.message, v.message
-    assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 0 improved, 1 missing, 1 new, 5 same"
+    assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 0 inconclusive, 0 improved, 1 missing, 1 new, 5 same"
     assert_clean(run.result)
 
 

@@ -8,7 +8,6 @@ budget, while the others keep 120 × 0.1 s.
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 import time
 from pathlib import Path
@@ -217,18 +216,18 @@ def test_the_default_timeout_is_a_multiple_of_the_budget_and_zero_means_none():
     assert Options(**{**options.__dict__, "timeout_s": 0.0}).timeout_for(0.5) is None
 
 
-def test_perfguard_ab_refuses_a_round_whose_record_is_the_unfinished_marker(tmp_path, monkeypatch, capsys):
-    from perfguard import ab
+def test_perfguard_ab_refuses_a_round_whose_record_is_the_unfinished_marker(tmp_path):
+    from perfguard.ab import rounds
+    from perfguard.ab.shards import Shard
     from perfguard.errors import MeasurementError
 
-    def died_with_exit_0(cmd, **kwargs):  # as a case calling os._exit(0) would leave it
+    def died_with_exit_0(cmd, cwd, env, out, err):  # as a case calling os._exit(0) would leave it
         folder = Path(next(a for a in cmd if a.startswith("--perfguard-report=")).split("=", 1)[1])
-        folder.mkdir(parents=True)
         (folder / "perfguard.json").write_text(dumps(RunRecord(created_at="now", perfguard_version="0", status="unfinished")))
-        return subprocess.CompletedProcess(cmd, 0, "test_x.py .", "")
+        out.write_text("test_x.py .")
+        return lambda: 0
 
-    monkeypatch.setattr(ab.subprocess, "run", died_with_exit_0)
-    side = ab.Side(name="head", label="working tree", tree=tmp_path, cwd=tmp_path)
+    side = rounds.Side(name="head", label="working tree", tree=tmp_path, cwd=tmp_path, pythonpath="")
     with pytest.raises(MeasurementError) as info:
-        ab._round(side, 0, 2, [], tmp_path, tmp_path, tmp_path, print)
+        rounds.run_side(side, 0, [], [Shard(0, None)], None, tmp_path / "round", tmp_path / "none", died_with_exit_0)
     assert str(info.value).startswith(f"working tree, round 1: pytest exited 0 in {tmp_path} with its perfguard record unfinished")

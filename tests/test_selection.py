@@ -75,3 +75,16 @@ def test_a_case_that_did_not_run_was_selected_when_the_run_took_it_in(pytester, 
     selection.selected = set(collected)
     assert {nodeid for nodeid in NODEIDS if selection.selects(nodeid)} == selected
     assert not selection.selects("")  # an entry without a node id (made by hand): not selected
+
+
+def test_a_cases_file_runs_only_the_tests_it_lists_and_the_rest_is_left_out_on_purpose(tmp_path, run_pytest,
+                                                                                       write_baseline):
+    (tmp_path / "test_ops.py").write_text(textwrap.dedent(OPS))
+    write_baseline(tmp_path, {f"test_ops.py::{case}": 100.0 for case in ("kept", "other")})
+    (tmp_path / "cases.txt").write_text("test_ops.py::kept\n\ntest_ops.py::not_there\n")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-cases=cases.txt")
+    assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)
+    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
+    assert [r.id for r in record.results] == ["kept"]
+    assert not [v for v in record.verdicts if v.status == "missing"]  # `other` was left out on purpose
+    assert any("2 deselected" in line for line in result.outlines)

@@ -26,7 +26,7 @@ def test_regressions_come_first_and_each_verdict_is_counted():
     lines = [line for line, _ in summary(results, (), RunRecord("now", "0", verdicts=verdicts))]
     rows = [line.split()[0] for line in lines[1:4]]
     assert rows == ["z_regressed", "b_improved", "a_same"]
-    assert "verdicts: 1 regressed, 0 unstable, 1 improved, 0 missing, 0 new, 1 same" in lines
+    assert "verdicts: 1 regressed, 0 unstable, 0 inconclusive, 1 improved, 0 missing, 0 new, 1 same" in lines
     assert "z_regressed: latency regressed: details" in lines
     assert not any(line.startswith("a_same: ") for line in lines)
 

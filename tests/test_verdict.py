@@ -375,7 +375,7 @@ def test_compare_records_matches_cases_and_lists_the_device_change(rng):
     assert {v.case_id: v.status for v in verdicts} == {"a": "same", "b": "regressed", "c": "new", "gone": "missing"}
     assert "driver 580.159.04 → 590.1" in {v.case_id: v for v in verdicts}["a"].env_mismatch
     assert ordered(verdicts)[0].case_id == "b"
-    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "improved": 0, "missing": 1, "new": 1, "same": 1}
+    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "inconclusive": 0, "improved": 0, "missing": 1, "new": 1, "same": 1}
 
 
 def test_compare_records_counts_each_base_round_as_a_run(rng):

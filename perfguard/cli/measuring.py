@@ -45,13 +45,20 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _ab(args: argparse.Namespace) -> int:
-    from perfguard.ab import run_ab
+    from perfguard.ab import Settings, run_ab
 
+    settings = Settings(rounds=args.rounds, max_rounds=args.max_rounds, budget_s=args.budget, shards=args.gpus,
+                        threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive)
     try:
-        return run_ab(args.base, args.pytest_args, rounds=args.rounds, threshold_pct=args.threshold, report_dir=args.report)
+        return run_ab(args.base, args.pytest_args, settings, report_dir=args.report)
     except KeyboardInterrupt:
         print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
         return 130
+
+
+def _gpus(text: str) -> int | None:
+    """-n: a number of GPUs, or "auto" (None: every visible GPU)."""
+    return None if text.strip().lower() == "auto" else defaults.count(text, 1, 64)
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -63,12 +70,27 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     ab = command(commands, "ab", "measure a base revision and the working tree by turns; exit 1 on a regression",
                  "REF is checked out in a temporary git worktree; the two sides run in alternating rounds of "
-                 "`pytest --perfguard`. Pytest's arguments (test paths, -k, --perfguard-budget ...) go after `--`: "
-                 "perfguard ab --base origin/main -- suites/")
+                 "`pytest --perfguard`, each case is judged on the differences of its round medians, round by round, "
+                 "and the cases not yet decided run again while the budget lasts. Pytest's arguments (test paths, -k, "
+                 "--perfguard-budget ...) go after `--`: perfguard ab --base origin/main -- suites/")
+    ab.usage = ("perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] "
+                "[--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
-    ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 1, 100)),
+    ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 2, 100)),
                     default=defaults.AB_ROUNDS,
-                    help=f"rounds per side, base and head alternating (default: {defaults.AB_ROUNDS}, i.e. base head head base)")
+                    help=f"rounds of every case, base and head alternating (base head, head base, ...), before the "
+                    f"first judgement (default: {defaults.AB_ROUNDS})")
+    ab.add_argument("--max-rounds", metavar="M", type=argument(lambda text: defaults.count(text, 2, 1000)),
+                    default=defaults.AB_MAX_ROUNDS,
+                    help=f"rounds an undecided case gets at most (default: {defaults.AB_MAX_ROUNDS})")
+    ab.add_argument("--budget", metavar="SECONDS", type=argument(defaults.seconds), default=defaults.AB_BUDGET_S,
+                    help="wall time of the whole ab: no round starts that would overrun it; the cases still "
+                    f"undecided then are inconclusive (default: {defaults.AB_BUDGET_S:g})")
+    ab.add_argument("-n", "--gpus", metavar="GPUS", type=argument(_gpus), default=1,
+                    help="share the tests out over this many GPUs (auto: every visible one), each test on one GPU "
+                    "for every round of both sides (default: 1)")
+    ab.add_argument("--fail-inconclusive", action="store_true",
+                    help="exit 1 when a case could not be decided within the budget, as when one regressed")
     add_option(ab, "perfguard-threshold", default=None,
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
                "or the case's own)")

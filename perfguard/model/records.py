@@ -319,7 +319,9 @@ class CaseResult:
 
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
-VerdictStatus = Literal["regressed", "unstable", "improved", "missing", "new", "same"]
+# "inconclusive": the change is within its tolerance, but a change of the threshold's size could have
+# hidden in the noise (perfguard ab's rounds could not decide; `same` says it could not have).
+VerdictStatus = Literal["regressed", "unstable", "inconclusive", "improved", "missing", "new", "same"]
 VERDICT_STATUSES: tuple[VerdictStatus, ...] = typing.get_args(VerdictStatus)
 # What a case not in the baseline yet needs: in each new verdict's message, and once per run in the terminal.
 NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"

@@ -106,6 +106,13 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     return collect(collector, *found) if found else None
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if Options.of(config).cases_file is not None:  # --perfguard-cases FILE
+        from perfguard.plugin.selection import keep_listed
+
+        keep_listed(config, items)
+
+
 @pytest.fixture
 def perf(request: pytest.FixtureRequest) -> Perf:
     """Measure a callable inside an ordinary test: `perf(fn, bytes=..., flops=...)`."""

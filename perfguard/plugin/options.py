@@ -33,6 +33,7 @@ class Options:
     timeout_s: float | None = None  # --perfguard-timeout; None: TIMEOUT_BUDGETS times the case's budget; 0: never
     strict: bool = False  # --perfguard-strict (plugin/strict.py)
     max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
+    cases_file: Path | None = None  # --perfguard-cases: run only the node ids it lists
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -61,6 +62,7 @@ class Options:
             timeout_s=_parsed(config, "perfguard-timeout"),
             strict=bool(_value(config, "perfguard-strict")),
             max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
+            cases_file=_cases_file(config),
         )
         if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
             from perfguard.store.atomic import refuse_file_for_folder
@@ -145,6 +147,11 @@ def _profile(config: pytest.Config) -> str:
         # the operator table and trace a person needs; a laptop run does not pay for it unasked.
         return "regressed" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "none"
     return _parsed(config, "perfguard-profile")
+
+
+def _cases_file(config: pytest.Config) -> Path | None:
+    raw = _parsed(config, "perfguard-cases")
+    return None if raw is None else Path(config.invocation_params.dir, raw)
 
 
 def _refuse_spaced_folders(config: pytest.Config) -> None:

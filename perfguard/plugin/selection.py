@@ -3,7 +3,8 @@
 A baseline case that did not run is `missing` (a line each) when the run selected it, or would have
 had it still existed: the run left nothing out with -k, -m or --deselect, and its test paths take in
 the case's file. Any other was left out on purpose (`-k softmax` leaves out most of a suite): those
-are counted in one line, not compared.
+are counted in one line, not compared. `--perfguard-cases FILE` selects by a list of node ids (what
+`perfguard ab` re-runs): everything it does not list is deselected, and left out on purpose.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from perfguard.plugin.options import Options
 
 SELECTION = pytest.StashKey["Selection"]()
 
@@ -41,9 +44,27 @@ class Selection:
         if nodeid in self.selected:
             return True
         option = self.config.option
-        if getattr(option, "keyword", "") or getattr(option, "markexpr", "") or getattr(option, "deselect", None):
+        if (getattr(option, "keyword", "") or getattr(option, "markexpr", "") or getattr(option, "deselect", None)
+                or Options.of(self.config).cases_file is not None):
             return False  # a case that is gone might have been left out by these too: not missing
         return bool(nodeid) and any(_takes_in(self.config, arg, nodeid) for arg in self.config.args)
+
+
+def keep_listed(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under --perfguard-cases FILE: deselect every item whose node id FILE does not list."""
+    path = Options.of(config).cases_file
+    if path is None:
+        return
+    try:
+        listed = {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise pytest.UsageError(f"--perfguard-cases {path}: cannot read it ({exc.__class__.__name__}); "
+                                "give a file of node ids, one a line") from None
+    kept = [item for item in items if item.nodeid in listed]
+    left_out = [item for item in items if item.nodeid not in listed]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
 
 
 def _takes_in(config: pytest.Config, arg: str, nodeid: str) -> bool:

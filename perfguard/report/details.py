@@ -93,6 +93,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
     ]
     run = [
         ("test", r.nodeid or NA),
+        ("card", entry.card or r.device_uuid or NA),
         ("parameters", view.params_text(r) or "none"),
         ("setup, wall", ", ".join(d(s * 1e3) if s is not None else NA for s in (r.setup_s, r.wall_s))),
     ]

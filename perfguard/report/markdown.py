@@ -141,14 +141,16 @@ def _top_operator(e: Entry) -> str:
 def _table(out: _Budget, entries: list[Entry], devices: dict[str, Device], multi: bool) -> None:
     if not entries:
         return
-    header = ["case"] + (["device"] if multi else []) + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW",
-                                                                  "footprint"]
+    cards = any(e.card for e in entries)  # cases of one model on several cards (xdist, perfguard ab -n)
+    header = (["case"] + (["device"] if multi else []) + (["card"] if cards else [])
+              + ["verdict", "median ± CI", "Δ", "detects", "GB/s", "% peak BW", "footprint"])
     out.force("", f"<details><summary>All {len(entries)} case results</summary>", "",
               "| " + " | ".join(header) + " |", "|" + "---|" * (len(header) - 6) + "---:|" * 6)
     shown = 0
     for e in entries:
         r = e.result
         cells = [_md(e.case_id, table=True, code=True)] + ([_md(devices[e.device].info.name, table=True)] if multi else [])
+        cells += [_md(e.card or "-", table=True)] if cards else []
         mark = ROUGH if r is not None and rough(r) else ""
         cells += [_md(view.label(e.status), table=True), f"{mark}{units.duration(view.median(r))} {view.ci_text(r)}",
                   view.change(e.judged()), view.detects(e.judged()),

@@ -11,7 +11,7 @@ from perfguard.model import NEW_HINT, VERDICT_STATUSES, CaseResult, DeviceInfo, 
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
-from perfguard.report.view import deciding, footprint_text
+from perfguard.report.view import card_names, deciding, footprint_text
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -25,7 +25,8 @@ NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("reco
     "its tolerance", "their tolerances")
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
-STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "improved": {"green": True}}
+STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "inconclusive": {"yellow": True},
+         "improved": {"green": True}}
 
 
 def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
@@ -34,6 +35,8 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
     judged = {r.id: r.judged_metric for r in results}
     gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
     caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency" and judged.get(v.case_id) != "caller_latency"}
+    devices = list(devices)
+    cards = card_names(results, devices)  # a column only where cases of one model ran on several cards
     rows, errors = [], []
     for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
         if r.status == "error":
@@ -59,12 +62,14 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 (m.bound if m else None) or "-",
                 units.size(r.memory.peak_allocated_bytes if r.memory else None),
                 footprint_text(r),
+                *([cards.get(r.id, "-")] if cards else []),
             )
         )
     lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
     if rows:
-        widths = [max(len(str(row[i])) for row in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-        for row in [COLUMNS, *rows]:
+        header = (*COLUMNS, "card") if cards else COLUMNS
+        widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
     return lines + errors
 

@@ -39,6 +39,7 @@ class Entry:
     verdicts: tuple[Verdict, ...]
     created_at: str
     commit: str | None
+    card: str | None = None  # the card it ran on ("GPU 3 (GPU-8e6a1c2d)"), where the records used several of its model
 
     @functools.cached_property  # asked for by every column, count, sort and filter of a report
     def status(self) -> str:
@@ -103,6 +104,24 @@ def rank(status: str) -> int:
     return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
 
 
+def card_names(results: Sequence[CaseResult], devices: Sequence[DeviceInfo]) -> dict[str, str]:
+    """Case id -> the card it ran on, "GPU 3 (GPU-8e6a1c2d)" (NVML's index, the UUID's start), for the
+    cases of a device model the results measured on more than one card (xdist, perfguard ab -n);
+    nothing where every case of a model ran on one card."""
+    by_uuid = {d.uuid: d for d in devices if d.uuid}
+    cards: dict[str, set[str]] = {}
+    for r in results:
+        if r.device_uuid:
+            cards.setdefault(r.device, set()).add(r.device_uuid)
+    named = {}
+    for r in results:
+        if r.device_uuid and len(cards.get(r.device, ())) > 1:
+            index = getattr(by_uuid.get(r.device_uuid), "index", None)
+            short = r.device_uuid[:12]
+            named[r.id] = f"GPU {index} ({short})" if index is not None else short
+    return named
+
+
 def label(status: str) -> str:
     return STATUS_LABEL.get(status, status)
 
@@ -137,6 +156,10 @@ def merge(records: Sequence[RunRecord]) -> Merged:
             old = cases.setdefault(case_id, {}).get(slug)
             if old is None or old.result is None:
                 cases[case_id][slug] = Entry(case_id, slug, None, tuple(vs), record.created_at, record.commit)
+    named = card_names([e.result for by_device in cases.values() for e in by_device.values() if e.result],
+                       [d for record in records for d in record.devices])
+    cases = {case_id: {slug: dataclasses.replace(e, card=named.get(case_id)) if e.result and e.result.device_uuid else e
+                       for slug, e in by_device.items()} for case_id, by_device in cases.items()}
     order = list(devices)
     ordered = {
         case_id: dict(sorted(by_device.items(), key=lambda kv: order.index(kv[0])))

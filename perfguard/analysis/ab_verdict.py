@@ -1,0 +1,125 @@
+"""`perfguard ab`'s verdicts: each side's rounds, paired round by round (perfguard/analysis/paired.py).
+
+What a base revision and the working tree measured in the same rounds on one card judges the times
+(the judged figure and the caller's); new and missing cases and peak memory (deterministic) are
+judged as the baseline gate judges them (perfguard/analysis/verdict.py), on each side's rounds pooled.
+Pure functions of records: no files, no devices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from perfguard.analysis import paired, pooling, verdict
+from perfguard.model import CaseResult, RunRecord, Verdict
+
+TIME_METRICS = verdict.TIME_METRICS
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """The verdicts of both sides' rounds, and what the round loop needs to know of them."""
+
+    verdicts: tuple[Verdict, ...]
+    paired: dict[tuple[str, str], paired.Paired]  # (case id, metric) -> its paired figures
+    base: RunRecord  # each side's rounds pooled (samples not thinned)
+    head: RunRecord
+
+    def undecided(self, most_rounds: int) -> list[str]:
+        """The cases that more rounds could decide: a time inconclusive, its spread not hopeless."""
+        return sorted({case for (case, _), p in self.paired.items()
+                       if not p.decided and paired.rounds_needed(p, most_rounds) is not None})
+
+
+def judge_rounds(
+    base_rounds: Sequence[RunRecord],
+    head_rounds: Sequence[RunRecord],
+    *,
+    threshold_pct: float = verdict.DEFAULT_THRESHOLD_PCT,
+    memory_threshold_pct: float = verdict.DEFAULT_MEMORY_THRESHOLD_PCT,
+    baseline_file: str | None = None,
+    head_file: str | None = None,
+    most_rounds: int | None = None,
+) -> Judged:
+    """Round k of the base is `base_rounds[k]`, measured next to `head_rounds[k]`; a round may hold only
+    some cases (the ones still undecided). `most_rounds`: the rounds a case could still get, for
+    the hint of an inconclusive one."""
+    base, head = pooling.pool_records(base_rounds), pooling.pool_records(head_rounds)
+    pooled = verdict.compare_records(base, head, threshold_pct=threshold_pct, memory_threshold_pct=memory_threshold_pct,
+                                     baseline_file=baseline_file, head_file=head_file, base_rounds=base_rounds)
+    heads = {r.id: r for r in head.results}
+    figures: dict[tuple[str, str], paired.Paired] = {}
+    verdicts = []
+    for v in pooled:
+        if v.metric not in TIME_METRICS or v.status in ("new", "missing"):
+            verdicts.append(v)
+            continue
+        case = heads[v.case_id]
+        threshold = v.threshold_pct
+        medians = [(_median(b, v.metric), _median(h, v.metric)) for b, h in _pairs(v.case_id, base_rounds, head_rounds)]
+        p = paired.judge([b for b, _ in medians], [h for _, h in medians], threshold,
+                         bound=case.metrics.bound if case.metrics else None, host_clock=case.timer == "host-clock")
+        if p is None:
+            verdicts.append(dataclasses.replace(
+                v, status="inconclusive", message=f"{v.metric} inconclusive: measured in fewer than two rounds on both "
+                f"sides, so no round-to-round spread to judge it by; {_where(v)}"))
+            continue
+        figures[v.case_id, v.metric] = p
+        verdicts.append(_verdict(v, p, case, base_rounds, head_rounds, most_rounds))
+    return Judged(tuple(verdicts), figures, base, head)
+
+
+def _verdict(v: Verdict, p: paired.Paired, case: CaseResult, base_rounds: Sequence[RunRecord],
+             head_rounds: Sequence[RunRecord], most_rounds: int | None) -> Verdict:
+    caller = "the caller's time " if v.metric == "caller_latency" else ""
+    figures = f"{caller}{verdict._duration(p.base_ms)} → {verdict._duration(p.head_ms)} ({p.change_pct:+.1f}%)"
+    noise = f"{p.describe()}; smallest detectable change {p.detectable_pct:.1f}%"
+    status, hint = p.status, ""
+    if status in ("regressed", "improved"):
+        detail = f"{figures}, outside ±{p.tolerance_pct:.1f}%: {noise}"
+        throttled = sorted({reason for record in (*base_rounds, *head_rounds) for r in record.results
+                            if r.id == v.case_id and r.telemetry and r.telemetry.throttled
+                            for reason in r.telemetry.throttle_reasons or ("throttled",)})
+        if status == "regressed" and throttled:
+            status, hint = "unstable", "rerun on an idle, cool GPU"
+            detail = f"{figures}, measured while throttled ({', '.join(throttled)}), which may account for it; {noise}"
+        elif status == "improved":
+            hint = "the head is faster: nothing to do"
+    elif status == "same":
+        detail = f"{figures}, within ±{p.tolerance_pct:.1f}%: {noise}"
+    else:
+        detail = (f"{figures}, within ±{p.tolerance_pct:.1f}%, but a {p.threshold_pct:g}% change could have hidden in it: "
+                  f"{noise}")
+        needed = paired.rounds_needed(p, 10 * (most_rounds or p.rounds))
+        more = f" (about {needed} rounds would decide it)" if needed else ""
+        hint = (f"raise perfguard ab's --budget or --max-rounds{more}" if needed and (most_rounds is None or needed <= most_rounds)
+                else f"its spread is too wide for {p.threshold_pct:g}% here{more}: lock the GPU's clocks or quieten the "
+                "machine, or give the case a wider threshold=")
+    against = f" against {v.baseline_file}" if v.baseline_file else ""
+    env = f"; environment differs from the base: {', '.join(v.env_mismatch)}" if v.env_mismatch else ""
+    message = f"{v.metric} {status}: {detail}{against} (threshold {p.threshold_pct:g}%){f'; {hint}' if hint else ''}{env}"
+    return dataclasses.replace(
+        v, status=status, baseline=p.base_ms, current=p.head_ms, change_pct=p.change_pct, message=message,
+        baseline_runs=p.rounds, noise_pct=p.spread_pct, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
+    )
+
+
+def _pairs(case_id: str, base_rounds: Sequence[RunRecord], head_rounds: Sequence[RunRecord]
+           ) -> list[tuple[CaseResult, CaseResult]]:
+    """The case's results in the rounds where both sides measured it."""
+    out = []
+    for base, head in zip(base_rounds, head_rounds):
+        b = next((r for r in base.results if r.id == case_id and verdict._measured(r)), None)
+        h = next((r for r in head.results if r.id == case_id and verdict._measured(r)), None)
+        if b is not None and h is not None:
+            out.append((b, h))
+    return out
+
+
+def _median(result: CaseResult, metric: str) -> float:
+    return verdict._median(result, metric)
+
+
+def _where(v: Verdict) -> str:
+    return f"against {v.baseline_file}" if v.baseline_file else "against the base"

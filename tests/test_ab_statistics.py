@@ -1,0 +1,178 @@
+"""perfguard ab's statistics and sharding on constructed inputs: paired rounds (analysis/paired.py),
+the verdicts made of them (analysis/ab_verdict.py), and the assignment of tests to GPUs (ab/shards.py).
+Seeded random rounds stand for a card's noise, so every figure here is the same on every run."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import pytest
+
+from perfguard.ab import rounds, shards
+from perfguard.ab.sides import Side
+from perfguard.analysis import paired
+from perfguard.analysis.ab_verdict import judge_rounds
+from perfguard.errors import ConfigError
+from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing
+
+
+def rounds_of(change: float, spread_pct: float, n: int, rng: random.Random, centre: float = 1.0):
+    """n rounds of base and head medians: each side's round-to-round noise `spread_pct` (%, one s.d.)."""
+    base = [centre * math.exp(rng.gauss(0, spread_pct / 100)) for _ in range(n)]
+    head = [centre * (1 + change) * math.exp(rng.gauss(0, spread_pct / 100)) for _ in range(n)]
+    return base, head
+
+
+def sequential(change: float, spread_pct: float, rng: random.Random, first: int = 3, most: int = 16) -> paired.Paired:
+    """One case through perfguard ab's loop: `first` rounds, then one more while it is undecided and
+    could still be decided within `most` rounds."""
+    base, head = rounds_of(change, spread_pct, first, rng)
+    while True:
+        p = paired.judge(base, head, 1.0, bound="memory")
+        if p.decided or len(base) >= most or paired.rounds_needed(p, most) is None:
+            return p
+        b, h = rounds_of(change, spread_pct, 1, rng)
+        base += b
+        head += h
+
+
+def test_a_one_percent_slowdown_is_caught_where_the_spread_is_two_tenths_of_a_percent():
+    rng = random.Random(20)
+    verdicts = [sequential(0.01, 0.2, rng).status for _ in range(400)]
+    assert verdicts.count("regressed") >= 0.95 * 400, verdicts.count("regressed")
+
+
+def test_an_unchanged_case_never_fails_and_is_decided_same():
+    rng = random.Random(21)
+    verdicts = [sequential(0.0, 0.2, rng).status for _ in range(400)]
+    assert verdicts.count("regressed") == verdicts.count("improved") == 0
+    assert verdicts.count("same") >= 0.95 * 400
+
+
+def test_a_small_change_measured_precisely_is_same_not_regressed():
+    # +0.3% with a 0.02% spread over 8 rounds: real, and shown below the 1% threshold that matters.
+    p = paired.judge(*rounds_of(0.003, 0.02, 8, random.Random(3)), 1.0, bound="memory")
+    assert p.status == "same" and 0.2 < p.change_pct < 0.4 and p.detectable_pct < 1.0
+
+
+def test_a_noisy_case_is_inconclusive_never_same():
+    p = paired.judge(*rounds_of(0.0, 2.0, 6, random.Random(4)), 1.0, bound="memory")
+    assert p.status == "inconclusive" and p.detectable_pct > 1.0
+    assert paired.rounds_needed(p, 16) is None  # and not worth more rounds: hopeless within 16
+
+
+def test_few_rounds_that_agree_closely_get_the_prior_as_a_floor():
+    base, head = [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]
+    p = paired.judge(base, head, 1.0, bound="memory")
+    assert p.floored and p.spread_pct == pytest.approx(paired.FLOOR_PCT["memory"])
+    assert "a prior, the floor while rounds are few" in p.describe()
+    later = paired.judge(base + [1.0], head + [1.0], 1.0, bound="memory")
+    assert not later.floored and later.spread_pct < p.spread_pct  # from TRUSTED_ROUNDS on, the rounds' own
+
+
+def test_a_drift_shared_by_each_round_and_reversed_every_other_round_cancels():
+    # The card slows by 1% a run, over the whole job: ABBA order puts it on head in even rounds, on base
+    # in odd ones; the pairs' mean is unmoved by it.
+    base, head, t = [], [], 0
+    for k in range(6):
+        for side in (("base", "head") if k % 2 == 0 else ("head", "base")):
+            (base if side == "base" else head).append(1.0 * (1.01 ** t))
+            t += 1
+    p = paired.judge(base, head, 5.0)
+    assert abs(p.change_pct) < 0.01 and p.status != "regressed"
+
+
+def test_fewer_than_two_rounds_give_no_paired_figures():
+    assert paired.judge([1.0], [1.1], 1.0) is None
+
+
+# --- verdicts from round records -------------------------------------------------------------
+
+
+CPU = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a")
+
+
+def result(case: str, median: float, **telemetry: object) -> CaseResult:
+    lat = Latency(median_ms=median, mean_ms=median, min_ms=median, max_ms=median, p10_ms=median, p90_ms=median,
+                  iqr_ms=0, ci_low_ms=median, ci_high_ms=median, n=50, stop_reason="precision")
+    return CaseResult(id=case, name=case, status="ok", device="cpu-a", nodeid=f"t.py::{case}", timer="cuda-events",
+                      timings={"latency": Timing(lat, (median,) * 50)}, telemetry=Telemetry(**telemetry) if telemetry else None)
+
+
+def record(*results: CaseResult) -> RunRecord:
+    return RunRecord(created_at="2026-12-01T00:00:00+00:00", perfguard_version="0", devices=(CPU,), results=results)
+
+
+def test_judged_rounds_give_paired_verdicts_and_name_the_undecided():
+    rng = random.Random(7)
+    fast, noisy = rounds_of(0.05, 0.05, 5, rng), rounds_of(0.0, 3.0, 5, rng)
+    bases = [record(result("fast", fast[0][k]), result("noisy", noisy[0][k])) for k in range(5)]
+    heads = [record(result("fast", fast[1][k]), result("noisy", noisy[1][k])) for k in range(5)]
+    judged = judge_rounds(bases, heads, baseline_file="base main")
+    by_case = {v.case_id: v for v in judged.verdicts if v.metric == "latency"}
+    assert by_case["fast"].status == "regressed" and by_case["fast"].baseline_runs == 5
+    assert "paired on one card" in by_case["fast"].message and "against base main" in by_case["fast"].message
+    assert by_case["noisy"].status == "inconclusive"
+    assert judged.undecided(most_rounds=1000) == ["noisy"] and judged.undecided(most_rounds=5) == []
+
+
+def test_a_slowdown_measured_while_throttled_is_unstable_not_regressed():
+    bases = [record(result("c", 1.0 + 0.0001 * k)) for k in range(5)]
+    heads = [record(result("c", 1.2 + 0.0001 * k, throttled=k == 2, throttle_reasons=("hw_slowdown",) if k == 2 else ()))
+             for k in range(5)]
+    (v,) = [v for v in judge_rounds(bases, heads).verdicts if v.metric == "latency"]
+    assert v.status == "unstable" and "hw_slowdown" in v.message
+
+
+# --- sharding ----------------------------------------------------------------------------------
+
+
+IDS = [f"suite/test_ops.py::op[n={n}-{dtype}]" for n in (1, 2, 3, 4, 5) for dtype in ("fp16", "fp32", "bf16")]
+
+
+def test_the_assignment_depends_on_the_ids_alone_and_is_balanced():
+    assignment = shards.assign(IDS, 4)
+    assert assignment == shards.assign(reversed(IDS + IDS[:3]), 4)  # order and repeats do not matter
+    counts = [list(assignment.values()).count(i) for i in range(4)]
+    assert max(counts) - min(counts) <= 1 and sum(counts) == len(IDS)
+
+
+def test_base_and_head_split_their_ids_by_one_assignment():
+    base, head = IDS[:-1], IDS[1:]  # head added one case, dropped another
+    assignment = shards.assign(base + head, 3)
+    split_base, split_head = shards.split(base, assignment, 3), shards.split(head, assignment, 3)
+    for nodeid in set(base) & set(head):
+        assert [nodeid in s for s in split_base] == [nodeid in s for s in split_head]
+
+
+def test_each_shard_gets_its_own_gpu_and_more_shards_than_gpus_is_refused():
+    plan = shards.plan(2, ("0", "1", "2"))
+    assert [(s.index, s.gpu) for s in plan] == [(0, "0"), (1, "1")]
+    side = Side("head", "working tree", None, None, "/x")  # type: ignore[arg-type]
+    assert rounds.environment(side, plan[1])["CUDA_VISIBLE_DEVICES"] == "1"
+    with pytest.raises(ConfigError, match="-n 4: only 3 GPU"):
+        shards.plan(4, ("0", "1", "2"))
+    assert [s.gpu for s in shards.plan(2, ())] == [None, None]  # a CPU: the shards inherit its environment
+    assert shards.plan(1, ("0", "1")) == [shards.Shard(0, None)]  # one shard: the environment as it is
+
+
+# --- the reports name each case's card where a run used several ---------------------------------
+
+
+def test_the_reports_name_each_cases_card_when_a_model_ran_on_several():
+    from perfguard.report.html import render_html
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import table
+
+    h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
+    cards = [dataclasses.replace(h200, uuid=f"GPU-{i}aaaaaaa-1111", index=i) for i in (0, 3)]
+    results = tuple(dataclasses.replace(result(c, 1.0), device="nvidia-h200", device_uuid=cards[k].uuid)
+                    for k, c in enumerate(("left", "right")))
+    run = RunRecord(created_at="2026-12-01T00:00:00+00:00", perfguard_version="0", devices=tuple(cards), results=results)
+    lines = table(run.results, run.devices)
+    assert lines[1].split()[-1] == "card" and "GPU 3 (GPU-3aaaaaaa)" in next(line for line in lines if line.startswith("right"))
+    assert "GPU 0 (GPU-0aaaaaaa)" in render_html([run]) and "GPU 3 (GPU-3aaaaaaa)" in render_markdown([run])
+    one_card = dataclasses.replace(run, results=tuple(dataclasses.replace(r, device_uuid=cards[0].uuid) for r in results))
+    assert "card" not in table(one_card.results, one_card.devices)[1].split()  # one card: no column
