@@ -208,7 +208,18 @@ def test_a_block_live_before_the_call_that_no_capture_names_is_unknown_and_so_is
     trace.alloc(1000, 10)
     trace.label("backward")
     trace.free(1000)
-    assert named(trace.walk()) == {"parameters": 400, "unknown": 112 + 32, "activations": 10}
+    result = trace.walk()
+    assert named(result) == {"parameters": 400, "unknown": 112 + 32, "activations": 10}
+    assert result.unnamed_reason == (
+        "112 B in 1 block: the allocator's rounding past the tensors held; "
+        "32 B in 1 block: live before the call and holding no parameter, buffer, gradient, optimizer state or input the call used")
+
+
+def test_a_peak_named_in_full_has_no_unnamed_reason():
+    trace = Trace(start=[(100, 400), (200, 400), (300, 400), (50, 64)])
+    step(trace)
+    result = trace.walk()
+    assert result.bytes["unknown"] == 0 and result.unnamed_reason is None
 
 
 def test_markers_count_toward_no_category():

@@ -1,6 +1,7 @@
-"""`memory_breakdown=True`: bytes at a training step's peak by category, from torch's memory profiler.
+"""`memory_breakdown=True`: bytes at a training step's peak by category.
 
-On the CPU (torch's profiler categorises CPU tensors too) an MLP with Adam is measured for real:
+On the CPU (the profiler's memory events, perfguard/measure/profiler_history.py) an MLP with Adam is
+measured for real:
 parameters are exactly numel x element size, Adam's state twice that (plus its step counters, which
 live on the parameters' device on a CPU), gradients as many bytes as the parameters when the peak
 falls in the optimizer step, activations on top when the peak falls in the backward pass. The same
@@ -91,9 +92,37 @@ def test_parameters_are_numel_times_element_size_and_adam_state_twice_that(optim
     assert parts.optimizer_state == nbytes(state) == 2 * params + nbytes(steps)
 
 
-def test_on_a_cpu_the_profiler_takes_the_breakdown_and_says_so(optimizer_bound):
+def test_on_a_cpu_the_profiler_takes_the_breakdown_and_says_where_the_peak_fell(optimizer_bound):
     parts = optimizer_bound[0].memory_breakdown
-    assert parts.method == "profiler" and parts.peak_phase is None and parts.buffers == 0
+    assert parts.method == "profiler" and parts.peak_phase == "optimizer" and parts.peak_at == "Adam"
+    assert parts.buffers == 0 and parts.unknown == 0 and parts.unnamed_reason is None
+
+
+def test_a_block_the_profiler_saw_made_before_the_call_and_nothing_names_is_unknown_and_says_why():
+    """The CPU allocator reports the free of a block made while an earlier profile ran, with its size:
+    live from the call's start until that free, tied to no tensor the step used."""
+    import torch
+
+    from perfguard.measure import breakdown
+    from perfguard.measure.device import detect
+
+    held = {}
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True):
+        held["cache"] = torch.ones(2**18)  # 1 MiB
+
+    model = torch.nn.Linear(64, 64)
+    x = torch.randn(8, 64)
+
+    def step():
+        model(x).sum().backward()
+        model.zero_grad(set_to_none=True)
+        held.pop("cache", None)
+
+    parts = breakdown.measure(step, detect("cpu"))
+    assert parts.error is None and parts.unknown == 2**20, parts
+    assert parts.parameters == 64 * 64 * 4 + 64 * 4 and parts.inputs == 8 * 64 * 4
+    assert parts.unnamed_reason == (
+        "1.0 MiB in 1 block: live before the call and holding no parameter, buffer, gradient, optimizer state or input the call used")
 
 
 def test_at_a_peak_in_the_optimizer_step_every_gradient_is_live(optimizer_bound):
@@ -163,9 +192,9 @@ def test_a_record_written_before_the_breakdown_existed_still_loads():
     assert loaded.memory_breakdown is None
 
 
-def test_a_breakdown_written_before_buffers_phase_and_method_existed_still_loads():
+def test_a_breakdown_written_before_buffers_phase_method_and_unnamed_reason_existed_still_loads():
     data = json.loads(dumps(record_of(CaseResult(id="s", name="s", status="ok", memory_breakdown=MemoryBreakdown(parameters=8)))))
-    for name in ("buffers", "peak_phase", "peak_at", "method"):
+    for name in ("buffers", "peak_phase", "peak_at", "method", "unnamed_reason"):
         del data["results"][0]["memory_breakdown"][name]
     (loaded,) = loads_record(json.dumps(data), "old.json").results
     assert loaded.memory_breakdown == MemoryBreakdown(parameters=8)
@@ -196,7 +225,21 @@ def test_the_html_report_draws_a_bar_per_category_and_shows_why_one_is_missing(o
     for name in ("parameters", "gradients", "optimizer state"):
         assert f'title="{name}: ' in page, name
     assert "memory breakdown failed: &lt;b&gt;x&lt;/b&gt;" in page
-    assert "<p class=\"extra\">from the profiler</p>" in page
+    assert "<p class=\"extra\">peak in optimizer at Adam; from the profiler</p>" in page
+    assert 'class="extra unnamed"' not in page  # the profiler named the whole peak
+
+
+def test_the_html_report_says_how_much_is_unnamed_and_why():
+    from perfguard.report.html import render_html
+
+    parts = MemoryBreakdown(parameters=3 * 2**20, unknown=2**20, method="profiler",
+                            unnamed_reason="1.0 MiB in 1 block <script>live</script> before the call")
+    old = MemoryBreakdown(parameters=3 * 2**20, unknown=2**20)  # a record written before the reason was
+    page = render_html([record_of(CaseResult(id="s", name="s", status="ok", memory_breakdown=parts),
+                                  CaseResult(id="old", name="old", status="ok", memory_breakdown=old))])
+    assert ('<p class="extra unnamed">unknown 1.0 MiB, 25.0% of the peak: 1.0 MiB in 1 block '
+            "&lt;script&gt;live&lt;/script&gt; before the call</p>") in page
+    assert "unknown 1.0 MiB, 25.0% of the peak (the record says not why: written before perfguard said it)" in page
 
 
 def test_the_case_detail_says_where_the_peak_fell_and_how_it_was_taken():
@@ -212,6 +255,28 @@ def test_the_case_detail_says_where_the_peak_fell_and_how_it_was_taken():
         "peak in backward at GPT.h.1.mlp at model.py:57 (forward); from the allocator history")
     assert note(peak_phase="start", method="allocator history") == "peak before the call; from the allocator history"
     assert note() is None  # a record written before either was said
+
+
+
+def test_the_markdown_and_the_terminal_name_a_breakdown_that_leaves_a_tenth_of_its_peak_unnamed():
+    from perfguard.report.markdown import render_markdown
+    from perfguard.report.terminal import record_lines
+
+    def case(id, unknown, reason=None):
+        parts = MemoryBreakdown(parameters=9 * 2**20, unknown=unknown, unnamed_reason=reason, method="profiler")
+        return CaseResult(id=id, name=id, status="ok", memory_breakdown=parts)
+
+    run = record_of(case("step_b4", 2**20, "1.0 MiB in 1 block: live <b>before</b> the call"),
+                    case("step_b8", 2**20 - 1, "just under a tenth"), case("old", 2**20))
+    said = "step_b4: the memory breakdown leaves 1.0 MiB (10.0% of its peak) unnamed: 1.0 MiB in 1 block: live"
+    lines = record_lines(run)
+    assert any(line.startswith(said) and line.endswith("<b>before</b> the call") for line in lines), lines
+    assert any(line.startswith("old: ") and line.endswith("the record does not say why (written before perfguard said it)")
+               for line in lines), lines
+    assert not any("step_b8" in line for line in lines)
+    md = render_markdown([run])
+    assert ("- step\\_b4: the memory breakdown leaves 1.0 MiB (10.0% of its peak) unnamed: "
+            "1.0 MiB in 1 block: live &lt;b&gt;before&lt;/b&gt; the call\n") in md, md
 
 
 # --- through the plugin ---------------------------------------------------------------------------

@@ -30,6 +30,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from perfguard import units
+
 # The categories a breakdown reports, and the identities among them, strongest claim first: a block
 # that holds a parameter is a parameter even when the optimizer's state also points into it.
 IDENTITIES = ("parameters", "buffers", "gradients", "optimizer_state", "inputs")
@@ -41,6 +43,9 @@ PASSES = (FORWARD, RECOMPUTE)  # the phases whose surviving allocations are acti
 START = "start"  # the peak's phase when nothing in the call rose above what was live before it
 
 FREES = ("free_requested", "free_completed")
+# Why a byte is unknown: the two ways a block live at the peak is tied to nothing the call named.
+UNNAMED_BEFORE = "live before the call and holding no parameter, buffer, gradient, optimizer state or input the call used"
+UNNAMED_BEYOND = "the allocator's rounding past the tensors held"
 PREFIX = "perfguard"
 
 
@@ -100,6 +105,15 @@ class Attribution:
     peak_label: Label | None = None
     peak_frame: str | None = None  # "train.py:88 (forward)": the innermost frame outside the libraries
     error: str | None = None
+    # What the `unknown` bytes are: bytes per reason (UNNAMED_BEFORE, UNNAMED_BEYOND) and blocks per reason.
+    unnamed: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def unnamed_reason(self) -> str | None:
+        """Why the unknown bytes could not be named, in a sentence; None when there are none."""
+        said = [f"{units.size(n)} in {k} block{'s' if k != 1 else ''}: {why}"
+                for why, (n, k) in sorted(self.unnamed.items(), key=lambda kv: -kv[1][0]) if n]
+        return "; ".join(said) or None
 
     @property
     def peak_phase(self) -> str | None:
@@ -190,16 +204,21 @@ def attribute(
 
     ends = _span_ends(labels, spans, position, len(entries))
     parts = dict.fromkeys(CATEGORIES, 0)
+    unnamed: dict[str, tuple[int, int]] = {}
     for block in blocks:
         if block.born <= peak_index and (block.died is None or block.died > peak_index):
             for category, nbytes in _classify(block, labels, spans, ends):
+                if category in (UNNAMED_BEFORE, UNNAMED_BEYOND):
+                    n, k = unnamed.get(category, (0, 0))
+                    unnamed[category] = (n + nbytes, k + (nbytes > 0))
+                    category = "unknown"
                 parts[category] += nbytes
     label = frame = None
     if peak_index >= 0:  # else the peak is what was live before the call
         tag = parse(entries[peak_index].get("user_metadata"), token)
         label = labels[tag[0]] if tag and tag[0] < len(labels) else Label(-1, CALL)
         frame = _user_frame(entries[peak_index].get("frames") or (), library_dirs)
-    return Attribution(parts, peak_bytes=peak, peak_index=peak_index, peak_label=label, peak_frame=frame)
+    return Attribution(parts, peak_bytes=peak, peak_index=peak_index, peak_label=label, peak_frame=frame, unnamed=unnamed)
 
 
 def _free(live: dict[int, _Block], addr: int, i: int) -> int:
@@ -261,9 +280,9 @@ def _classify(block: _Block, labels: Sequence[Label], spans: dict[int, tuple[int
             nbytes = min(identity.nbytes, left)
             out.append((identity.kind, nbytes))
             left -= nbytes
-        return [*out, ("unknown", left)]
+        return [*out, (UNNAMED_BEYOND, left)]
     if block.born < 0:
-        return [("unknown", block.size)]
+        return [(UNNAMED_BEFORE, block.size)]
     span = spans.get(block.seq) if block.seq is not None and block.seq < len(labels) else None
     if span is None:
         return [("temporaries", block.size)]

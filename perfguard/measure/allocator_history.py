@@ -70,7 +70,8 @@ def measure(fn: Callable[[], Any], device: DeviceInfo) -> MemoryBreakdown:
     if found.error:
         return MemoryBreakdown(error=f"memory breakdown: {found.error}", method=METHOD)
     return MemoryBreakdown(**{k: found.bytes[k] for k in attribution.CATEGORIES},
-                           peak_phase=found.peak_phase, peak_at=found.peak_at, method=METHOD)
+                           peak_phase=found.peak_phase, peak_at=found.peak_at, unnamed_reason=found.unnamed_reason,
+                           method=METHOD)
 
 
 def _record(memory: Any) -> None:

@@ -4,7 +4,9 @@
 nn.Module's forward, torch.autograd.backward and torch.autograd.grad, and every optimizer's step, and
 at each change of phase or module it hands the allocator a new label (`set_label`, in practice
 torch.cuda.memory._set_memory_metadata: every allocation after it carries it) preceded by a marker
-allocation under a marker label (`marker`), so the trace itself holds the label's position. Labels
+allocation under a marker label (`marker`), so the trace itself holds the label's position. Where the
+allocator takes no labels (a CPU), the marker is a profiler event named after the label instead
+(perfguard/measure/profiler_history.py). Labels
 are numbered; perfguard/analysis/attribution.py reads them back.
 
 - forward: a module's forward pre-hook labels "forward <module>"; its forward hook labels the module

@@ -154,23 +154,27 @@ class MemoryBreakdown:
     Taken for cases declared with `memory_breakdown=True` (perfguard/measure/breakdown.py). On CUDA,
     `method` "allocator history": the caching allocator's history of the call, each allocation
     labelled with the phase and module it was made in (perfguard/analysis/attribution.py); on a CPU,
-    or under a torch whose allocator takes no labels, "profiler": the PyTorch memory profiler's
-    categories. The byte fields sum to the peak. `error` says why none could be taken (they are 0).
+    or under a torch whose allocator takes no labels, "profiler": the PyTorch profiler's memory
+    events of the call, labelled and walked the same way (perfguard/measure/profiler_history.py). The byte fields sum to the
+    peak. `error` says why none could be taken (they are 0); `unnamed_reason` what the `unknown` bytes
+    are and why nothing names them.
     """
 
     parameters: int = 0
-    buffers: int = 0  # modules' registered buffers (allocator history; the profiler has no such category)
+    buffers: int = 0  # modules' registered buffers
     gradients: int = 0  # the parameters' .grad
     optimizer_state: int = 0
     activations: int = 0  # made in a forward pass (or a recomputation) and still live when it ended
     temporaries: int = 0  # made in the call and freed within its pass, or made in backward or the optimizer step
     inputs: int = 0  # data fed to the model
-    autograd_detail: int = 0  # profiler only: tensors the backward pass makes for its own bookkeeping
-    unknown: int = 0  # live before the call and no known tensor (history); tied to no tensor (profiler)
+    # Records before 2026-12-01 only (torch's memory-profiler categories): the backward's own bookkeeping.
+    autograd_detail: int = 0
+    unknown: int = 0  # live before the call and held no tensor the call named, or allocator rounding
     error: str | None = None
     peak_phase: str | None = None  # "forward", "backward", "recompute", "optimizer", "call" or "start"
     peak_at: str | None = None  # the module (or optimizer) and the user's line whose allocation reached the peak
     method: str | None = None  # "allocator history" or "profiler"; None in records written before it was said
+    unnamed_reason: str | None = None  # why `unknown` is not 0, per reason; None when it is, or in older records
 
     @property
     def peak_bytes(self) -> int:

@@ -8,13 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
-from perfguard.model import CaseResult, DeviceInfo, RunRecord
+from perfguard.model import CaseResult, DeviceInfo, MemoryBreakdown, RunRecord
 
 if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
     from perfguard.analysis.scaling import Scaling
 
 LAUNCH_ADVICE = 'capture the calls in a CUDA graph (mode="graph") or fuse the kernels'
 NAMED = 5  # cases named in the line; the rest are counted
+UNNAMED_NOTED = 0.10  # a memory breakdown that leaves this share of its peak unknown gets a line of its own
 
 
 def launch_bound(results: Iterable[CaseResult]) -> list[CaseResult]:
@@ -129,7 +130,8 @@ def run_line(record: RunRecord) -> str | None:
 
 def case_lines(results: Iterable[CaseResult]) -> list[str]:
     """What the cases did that their figures do not show: outputs nobody checked (NaN or inf among them),
-    and torch settings a case changed and left changed (perfguard put them back after it)."""
+    torch settings a case changed and left changed (perfguard put them back after it), and memory
+    breakdowns that could not name a tenth of their peak."""
     results = sorted(results, key=lambda r: r.id)
     ran = [r for r in results if r.outputs]
     lines = []
@@ -143,7 +145,18 @@ def case_lines(results: Iterable[CaseResult]) -> list[str]:
         lines.append(f"outputs not checked: {len(unchecked)} of {len(ran)} case(s) declare no check=")
     lines += [f"{r.id} changed torch's {', '.join(r.restored_state)} and left it so; perfguard restored it after the case"
               for r in results if r.restored_state]
-    return lines
+    return lines + [line for r in results if (line := unnamed_line(r))]
+
+
+def unnamed_line(r: CaseResult) -> str | None:
+    """A line for a case whose memory breakdown leaves a tenth of its peak or more unknown, with why."""
+    parts = getattr(r, "memory_breakdown", None)
+    # Reports take what records hold, and tests hand them mappings: only a breakdown says its share.
+    if not isinstance(parts, MemoryBreakdown) or parts.error or not parts.peak_bytes or parts.unknown < UNNAMED_NOTED * parts.peak_bytes:
+        return None
+    why = parts.unnamed_reason or "the record does not say why (written before perfguard said it)"
+    return (f"{r.id}: the memory breakdown leaves {units.size(parts.unknown)} "
+            f"({units.percent(parts.unknown / parts.peak_bytes)} of its peak) unnamed: {why}")
 
 
 def ranked_scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[Scaling]:

@@ -212,6 +212,19 @@ def breakdown_note(entry: Entry) -> str | None:
     return "; ".join(facts) or None
 
 
+def breakdown_unnamed(entry: Entry) -> str | None:
+    """What the breakdown could not name and why ("unknown 1.0 MiB, 12.5% of the peak: 1.0 MiB in 1
+    block live before the call, ..."); None when it named the whole peak or says nothing."""
+    value = getattr(entry.result, "memory_breakdown", None)
+    fields = _as_dict(value) if value is not None else {}
+    unknown, reason = fields.get("unknown"), fields.get("unnamed_reason")
+    peak = getattr(value, "peak_bytes", None)
+    if not isinstance(unknown, int) or unknown <= 0 or not peak:
+        return None
+    said = f"unknown {units.size(unknown)}, {units.percent(unknown / peak)} of the peak"
+    return f"{said}: {reason}" if reason else f"{said} (the record says not why: written before perfguard said it)"
+
+
 def breakdown_missing(entry: Entry) -> str:
     """Why a case has no breakdown: the profiler's reason when it was asked for and failed, else how to ask."""
     error = getattr(getattr(entry.result, "memory_breakdown", None), "error", None)

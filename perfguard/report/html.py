@@ -28,6 +28,7 @@ from perfguard.report.details import (
     breakdown,
     breakdown_missing,
     breakdown_note,
+    breakdown_unnamed,
     environment,
     message,
     profile_note,
@@ -292,6 +293,7 @@ def _environment() -> Any:
         label=view.label, when=view.when, versions=view.versions, duration=units.duration,
         sections=sections, kernel_rows=work.kernel_rows, work_changes=work.changes, environment=environment, message=message, profile_table=profile_table, profile_note=profile_note,
         breakdown=breakdown, breakdown_missing=breakdown_missing, breakdown_note=breakdown_note,
+        breakdown_unnamed=breakdown_unnamed,
         histogram=_histogram, by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
     )
     return env
