@@ -233,13 +233,13 @@ def inject(out: Path, runs: int, which: list[str]) -> None:
         print(f"{row[0]:22} {row[1]:12} {row[2]:14} {row[3]:10} {row[4]:28} {row[5]}")
 
 
-def cost(out: Path) -> None:
-    """The counting pass's share of the wall time of `pytest --perfguard suites/`, from one run's record:
-    each case's counting pass (Counters.wall_s) over its setup, measurement and counting together."""
+def cost(out: Path, paths: list[str]) -> None:
+    """The counting pass's share of the wall time of `pytest --perfguard PATHS` (default suites/), from one
+    run's record: each case's counting pass (Counters.wall_s) over its setup, measurement and counting together."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     report = out / "cost"
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/", "--perfguard",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths, "--perfguard",
                            f"--perfguard-report={report}", f"--perfguard-baselines={out / 'cost-baselines'}"],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -248,7 +248,7 @@ def cost(out: Path) -> None:
     counted = sum(r.counters.wall_s or 0 for r in rec.results if r.counters)
     cases = sum((r.setup_s or 0) + (r.wall_s or 0) for r in rec.results) + counted
     problems = [r.counters_problem for r in rec.results if r.counters_problem]
-    print(f"\n{datetime.date.today()}: pytest --perfguard suites/: exit {done.returncode}, {wall:.1f} s of wall time, "
+    print(f"\n{datetime.date.today()}: pytest --perfguard {' '.join(paths)}: exit {done.returncode}, {wall:.1f} s of wall time, "
           f"{len(rec.results)} cases; counting passes {counted:.1f} s = {100 * counted / wall:.1f}% of the run's wall time "
           f"({100 * counted / max(cases, 1e-9):.1f}% of the cases' own time); {len(problems)} case(s) without counters")
     for line in problems[:5]:
@@ -262,6 +262,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=3, help="runs per stage (record: the baseline's runs)")
     parser.add_argument("--inject", nargs="*", default=list(INJECTIONS), choices=list(INJECTIONS))
+    parser.add_argument("--cost-paths", nargs="+", default=["suites/"], help="what the cost stage runs (default: suites/)")
     args = parser.parse_args()
     args.stages = args.stages or ["record", "judge", "inject"]
     if set(args.stages) - {"record", "judge", "inject", "cost"}:
@@ -279,7 +280,7 @@ def main() -> None:
     if "inject" in args.stages:
         inject(out, args.runs, args.inject)
     if "cost" in args.stages:
-        cost(out)
+        cost(out, args.cost_paths)
     summary = {"date": str(datetime.date.today()), "stages": args.stages}
     (out / "summary.json").write_text(json.dumps(summary))
 

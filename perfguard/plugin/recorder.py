@@ -284,7 +284,9 @@ class Recorder:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    # Milliseconds: a run is told from another by when it was made (analysis/series.identity), and two
+    # runs of one case can end within a second (a fast case, a fast machine).
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _fits(record: RunRecord) -> list[Scaling] | None:
