@@ -36,7 +36,7 @@ from perfguard.analysis.scaling import scalings  # noqa: E402
 from perfguard.measure import breakdown, runner  # noqa: E402
 from perfguard.measure.device import detect  # noqa: E402
 from perfguard.measure.timers import SamplingRule  # noqa: E402
-from perfguard.model.records import BREAKDOWN_BYTES  # noqa: E402
+from perfguard.model.measured import BREAKDOWN_BYTES  # noqa: E402
 
 MIB = 2**20
 # Small enough to step in well under a second on a CPU; the first's peak falls in AdamW's step, the

@@ -92,7 +92,7 @@ def _shown(raw: Any) -> str:
     return repr(raw) if isinstance(raw, str) else repr(str(raw))
 
 
-# The work counters (perfguard.model.records.CounterKind's words; a test holds them equal).
+# The work counters (perfguard.model.measured.CounterKind's words; a test holds them equal).
 COUNTER_KINDS = ("kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops")
 
 

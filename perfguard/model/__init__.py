@@ -1,4 +1,5 @@
-"""The run record: what a run measured, as frozen dataclasses (`records`), and the only JSON
+"""The run record: what a run measured, as frozen dataclasses (`records`, with what a measurement holds
+besides times in `measured` and what a baseline keeps in `baseline`), and the only JSON
 (de)serialisation (`codec`), with a schema version. Import from here: `from perfguard.model import RunRecord, dumps`.
 """
 
@@ -12,49 +13,53 @@ from perfguard.model.codec import (
     round_sig,
     to_jsonable,
 )
-from perfguard.model.records import (
+from perfguard.model.baseline import (
     BaselineEntry,
     BaselineFile,
-    CASE_STATUSES,
-    REGIMES,
     Calibration,
-    CaseResult,
-    DeviceInfo,
-    JUDGED_BY,
-    JudgedBy,
-    Latency,
-    MAX_BASELINE_SAMPLES,
-    MAX_STORED_SAMPLES,
-    Memory,
-    MemoryBreakdown,
-    NEW_HINT,
-    Metrics,
-    POWER_CAP,
-    Profile,
-    ProfileOp,
-    RunRecord,
-    RunSummary,
-    SCHEMA_VERSION,
-    SIGNIFICANT_DIGITS,
-    Telemetry,
-    VERDICT_STATUSES,
-    Verdict,
     run_summary,
-    thin_samples,
+    RunSummary,
+    RunTime,
+)
+from perfguard.model.measured import (
     COUNTER_KINDS,
     COUNTER_LABELS,
     CounterKind,
     Counters,
-    thin_timings,
+    Memory,
+    MemoryBreakdown,
+    Metrics,
+    POWER_CAP,
+    Profile,
+    ProfileOp,
+    Telemetry,
+)
+from perfguard.model.records import (
+    CASE_STATUSES,
+    CaseResult,
     CaseStatus,
+    DeviceInfo,
+    JUDGED_BY,
+    judged_metric,
+    JudgedBy,
+    Latency,
+    MAX_BASELINE_SAMPLES,
+    MAX_STORED_SAMPLES,
+    NEW_HINT,
     Regime,
-    RunTime,
+    REGIMES,
+    RunRecord,
+    SCHEMA_VERSION,
+    SIGNIFICANT_DIGITS,
+    thin_samples,
+    thin_timings,
     TIME_LABELS,
     TIME_METRICS,
     TimeMetric,
     Timing,
+    Verdict,
+    VERDICT_STATUSES,
     VerdictStatus,
-    judged_metric,
 )
 
 __all__ = [

@@ -18,16 +18,9 @@ from typing import Any
 
 from perfguard.errors import BaselineError
 from perfguard.model import names
-from perfguard.model.records import (
-    BaselineFile,
-    CaseResult,
-    DeviceInfo,
-    Latency,
-    Memory,
-    Profile,
-    RunRecord,
-    RunTime,
-)
+from perfguard.model.baseline import BaselineFile, RunTime
+from perfguard.model.measured import Memory, Profile
+from perfguard.model.records import CaseResult, DeviceInfo, Latency, RunRecord
 
 REFUSED = "refused: re-record the file, or restore it from version control"
 

@@ -19,7 +19,8 @@ from perfguard.errors import BaselineError
 from perfguard.model import migration
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
-from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, BaselineFile, RunRecord, run_summary
+from perfguard.model.baseline import BaselineFile, run_summary
+from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)

@@ -1,0 +1,98 @@
+"""What a baseline keeps, frozen: per case the summaries of its runs (the run, not the call, is the
+unit of evidence) and the newest run's result; per GPU model, its file and calibration."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Literal
+
+from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, Regime, TimeMetric, Timing
+
+@dataclasses.dataclass(frozen=True)
+class RunTime:
+    """One kind of time of one run, as a baseline keeps it."""
+
+    median_ms: float
+    n: int | None = None  # samples behind the median; None in a run migrated from schema 2 that did not keep it
+    ci_half_pct: float | None = None  # the run's own 95% half-width of the median, percent
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """One independent run of a case, as a baseline keeps it: the run, not the call, is the unit of
+    evidence (calls within a run share its clocks, card and host; runs do not)."""
+
+    recorded_at: str
+    timings: dict[TimeMetric, RunTime] = dataclasses.field(default_factory=dict)
+    sm_clock_mhz: float | None = None  # mean SM clock while it ran (NVML)
+    power_capped: bool = False
+    peak_allocated_bytes: int | None = None
+    device_uuid: str | None = None
+    host: str | None = None
+    commit: str | None = None
+    regime: Regime | Literal[""] = ""  # "" in a run migrated from schema 2, which did not keep it
+
+    def median_of(self, metric: str) -> float | None:
+        timing = self.timings.get(metric)  # type: ignore[call-overload]
+        return timing.median_ms if timing else None
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineEntry:
+    """One case in a baseline file: the summaries of its last runs (oldest first) and the newest
+    run's result (samples capped), with when, where and under what that run was recorded."""
+
+    recorded_at: str
+    commit: str | None
+    fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() at recording time
+    result: CaseResult
+    runs: tuple[RunSummary, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """What `perfguard calibrate` measured on this GPU model: its copy bandwidth and matmul rates."""
+
+    measured_at: str
+    fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() when measured
+    copy_gbps: float  # a large device-to-device copy, read + write bytes over the median time
+    copy_bytes: int  # the size of the copied buffer
+    tflops: dict[str, float]  # median matmul rate by dtype ("bf16", "fp16", "tf32", "fp32", "fp64")
+    matmul_n: dict[str, int]  # the n of the n×n×n matmul measured for each dtype
+
+    def apply_to(self, device: DeviceInfo) -> DeviceInfo:
+        """`device` with these roofs, which the roofline then uses instead of the datasheet's."""
+        return dataclasses.replace(device, calibrated_bandwidth_gbps=self.copy_gbps, calibrated_tflops=dict(self.tflops))
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineFile:
+    """`baselines/<device.slug>.json`: the accepted figures of one GPU (or CPU) model, by case id."""
+
+    device: DeviceInfo
+    cases: dict[str, BaselineEntry]
+    schema_version: int = SCHEMA_VERSION
+    calibration: Calibration | None = None
+
+
+def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None, host: str | None = None) -> RunSummary:
+    """What a baseline keeps of one measured run of a case."""
+    telemetry, memory = result.telemetry, result.memory
+    return RunSummary(
+        recorded_at=recorded_at,
+        timings={metric: _run_time(t) for metric, t in result.timings.items()},
+        sm_clock_mhz=telemetry.sm_clock_mhz_mean if telemetry else None,
+        power_capped=bool(telemetry and telemetry.power_capped),
+        peak_allocated_bytes=memory.peak_allocated_bytes if memory else None,
+        device_uuid=result.device_uuid,
+        host=host,
+        commit=commit,
+        regime=result.regime,
+    )
+
+
+def _run_time(timing: Timing) -> RunTime:
+    s = timing.summary
+    half = s.ci_half_width_pct
+    return RunTime(median_ms=s.median_ms, n=s.n, ci_half_pct=half if math.isfinite(half) else None)
