@@ -221,3 +221,12 @@ def test_strict_refuses_a_ceiling_from_addopts(tmp_path, run_pytest):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert ("ERROR: --perfguard-strict: --perfguard-max-threshold comes from addopts; the ceiling on thresholds is only "
             "taken from the command line") in result.errlines
+
+
+def test_new_cases_are_named_once_with_how_to_record_them(loose):
+    # The table's once-per-run hint and the gate's line named the same new cases twice.
+    result, _ = loose["together"]
+    lines = [out for out in result.outlines if "new case(s)" in out]
+    assert len(lines) == 1, lines
+    assert "renamed_v2" in lines[0] and lines[0].endswith(
+        "record them with `pytest --perfguard --perfguard-update` (several runs make their tolerances tight)")

@@ -93,7 +93,7 @@ class Watch:
               baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> list[Fact]:
         """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
         baseline file's label and the file as read (None: there is none)."""
-        from perfguard.report.terminal import case_status
+        from perfguard.report.terminal import NEW_REMEDY, case_status
 
         results = list(results)
         by_case = case_status(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new
@@ -108,7 +108,8 @@ class Watch:
                              ("new", "not in the baseline: measured, not judged")):
             ids = sorted(case for case, overall in by_case.items() if overall == status)
             if ids:
-                facts.append(Fact(f"{len(ids)} {status} case(s), {what}: {_named(ids)}"))
+                remedy = f"; {NEW_REMEDY}" if status == "new" else ""
+                facts.append(Fact(f"{len(ids)} {status} case(s), {what}: {_named(ids)}{remedy}"))
         facts += [Fact(f"{nodeid}: skipped ({reason}): not measured, not judged") for nodeid, reason in sorted(self.skipped.items())]
         facts += [Fact(f"{nodeid}: marked xfail ({how}): a regression of it cannot fail the run")
                   for nodeid, how in sorted(self.xfail.items())]

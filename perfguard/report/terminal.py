@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "kernels/syncs",
            "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem", "footprint")
 # What a new case needs, said once under the table however many cases are new (the record says it per case).
-NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_HINT.replace("record it", "record them").replace(
-    "its tolerance", "their tolerances")
+NEW_REMEDY = NEW_HINT.replace("record it", "record them").replace("its tolerance", "their tolerances")
+NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_REMEDY
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "inconclusive": {"yellow": True},
@@ -98,10 +98,11 @@ def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None) -> li
 
 def summary(
     results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None,
-    fits: Sequence[Scaling] | None = None,
+    fits: Sequence[Scaling] | None = None, new_hint: bool = True,
 ) -> list[tuple[str, dict[str, bool]]]:
     """The table, then one line counting each verdict, then the line of every verdict that is not `same`;
-    `fits` as in `html.render_html`."""
+    `fits` as in `html.render_html`. `new_hint=False` leaves out the line telling how to record the new
+    cases, for a caller that says it itself (the pytest summary's gate lines, plugin/strict.py)."""
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
     lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
@@ -126,7 +127,7 @@ def summary(
                 lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
-        if news:
+        if news and new_hint:
             lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
         figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
         if figures:  # a baseline recorded before perfguard measured them: judged from its next update
