@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def duration(ms: float | None) -> str:
     if ms is None:
@@ -10,6 +12,18 @@ def duration(ms: float | None) -> str:
         if abs(ms) >= scale:
             return f"{ms / scale:.3g} {unit}" if ms / scale < 100 else f"{ms / scale:.0f} {unit}"
     return f"{ms * 1e6:.3g} ns"
+
+
+def precise_duration(ms: float) -> str:
+    """Four significant digits ("1.234 ms", "987.6 µs"): enough to see a 0.1% move in a verdict's message."""
+    for unit, scale in (("s", 1e3), ("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6)):
+        if abs(ms) >= scale or unit == "ns":
+            value = ms / scale
+            if value:  # round first, so 9.99996 reads "10.00", not "10.000"
+                value = round(value, 3 - math.floor(math.log10(abs(value))))
+            decimals = max(0, 3 - math.floor(math.log10(abs(value)))) if value else 3
+            return f"{value:.{decimals}f} {unit}"
+    raise AssertionError("unreachable")
 
 
 def size(n: float | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from perfguard import units
 from perfguard.analysis import paired, pooling, verdict
 from perfguard.model import CaseResult, RunRecord, Verdict
 
@@ -57,7 +58,7 @@ def judge_rounds(
             continue
         case = heads[v.case_id]
         threshold = v.threshold_pct
-        medians = [(_median(b, v.metric), _median(h, v.metric)) for b, h in _pairs(v.case_id, base_rounds, head_rounds)]
+        medians = [(verdict.median_ms(b, v.metric), verdict.median_ms(h, v.metric)) for b, h in _pairs(v.case_id, base_rounds, head_rounds)]
         p = paired.judge([b for b, _ in medians], [h for _, h in medians], threshold,
                          bound=case.metrics.bound if case.metrics else None, host_clock=case.timer == "host-clock")
         if p is None:
@@ -73,7 +74,7 @@ def judge_rounds(
 def _verdict(v: Verdict, p: paired.Paired, case: CaseResult, base_rounds: Sequence[RunRecord],
              head_rounds: Sequence[RunRecord], most_rounds: int | None) -> Verdict:
     caller = "the caller's time " if v.metric == "caller_latency" else ""
-    figures = f"{caller}{verdict._duration(p.base_ms)} → {verdict._duration(p.head_ms)} ({p.change_pct:+.1f}%)"
+    figures = f"{caller}{units.precise_duration(p.base_ms)} → {units.precise_duration(p.head_ms)} ({p.change_pct:+.1f}%)"
     noise = f"{p.describe()}; smallest detectable change {p.detectable_pct:.1f}%"
     status, hint = p.status, ""
     if status in ("regressed", "improved"):
@@ -110,15 +111,13 @@ def _pairs(case_id: str, base_rounds: Sequence[RunRecord], head_rounds: Sequence
     """The case's results in the rounds where both sides measured it."""
     out = []
     for base, head in zip(base_rounds, head_rounds):
-        b = next((r for r in base.results if r.id == case_id and verdict._measured(r)), None)
-        h = next((r for r in head.results if r.id == case_id and verdict._measured(r)), None)
+        b = next((r for r in base.results if r.id == case_id and verdict.measured(r)), None)
+        h = next((r for r in head.results if r.id == case_id and verdict.measured(r)), None)
         if b is not None and h is not None:
             out.append((b, h))
     return out
 
 
-def _median(result: CaseResult, metric: str) -> float:
-    return verdict._median(result, metric)
 
 
 def _where(v: Verdict) -> str:

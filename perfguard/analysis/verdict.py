@@ -19,7 +19,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from perfguard import defaults
+from perfguard import defaults, units
 from perfguard.analysis import counting, noise
 from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
@@ -73,7 +73,7 @@ def compare_case(
     bare result as the baseline counts as one run. `host` is the machine this run came from.
     """
     entry = as_entry(baseline) if isinstance(baseline, CaseResult) else baseline
-    if entry is not None and not _measured(entry.result):
+    if entry is not None and not measured(entry.result):
         entry = None
     if entry is not None and baseline_fingerprint is None:
         baseline_fingerprint = entry.fingerprint
@@ -82,7 +82,7 @@ def compare_case(
         return []
     threshold = declared.threshold if declared.threshold is not None else threshold_pct
     where = baseline_file or "the baseline"
-    if current is None or not _measured(current):
+    if current is None or not measured(current):
         if entry is None:
             return []
         metric = entry.result.judged_metric
@@ -90,12 +90,12 @@ def compare_case(
         how = f"was not measured in this run (status {current.status})" if current else "did not run"
         return [_Context(declared.id, baseline_file).verdict(
             metric, "missing", threshold, baseline=old, baseline_runs=len(entry.runs),
-            detail=f"in {where} ({_duration(old)}) but {how}")]
+            detail=f"in {where} ({units.precise_duration(old)}) but {how}")]
     metric = current.judged_metric
     if entry is None:
         return [_Context(declared.id, baseline_file).verdict(
-            metric, "new", threshold, current=_median(current, metric),
-            detail=f"{_duration(_median(current, metric))}, not in {where} yet",
+            metric, "new", threshold, current=median_ms(current, metric),
+            detail=f"{units.precise_duration(median_ms(current, metric))}, not in {where} yet",
             hint=NEW_HINT)]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
@@ -170,7 +170,7 @@ def compare_records(
     rounds: dict[str, list[RunSummary]] = {}
     for record in base_rounds:
         for r in record.results:
-            if _measured(r):
+            if measured(r):
                 rounds.setdefault(r.id, []).append(run_summary(r, record.created_at, host=_host(record)))
     head_results = _by_id(head, head_file or "the head record")
     base_env, head_env = _environments(base), _environments(head)
@@ -178,7 +178,7 @@ def compare_records(
     verdicts: list[Verdict] = []
     for case_id in sorted(set(base_results) | set(head_results)):
         old, new = base_results.get(case_id), head_results.get(case_id)
-        entry = as_entry(old, base.created_at, base_host) if old and _measured(old) else None
+        entry = as_entry(old, base.created_at, base_host) if old and measured(old) else None
         if entry is not None and rounds.get(case_id):
             entry = dataclasses.replace(entry, runs=tuple(rounds[case_id]))
         verdicts += compare_case(
@@ -200,7 +200,7 @@ def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseRe
     with its verdicts: a time regressed only when every re-measurement agrees; `unstable` when they
     disagree; otherwise what the middle one says. The case keeps the measurement with the middle
     median, and each time verdict that looked slower lists them all."""
-    ordered_runs = sorted(measured, key=lambda m: _median(m[0], m[0].judged_metric))
+    ordered_runs = sorted(measured, key=lambda m: median_ms(m[0], m[0].judged_metric))
     kept, verdicts = ordered_runs[len(ordered_runs) // 2]
     return kept, [_settle_time(v, measured, kept) if v.metric in TIME_METRICS else v for v in verdicts]
 
@@ -210,7 +210,7 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
     slower = [any(v.metric == metric and v.status == "regressed" for v in vs) for _, vs in measured]
     if not any(slower):
         return verdict
-    figure = functools.partial(_median, metric=metric)
+    figure = functools.partial(median_ms, metric=metric)
     moved = [100 * (figure(r) / verdict.baseline - 1) for r, _ in measured] if verdict.baseline else []
     changes = ", ".join(f"{c:+.1f}%" for c in moved)
     if all(slower[1:]):
@@ -296,16 +296,16 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
     if est is None:
         if metric != current.judged_metric:
             return None
-        new = _median(current, metric)
+        new = median_ms(current, metric)
         return ctx.verdict(metric, "new", threshold, current=new, detail=(
-            f"{TIME_LABELS[metric]} {_duration(new)}, {changed or 'timed as ' + now}: the baseline holds no "
+            f"{TIME_LABELS[metric]} {units.precise_duration(new)}, {changed or 'timed as ' + now}: the baseline holds no "
             f"{TIME_LABELS[metric]} to compare it with"),
             hint="record it with `pytest --perfguard --perfguard-update` to judge this figure")
     summary, samples = _time_of(current, metric)
-    old, new = est.centre_ms, _median(current, metric)
+    old, new = est.centre_ms, median_ms(current, metric)
     change = 100.0 * (new / old - 1.0)
     tol = est.tolerance_pct
-    figures = f"{_duration(old)} → {_duration(new)} ({change:+.1f}%)"
+    figures = f"{units.precise_duration(old)} → {units.precise_duration(new)} ({change:+.1f}%)"
     if metric != "latency":
         figures = f"{TIME_LABELS[metric]} {figures}"
     if changed:
@@ -412,26 +412,15 @@ class _Context:
         )
 
 
-def _duration(ms: float) -> str:
-    """Four significant digits ("1.234 ms", "987.6 µs"): enough to see a 0.1% move in a message."""
-    for unit, scale in (("s", 1e3), ("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6)):
-        if abs(ms) >= scale or unit == "ns":
-            value = ms / scale
-            if value:  # round first, so 9.99996 reads "10.00", not "10.000"
-                value = round(value, 3 - math.floor(math.log10(abs(value))))
-            decimals = max(0, 3 - math.floor(math.log10(abs(value)))) if value else 3
-            return f"{value:.{decimals}f} {unit}"
-    raise AssertionError("unreachable")
-
-
-def _measured(result: CaseResult) -> bool:
+def measured(result: CaseResult) -> bool:
+    """Whether a result holds the figure it is judged by (a measured case, not a smoke run or an error)."""
     return result.status == "ok" and result.judged_metric in result.timings
 
 
 def _centre(entry: BaselineEntry, metric: str) -> float:
     """The median of the baseline runs' medians: the figure a run is compared with (as noise.estimate's)."""
     medians = [m for m in (r.median_of(metric) for r in entry.runs) if m is not None]
-    return statistics.median(medians) if medians else _median(entry.result, metric)
+    return statistics.median(medians) if medians else median_ms(entry.result, metric)
 
 
 def _time_of(result: CaseResult, metric: str) -> tuple[Latency | None, tuple[float, ...]]:
@@ -440,7 +429,8 @@ def _time_of(result: CaseResult, metric: str) -> tuple[Latency | None, tuple[flo
     return (timing.summary, timing.samples_ms) if timing else (None, ())
 
 
-def _median(result: CaseResult, metric: str) -> float:
+def median_ms(result: CaseResult, metric: str) -> float:
+    """The result's median of `metric`; NaN where it has none (no comparison with NaN is true)."""
     median = result.median_of(metric)
     return median if median is not None else math.nan
 
