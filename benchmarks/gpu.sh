@@ -16,6 +16,10 @@
 #              36 memory-bound cases, against a 5-run baseline, in OUTDIR/inject
 #   xdist      benchmarks/xdist_scaling.py (-n 1, 2, 4, 8 as many GPUs as visible: speed-ups, fixed share); not in the default
 #   ab         benchmarks/ab_sensitivity.py: perfguard ab on 1%, 2%, 3% slowdowns and A/A, 3 runs, in OUTDIR/ab
+#   counters   issue 19: benchmarks/work_counters.py on nanoGPT's model.py (NANOGPT=its folder) and ResNet-50:
+#              WC_STAGES (default record judge inject), a RUNS-run baseline (default 5), 3 runs each, in OUTDIR/wc
+#   cost       issue 19.5: pytest --perfguard suites/ with and without the counting pass
+#   owncard    issue 20.2: benchmarks/own_card.py (OWN_CARD_SUITES, default suites/): this card's own runs against the fleet's
 #   retained   issue 19.2: benchmarks/retained_memory.py on nanoGPT's model.py (NANOGPT=its folder): gradients kept
 #              between steps and a 1 MiB leak a call caught 3/3, an A/A, and a batch sweep's footprint fit
 #   models     issue 12: benchmarks/model_precision.py in 3 fresh processes (GPT-2 batch-1 forward against
@@ -80,6 +84,14 @@ PY
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
   ab)
     python3 benchmarks/ab_sensitivity.py --out "$out/ab" 2>&1 | tee "$out/ab.log" ;;
+  counters)
+    python3 benchmarks/work_counters.py --nanogpt "${NANOGPT:?set NANOGPT to the folder holding nanoGPT model.py}" \
+      --out "$out/wc" ${WC_STAGES:-record judge inject} --record-runs "${RUNS:-5}" --runs 3 ${WC_ARGS:-} 2>&1 \
+      | grep -v -i warn | tee "$out/work-counters.log" ;;
+  cost)
+    python3 benchmarks/work_counters.py --nanogpt "${NANOGPT:?set NANOGPT}" --out "$out/wc-cost" cost 2>&1 | tee "$out/cost.log" ;;
+  owncard)
+    python3 benchmarks/own_card.py "$out/own-card" -- -n auto ${OWN_CARD_SUITES:-suites/} 2>&1 | tee "$out/own-card.log" ;;
   retained)
     python3 benchmarks/retained_memory.py --nanogpt "${NANOGPT:?set NANOGPT to the folder holding nanoGPT model.py}" 2>&1 \
       | grep -v -i warn | tee "$out/retained-memory.log" ;;

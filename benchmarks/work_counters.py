@@ -2,18 +2,20 @@
 published and torchvision's ResNet-50, inference and a training step, judged by kernels, syncs,
 copies, allocations, ATen operators and GPU busy time.
 
-    python3 benchmarks/work_counters.py --nanogpt DIR --out OUT [record] [judge] [inject] [--runs N]
+    python3 benchmarks/work_counters.py --nanogpt DIR --out OUT [record] [judge] [inject] [cost] [--runs N]
+        [--record-runs N] [--inject extra_op ...] [--cost-paths suites/]
 
 - record: N fresh `pytest --perfguard --perfguard-update` processes of the unchanged cases (a baseline in OUT/baselines);
 - judge: 3 fresh `pytest --perfguard` processes against it: counters identical run to run, the
   spread of GPU busy time, and no false alarm;
 - inject: each structural regression below, judged against the unchanged baseline, 3 runs each;
   printed: case, injection, caught by which counter n/3, the message;
-- cost (not by default): the counting passes' share of the wall time of `pytest --perfguard suites/`.
+- cost (not by default): `pytest --perfguard suites/` with and without counting, and the counting
+  passes' share of the run with it.
 
 Each stage starts fresh pytest processes, 20-35 s each on an H200 (2026-12-01: CUDA start-up, five
 cases' measurement and their counting passes): the default stages start 18 (record 3, judge 3, inject
-4 x 3), about 8-10 minutes; `cost` is one more run of suites/.
+4 x 3), about 8-10 minutes; `cost` is two more runs of suites/.
 
 The cases live in a perf-case file this script writes to OUT/cases/ (DIR's model.py is imported as
 it is, never copied or edited); an injection is made by the environment variable PERFGUARD_INJECT,
@@ -30,6 +32,7 @@ import collections
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -234,23 +237,34 @@ def inject(out: Path, runs: int, which: list[str]) -> None:
 
 
 def cost(out: Path, paths: list[str]) -> None:
-    """The counting pass's share of the wall time of `pytest --perfguard PATHS` (default suites/), from one
-    run's record: each case's counting pass (Counters.wall_s) over its setup, measurement and counting together."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    report = out / "cost"
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths, "--perfguard",
-                           f"--perfguard-report={report}", f"--perfguard-baselines={out / 'cost-baselines'}"],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    (out / "cost.log").write_text(done.stdout + done.stderr)
-    rec = loads_record((report / "perfguard.json").read_text(), "cost")
+    """What counting costs `pytest --perfguard PATHS` (default suites/), two ways: one run with it and one
+    without (benchmarks/no_counting.py, which leaves out the pass and the profiler's first start), and,
+    within the run with it, each case's counting pass (Counters.wall_s) over the run's wall time. The run
+    with counting goes first, so any compile cache it fills (Triton's) only makes the one without faster:
+    the pair's figure errs high."""
+    plugins = out / "plugins"  # the reference plugin alone on the path, not every script of benchmarks/
+    plugins.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "benchmarks" / "no_counting.py", plugins)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(plugins), os.environ.get("PYTHONPATH", "")])}
+
+    def run(name: str, extra: list[str]) -> tuple[float, int, Path]:
+        report = out / name
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, *paths, "--perfguard",
+                               f"--perfguard-report={report}", f"--perfguard-baselines={out / f'{name}-baselines'}"],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        (out / f"{name}.log").write_text(done.stdout + done.stderr)
+        return time.perf_counter() - started, done.returncode, report / "perfguard.json"
+
+    wall, rc, path = run("cost", [])
+    bare, bare_rc, _ = run("cost-without", ["-p", "no_counting"])
+    rec = loads_record(path.read_text(), "cost")
     counted = sum(r.counters.wall_s or 0 for r in rec.results if r.counters)
-    cases = sum((r.setup_s or 0) + (r.wall_s or 0) for r in rec.results) + counted
     problems = [r.counters_problem for r in rec.results if r.counters_problem]
-    print(f"\n{datetime.date.today()}: pytest --perfguard {' '.join(paths)}: exit {done.returncode}, {wall:.1f} s of wall time, "
-          f"{len(rec.results)} cases; counting passes {counted:.1f} s = {100 * counted / wall:.1f}% of the run's wall time "
-          f"({100 * counted / max(cases, 1e-9):.1f}% of the cases' own time); {len(problems)} case(s) without counters")
+    print(f"\n{datetime.date.today()}: pytest --perfguard {' '.join(paths)}, {len(rec.results)} cases: "
+          f"{wall:.1f} s with counting (exit {rc}), {bare:.1f} s without (exit {bare_rc}): {100 * (wall / bare - 1):+.1f}% wall time; "
+          f"within the run with it, the counting passes took {counted:.1f} s = {100 * counted / wall:.1f}% of it; "
+          f"{len(problems)} case(s) without counters")
     for line in problems[:5]:
         print(f"  {line}")
 
@@ -260,7 +274,9 @@ def main() -> None:
     parser.add_argument("stages", nargs="*", help="record, judge and/or inject (default: all three)")
     parser.add_argument("--nanogpt", type=Path, required=True, help="the folder holding nanoGPT's model.py")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--runs", type=int, default=3, help="runs per stage (record: the baseline's runs)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of judge and of each injection")
+    parser.add_argument("--record-runs", type=int, default=None,
+                        help="the baseline's runs (default: --runs); five make a card's own busy-time tolerance 1%%")
     parser.add_argument("--inject", nargs="*", default=list(INJECTIONS), choices=list(INJECTIONS))
     parser.add_argument("--cost-paths", nargs="+", default=["suites/"], help="what the cost stage runs (default: suites/)")
     args = parser.parse_args()
@@ -274,7 +290,7 @@ def main() -> None:
     (out / "cases").mkdir(parents=True, exist_ok=True)
     (out / "cases" / "test_work_cases.py").write_text(CASES)
     if "record" in args.stages:
-        record(out, args.runs)
+        record(out, args.record_runs or args.runs)
     if "judge" in args.stages:
         judge(out, args.runs)
     if "inject" in args.stages:

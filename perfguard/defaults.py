@@ -120,6 +120,7 @@ def counter_allowance(raw: Any) -> dict[str, str]:
         except ValueError:
             amount = math.nan
         if not 0 <= amount < math.inf:
-            raise ValueError(f"allows {_shown(value)} for {kind}: give a count of at least 0 (2) or a percentage (10%)")
+            where = "" if kind == "*" else f" for {kind}"
+            raise ValueError(f"must be a count of at least 0 (2) or a percentage (10%){where}, got {_shown(value)}")
         allowed[kind] = f"{amount:g}%" if shown.endswith("%") else f"{amount:g}"
     return allowed

@@ -82,7 +82,7 @@ OPTIONS: tuple[Option, ...] = (
            "a count (2), a percentage of the baseline's count (10 with a percent sign), or by kind "
            "(kernels=2,aten_ops=5 with a percent sign); "
            "a case's counters= overrides it per kind (default: 0, any growth fails)",
-           None, defaults.counter_allowance, "ALLOWANCE"),
+           None, defaults.counter_allowance, "ALLOWANCE", cli="counter-allowance"),
     Option("perfguard-budget", f"wall-time budget per case in seconds (default: {defaults.BUDGET_S:g})",
            defaults.BUDGET_S, defaults.seconds, "SECONDS", cli="budget"),
     Option("perfguard-profile", "re-run cases under torch.profiler: none, regressed or all "

@@ -126,6 +126,22 @@ def test_a_slowdown_measured_while_throttled_is_unstable_not_regressed():
     assert v.status == "unstable" and "hw_slowdown" in v.message
 
 
+def test_a_kernel_more_per_call_in_the_head_fails_ab_unless_the_run_allows_it():
+    from perfguard.model import Counters
+
+    def counted(median, kernels):
+        return dataclasses.replace(result("c", median), counters=Counters(calls=5, kernels={"mul": kernels, "gemm": 128.0},
+                                                                          device=True))
+
+    bases = [record(counted(1.0 + 0.0001 * k, 12.0)) for k in range(3)]
+    heads = [record(counted(1.0 - 0.0001 * k, 24.0)) for k in range(3)]
+    kernels = [v for v in judge_rounds(bases, heads, baseline_file="base main").verdicts if v.metric == "kernels"]
+    assert [v.status for v in kernels] == ["regressed"]
+    assert "kernels per call 140 → 152: +12 × mul against base main" in kernels[0].message
+    allowed = judge_rounds(bases, heads, counter_allowance={"kernels": "12"}).verdicts
+    assert [v.status for v in allowed if v.metric == "kernels"] == ["same"]
+
+
 # --- sharding ----------------------------------------------------------------------------------
 
 

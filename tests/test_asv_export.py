@@ -453,6 +453,9 @@ def test_a_record_of_pytest_perfguard_exports_from_its_checkout_with_the_default
     params = [[str(2**16), str(2**20)]]
     medians = [next(r for r in record.results if r.params["n"] == n).latency.median_ms / 1e3 for n in (2**16, 2**20)]
     assert result.get_result_value("add.latency", params) == pytest.approx(medians, rel=1e-5)
+    # On a CPU the profiler counts ATen operators too, and asv reads them back as a benchmark of its own.
+    aten = [next(r for r in record.results if r.params["n"] == n).counters.total("aten_ops") for n in (2**16, 2**20)]
+    assert aten[0] >= 1 and result.get_result_value("add.aten_ops", params) == aten
     assert json.loads((tmp_path / "asv" / "asv.conf.json").read_text())["branches"] == ["main"]
 
 

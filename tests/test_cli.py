@@ -173,6 +173,26 @@ def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng,
     assert main(["compare", str(base), str(base)]) == 0
 
 
+def test_compare_judges_the_work_counters_exactly_and_takes_the_runs_allowance(tmp_path, rng, capsys):
+    from perfguard.model import Counters
+
+    def counted(aten_ops: float) -> CaseResult:
+        return dataclasses.replace(result("a", rng), counters=Counters(calls=5, aten_ops={"aten::add": 1.0, "aten::mul": aten_ops}))
+
+    base = record(tmp_path / "base.json", counted(1.0))
+    head = record(tmp_path / "head.json", counted(2.0))
+    assert main(["compare", str(base), str(head)]) == 1
+    out = capsys.readouterr().out
+    assert "regressed  a: aten_ops regressed: ATen operators per call 2 → 3: +1 × aten::mul" in out
+    assert main(["compare", str(base), str(head), "--counter-allowance", "aten_ops=1"]) == 0
+    assert main(["compare", str(base), str(head), "--counter-allowance", "50%"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as usage:
+        main(["compare", str(base), str(head), "--counter-allowance", "launches=1"])
+    assert usage.value.code == 2
+    assert "names 'launches', not a work counter" in capsys.readouterr().err
+
+
 def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):
     good = record(tmp_path / "good.json", result("a", rng))
     truncated = tmp_path / "truncated.json"

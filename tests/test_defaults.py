@@ -97,6 +97,7 @@ SHARED_FIELDS = {
     "perfguard-threshold": "threshold_pct",
     "perfguard-budget": "budget_s",
     "perfguard-baseline-runs": "keep_runs",
+    "perfguard-counter-allowance": "counter_allowance",
 }
 INPUTS = ["0", "-1", "abc", "", " ", "nan", "inf", "-0.5", "0.5", "1", "2.5", "3", "101", "1e3", "reports"]
 

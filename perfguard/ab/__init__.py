@@ -54,6 +54,7 @@ class Settings:
     shards: int | None = 1  # GPUs (-n); None: every visible GPU (-n auto)
     threshold_pct: float | None = None
     fail_inconclusive: bool = False
+    counter_allowance: Mapping[str, str] | None = None  # the run's (--counter-allowance); a case's counters= overrides it
 
 
 def run_ab(
@@ -122,7 +123,7 @@ class _Loop:
             judged = judge_rounds([r.record for r in self.runs["base"]], [r.record for r in self.runs["head"]],
                                   threshold_pct=s.threshold_pct if s.threshold_pct is not None else defaults.THRESHOLD_PCT,
                                   baseline_file=self.sides["base"].label, head_file=self.sides["head"].label,
-                                  most_rounds=s.max_rounds)
+                                  most_rounds=s.max_rounds, counter_allowance=s.counter_allowance)
             undecided = judged.undecided(s.max_rounds)
             if not undecided:
                 self.stopped = "every case decided, or past deciding in --max-rounds"

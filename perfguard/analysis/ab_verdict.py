@@ -9,7 +9,7 @@ Pure functions of records: no files, no devices.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from perfguard import units
 from perfguard.analysis import paired, pooling, verdict
@@ -42,13 +42,15 @@ def judge_rounds(
     baseline_file: str | None = None,
     head_file: str | None = None,
     most_rounds: int | None = None,
+    counter_allowance: Mapping[str, str] | None = None,
 ) -> Judged:
     """Round k of the base is `base_rounds[k]`, measured next to `head_rounds[k]`; a round may hold only
     some cases (the ones still undecided). `most_rounds`: the rounds a case could still get, for
     the hint of an inconclusive one."""
     base, head = pooling.pool_records(base_rounds), pooling.pool_records(head_rounds)
     pooled = verdict.compare_records(base, head, threshold_pct=threshold_pct, memory_threshold_pct=memory_threshold_pct,
-                                     baseline_file=baseline_file, head_file=head_file, base_rounds=base_rounds)
+                                     baseline_file=baseline_file, head_file=head_file, base_rounds=base_rounds,
+                                     counter_allowance=counter_allowance)
     heads = {r.id: r for r in head.results}
     figures: dict[tuple[str, str], paired.Paired] = {}
     verdicts = []

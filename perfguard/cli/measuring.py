@@ -48,7 +48,8 @@ def _ab(args: argparse.Namespace) -> int:
     from perfguard.ab import Settings, run_ab
 
     settings = Settings(rounds=args.rounds, max_rounds=args.max_rounds, budget_s=args.budget, shards=args.gpus,
-                        threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive)
+                        threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive,
+                        counter_allowance=args.counter_allowance)
     try:
         return run_ab(args.base, args.pytest_args, settings, report_dir=args.report)
     except KeyboardInterrupt:
@@ -74,7 +75,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                  "and the cases not yet decided run again while the budget lasts. Pytest's arguments (test paths, -k, "
                  "--perfguard-budget ...) go after `--`: perfguard ab --base origin/main -- suites/")
     ab.usage = ("perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] "
-                "[--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]")
+                "[--counter-allowance ALLOWANCE] [--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
     ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 2, 100)),
                     default=defaults.AB_ROUNDS,
@@ -94,6 +95,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_option(ab, "perfguard-threshold", default=None,
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
                "or the case's own)")
+    add_option(ab, "perfguard-counter-allowance")
     add_option(ab, "perfguard-report", help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the "
                f"reports (default: {defaults.REPORT_DIR})")
     ab.set_defaults(command=_ab)

@@ -183,6 +183,7 @@ def _compare(args: argparse.Namespace) -> int:
         memory_threshold_pct=defaults.MEMORY_THRESHOLD_PCT if args.memory_threshold is None else args.memory_threshold,
         baseline_file=str(args.base),
         head_file=str(args.head),
+        counter_allowance=args.counter_allowance,
     ))
     for v in verdicts:
         print(f"{v.status:<9}  {v.case_id}: {v.message}")
@@ -241,6 +242,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
+    add_option(compare, "perfguard-counter-allowance")
     add_option(compare, "perfguard-fail-inconclusive", help="exit 1 on an inconclusive case too (its tolerance is wider "
                "than the threshold, so a change of the threshold's size would pass unseen)")
     compare.set_defaults(command=_compare)
