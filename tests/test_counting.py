@@ -136,6 +136,21 @@ def test_busy_time_of_model_code_sees_one_extra_op_per_block_on_its_own_card():
     assert other.status != "regressed" and other.judged_by == "fleet" and other.tolerance_pct > 2.0
 
 
+def test_a_launch_bound_label_from_the_callers_time_does_not_move_the_busy_times_prior():
+    from perfguard.model import Metrics
+
+    base = busy_baseline()
+    # 1.75 ms busy of a 4.0 ms call: launch-bound by the host's share, which busy time leaves out.
+    host_bound = dataclasses.replace(busy_case(1.7721), metrics=Metrics(bound="latency", launch_overhead_share=0.56))
+    assert noise.estimate(host_bound, base, 1.0, host="vm", metric="busy_time").prior_pct == noise.BUSY_PRIOR_PCT[None]
+    assert noise.estimate(host_bound, base, 1.0, host="vm", metric="caller_latency").prior_pct >= noise.PRIOR_PCT["latency"]
+    # A busy time near the launch floor keeps the launch-bound prior; so does a declared case.
+    tiny = dataclasses.replace(busy_case(0.004), metrics=Metrics(bound="latency"))
+    assert noise.estimate(tiny, busy_baseline([0.004] * 5), 1.0, host="vm", metric="busy_time").prior_pct == noise.PRIOR_PCT["latency"]
+    declared = dataclasses.replace(busy_case(1.7721), metrics=Metrics(bound="latency", gbps=900.0))
+    assert noise.estimate(declared, base, 1.0, host="vm", metric="busy_time").prior_pct == noise.PRIOR_PCT["latency"]
+
+
 @pytest.mark.parametrize("spread", [0.0016, 0.0033])  # the median and the worst seen between processes of a card
 def test_unchanged_busy_times_rarely_look_slower(spread):
     rng = np.random.default_rng(11)

@@ -55,6 +55,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from perfguard.analysis import roofline
 from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary
 from perfguard.model.names import shown
 
@@ -116,6 +117,7 @@ class Kind:
     abs_floor_ms: float  # the host-to-host offset of a tiny call (ABS_FLOOR_MS)
     prior_pct: dict[str | None, float]  # s0 by roofline bound, where the host does not set it (PRIOR_PCT)
     card_pct: dict[str | None, float]  # the card-to-card prior by roofline bound (CARD_PCT)
+    gpu_only: bool = False  # the GPU's own work, the host's share of the call left out (_bound)
 
 
 KINDS: dict[str, Kind] = {
@@ -123,7 +125,7 @@ KINDS: dict[str, Kind] = {
     "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS, prior_pct=PRIOR_PCT, card_pct=CARD_PCT),
     # The union of the call's kernel and copy intervals: the GPU's work, timed on the GPU's clock.
     "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], prior_pct=BUSY_PRIOR_PCT,
-                      card_pct=BUSY_CARD_PCT),
+                      card_pct=BUSY_CARD_PCT, gpu_only=True),
 }
 
 
@@ -282,7 +284,7 @@ def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") 
         prior = PRIOR_PCT_HOST_CLOCK
     else:
         priors = KINDS[metric].prior_pct
-        prior = priors.get(_bound(current), priors[None])
+        prior = priors.get(_bound(current, metric), priors[None])
     stored = newest.timings.get(metric)  # type: ignore[call-overload]
     return max(prior, drift_pct(stored.samples_ms if stored else ()))
 
@@ -294,7 +296,7 @@ def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "laten
     if _host_clock(current, metric):
         return CARD_PCT_HOST_CLOCK
     cards = KINDS[metric].card_pct
-    return cards.get(_bound(current), cards[None])
+    return cards.get(_bound(current, metric), cards[None])
 
 
 def absolute_ms(current: CaseResult, metric: str = "latency") -> float:
@@ -332,8 +334,20 @@ def _host_clock(current: CaseResult, metric: str) -> bool:
     return current.timer == "host-clock" and metric == "latency"
 
 
-def _bound(result: CaseResult) -> str | None:
-    return result.metrics.bound if result.metrics else None
+def _bound(result: CaseResult, metric: str = "latency") -> str | None:
+    """The case's roofline bound, as the kind of time sees it. A case is `latency`-bound (launch-bound)
+    when its GPU time is near the launch floor or when the host's share of the caller's time is over
+    half (analysis/roofline.py). GPU busy time leaves the host's share out: for undeclared work (model
+    code) busy for longer than the launch floor, the bound is its own, unknown one. Otherwise the
+    label would follow the caller's time, which moves between processes (nanoGPT's batch-1 forward:
+    3.3 and 4.0 ms, busy 1.75 ms), and with it the prior, 0.25% in one run and 1% in the next."""
+    m = result.metrics
+    bound = m.bound if m else None
+    if bound == "latency" and KINDS[metric].gpu_only and m is not None and m.gbps is None and m.tflops is None:
+        busy = result.median_of(metric)
+        if busy is not None and busy >= roofline.LAUNCH_FLOOR_MS:
+            return None
+    return bound
 
 
 def _plural(n: int, word: str) -> str:
