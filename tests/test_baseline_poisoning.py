@@ -133,3 +133,33 @@ def test_merging_a_slow_runners_file_leaves_its_run_out(tmp_path, good, good_fig
     assert detectable(tmp_path / "good") <= 1.5 * good_figure
     assert any("'GPU-5'" in line and f"from {others[0]}, left out: far from the others" in line for line in lines), lines
     assert f"{CASE}: the run of '2099-01-01T00:00:00+00:00' in {others[1]} left out: dated in the future" in lines
+
+
+def test_a_busy_time_the_gate_does_not_judge_does_not_keep_a_good_run_out(tmp_path, good, capsys):
+    # layer_norm on one H200: its event time steady, its busy time (5 profiled calls) 351 or 380 µs by
+    # process. In the device regime the gate judges the event time alone, and so does the update,
+    # whatever the busy time's own tolerance (tight here: 500 kernels a call).
+    def with_busy(path: str, busy_ms: float, regime: str) -> str:
+        from perfguard.model import Counters, loads_record
+
+        run = loads_record(Path(path).read_text(), path)
+        busy = timing(tuple(busy_ms * (1 + 0.001 * i) for i in range(5)), "counted")
+        (r,) = run.results
+        counted = dataclasses.replace(r, regime=regime, timings={**r.timings, "busy_time": busy},
+                                      counters=Counters(calls=5, kernels={"copy": 500.0}, device=True))
+        Path(path).write_text(dumps(dataclasses.replace(run, results=(counted,))))
+        return path
+
+    goods = [with_busy(p, 0.351, "device") for p in good]
+    jumped = with_busy(record(tmp_path, "jumped.json", 1.001, 2, 16), 0.380, "device")
+    _, lines = accept(tmp_path / "b", capsys, *goods, extra=())
+    _, lines = accept(tmp_path / "b", capsys, jumped)
+    assert not [line for line in lines if "not added" in line]
+    assert len(store.load(tmp_path / "b", H200).cases[CASE].runs) == 5
+    # Host-bound, the busy time is judged, and a run far outside it is refused (one line).
+    host_bound = [with_busy(p, 0.351, "enqueue-bound") for p in good]
+    far = with_busy(record(tmp_path, "far.json", 1.001, 2, 17), 0.380, "enqueue-bound")
+    accept(tmp_path / "c", capsys, *host_bound)
+    _, lines = accept(tmp_path / "c", capsys, far)
+    (line,) = [line for line in lines if "not added" in line]
+    assert "not added: busy_time +8.3% from the centre of the fleet's 4 runs" in line

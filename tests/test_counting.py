@@ -102,53 +102,54 @@ def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_come
     assert idle == pytest.approx(1 - 1.15 / 4.1)  # not 0.0%: the GPU was busy 1.15 ms of 4.1 ms
 
 
-# nanoGPT's batch-1 forward on one H200 (benchmarks/work_counters.py, 2026-12-01): its busy time in
-# five fresh processes, and one extra elementwise op per transformer block (+12 kernels, about +1.4%).
+# nanoGPT's batch-1 forward on one H200 (benchmarks/work_counters.py, 2026-12-01): 175 kernels a call,
+# its busy time in five fresh processes; one extra elementwise op per transformer block moved it
+# +0.6% to +1.4% by card.
 BUSY_RUNS_MS = (1.7736, 1.7696, 1.7721, 1.7742, 1.7710)
 
 
-def busy_case(busy_ms, card="GPU-a", rng=None):
-    """A caller-regime call of undeclared work (no bytes=, no roofline bound), as model code is."""
+def busy_case(busy_ms, card="GPU-a", rng=None, kernels=175.0, **fields):
+    """A caller-regime call of undeclared work (no bytes=, no roofline bound), as model code is, that
+    launches `kernels` kernels."""
     rng = rng or np.random.default_rng(3)
     samples = tuple(float(x) for x in busy_ms * rng.lognormal(0.0, 0.001, 5))
-    return dataclasses.replace(result(gpu_counters(), regime="caller"), device_uuid=card, timings={
-        "caller_latency": timing([3.3] * 20), "busy_time": timing(samples, "counted")})
+    counters = Counters(calls=5, kernels={GEMM: kernels}, device=True)
+    return dataclasses.replace(result(counters, regime="caller"), device_uuid=card, timings={
+        "caller_latency": timing([3.3] * 20), "busy_time": timing(samples, "counted")}, **fields)
 
 
-def busy_baseline(medians=BUSY_RUNS_MS, card="GPU-a"):
+def busy_baseline(medians=BUSY_RUNS_MS, card="GPU-a", **fields):
     runs = tuple(RunSummary(recorded_at=f"2026-12-01T10:0{i}:00+00:00", device_uuid=card, host="vm",
                             timings={"busy_time": RunTime(m, n=5), "caller_latency": RunTime(3.3 + 0.4 * (i % 2), n=400)})
                  for i, m in enumerate(medians))
-    return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint={}, result=busy_case(medians[-1], card),
-                         runs=runs)
+    return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint={},
+                         result=busy_case(medians[-1], card, **fields), runs=runs)
 
 
-def test_busy_time_of_model_code_sees_one_extra_op_per_block_on_its_own_card():
+def test_busy_time_of_many_kernels_sees_a_one_and_a_half_percent_change_on_its_own_card():
     base = busy_baseline()
-    extra = by_metric(compare_case(busy_case(1.7721 * 1.014), base, host="vm"))["busy_time"]
-    assert extra.status == "regressed" and extra.judged_by == "own" and extra.tolerance_pct < 1.4
-    assert by_metric(compare_case(busy_case(1.7725), base, host="vm"))["busy_time"].status == "same"
-    # The same five figures as a GPU time of undeclared work keep the unknown kind's 1% prior: blind there.
-    est = noise.estimate(busy_case(1.7721), base, 1.0, host="vm", metric="busy_time")
-    assert est.prior_pct == noise.BUSY_PRIOR_PCT[None] < noise.PRIOR_PCT[None]
+    extra = by_metric(compare_case(busy_case(1.7721 * 1.015), base, host="vm"))["busy_time"]
+    assert extra.status == "regressed" and extra.judged_by == "own" and extra.tolerance_pct < 1.5
+    # Unchanged: not regressed; its tolerance (1.1%) is a little wider than the 1% threshold.
+    unchanged = by_metric(compare_case(busy_case(1.7725), base, host="vm"))["busy_time"]
+    assert unchanged.status == "inconclusive" and unchanged.tolerance_pct < 1.2
     # Another card: the fleet's figures, with a card-to-card prior that covers the 0.2-0.7% seen.
     other = by_metric(compare_case(busy_case(1.7721 * 0.993, card="GPU-b"), base, host="vm"))["busy_time"]
     assert other.status != "regressed" and other.judged_by == "fleet" and other.tolerance_pct > 2.0
 
 
-def test_a_launch_bound_label_from_the_callers_time_does_not_move_the_busy_times_prior():
+def test_busy_times_prior_narrows_with_the_kernels_a_call_launches_and_ignores_the_callers_share():
     from perfguard.model import Metrics
 
-    base = busy_baseline()
-    # 1.75 ms busy of a 4.0 ms call: launch-bound by the host's share, which busy time leaves out.
-    host_bound = dataclasses.replace(busy_case(1.7721), metrics=Metrics(bound="latency", launch_overhead_share=0.56))
-    assert noise.estimate(host_bound, base, 1.0, host="vm", metric="busy_time").prior_pct == noise.BUSY_PRIOR_PCT[None]
-    assert noise.estimate(host_bound, base, 1.0, host="vm", metric="caller_latency").prior_pct >= noise.PRIOR_PCT["latency"]
-    # A busy time near the launch floor keeps the launch-bound prior; so does a declared case.
-    tiny = dataclasses.replace(busy_case(0.004), metrics=Metrics(bound="latency"))
-    assert noise.estimate(tiny, busy_baseline([0.004] * 5), 1.0, host="vm", metric="busy_time").prior_pct == noise.PRIOR_PCT["latency"]
-    declared = dataclasses.replace(busy_case(1.7721), metrics=Metrics(bound="latency", gbps=900.0))
-    assert noise.estimate(declared, base, 1.0, host="vm", metric="busy_time").prior_pct == noise.PRIOR_PCT["latency"]
+    def prior(kernels, **fields):
+        case = busy_case(1.7721, kernels=kernels, **fields)
+        return noise.estimate(case, busy_baseline(kernels=kernels, **fields), 1.0, host="vm", metric="busy_time").prior_pct
+
+    assert prior(175) == pytest.approx(noise.BUSY_KERNEL_PCT / 175**0.5)  # 0.30%
+    assert prior(13) == pytest.approx(noise.BUSY_KERNEL_PCT / 13**0.5)  # a few kernels: about 1.1%
+    assert prior(5000) == noise.BUSY_FLOOR_PCT
+    # Launch-bound by the host's share of the caller's time, which busy time leaves out: no matter.
+    assert prior(175, metrics=Metrics(bound="latency", launch_overhead_share=0.56)) == prior(175)
 
 
 @pytest.mark.parametrize("spread", [0.0016, 0.0033])  # the median and the worst seen between processes of a card
@@ -160,6 +161,14 @@ def test_unchanged_busy_times_rarely_look_slower(spread):
         now = busy_case(1.77 * rng.lognormal(0.0, spread), rng=rng)
         slower += by_metric(compare_case(now, base, host="vm"))["busy_time"].status == "regressed"
     assert slower / 1000 <= 0.005  # the plugin re-measures what looks slower before it fails
+
+
+def test_a_single_kernels_busy_time_jumping_between_processes_is_no_alarm():
+    # layer_norm's busy time on one H200 in 8 fresh processes: 351 or 380 µs (its event time 0.1% apart).
+    runs = (0.3512, 0.3522, 0.3515, 0.3794, 0.3520)
+    base = busy_baseline(runs, kernels=1.0)
+    for now in (0.3520, 0.3800):
+        assert by_metric(compare_case(busy_case(now, kernels=1.0), base, host="vm"))["busy_time"].status != "regressed"
 
 
 def test_the_counter_kinds_the_options_know_are_the_records():

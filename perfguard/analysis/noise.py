@@ -33,7 +33,7 @@ Every kind of time (a TimeMetric: GPU time, the caller's time, GPU busy time) is
 way, over the baseline runs that measured that kind; each kind's own row (KINDS) says what differs:
 the caller's time is the host clock's, and where the host's enqueue is over HOST_BOUND_SHARE of it,
 the host's speed sets it, and the priors are the host's (PRIOR_PCT_CALLER_HOST, CARD_PCT_CALLER_HOST);
-GPU busy time of undeclared work (model code) has its own, measured priors (BUSY_PRIOR_PCT).
+GPU busy time, a sum over the call's kernels, has priors that narrow with their number (BUSY_KERNEL_PCT).
 
 The times are not normalised to the SM clock, not even for compute-bound cases: between two H200
 hosts, scaling compute-bound medians by their mean SM clock (NVML, sampled between batches) widened
@@ -55,8 +55,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perfguard.analysis import roofline
-from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary
+from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary, TimeMetric
 from perfguard.model.names import shown
 
 ALPHA = 0.001  # one-sided, per comparison, before re-measurement
@@ -99,14 +98,20 @@ OUTLIER_Z = 10.0
 MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, scaled to its standard deviation
 
 
-# GPU busy time of a call whose work was not declared (model code: no bytes= or flops=, so no roofline
-# bound): the sum of a forward's or a step's 128-697 kernels, whose jitter averages out. nanoGPT's
-# model.py and ResNet-50, 5 cases in 3 fresh processes on each of two H200s (2026-12-01): standard
-# deviation 0.06-0.33% between processes of one card (median 0.16%), offsets of 0.2-0.7% between the
-# cards. The unknown kind's 1% (PRIOR_PCT[None]) made a 5-run baseline's tolerance 3.6%, blind to
-# the +1.4% of one extra elementwise op per transformer block; a declared case keeps its bound's prior.
-BUSY_PRIOR_PCT = {**PRIOR_PCT, None: 0.25}
-BUSY_CARD_PCT = {**CARD_PCT, None: 0.5}
+# GPU busy time is the sum of a call's kernels as the profiler (CUPTI) times them, 5 calls of one
+# process. A single kernel's busy time jumps between processes while its CUDA-event time does not:
+# H200, 8 fresh processes (2026-12-01), layer_norm 351 or 380 µs, rms_norm 154 or 167 µs, softmax 515
+# or 570 µs (event times 0.1% apart), a 24 µs add 23.9-25.2 µs: about 4% (one standard deviation) a
+# kernel. Over a call of many launches the jumps average out: nanoGPT's model.py and ResNet-50
+# (128-697 launches), 3 fresh processes on each of two cards, moved 0.06-0.33% (median 0.16%),
+# about 4% / √launches, and their cards sat 0.2-0.7% apart. So busy time's prior is
+# BUSY_KERNEL_PCT / √(kernels launched per call), not below BUSY_FLOOR_PCT, and its card-to-card
+# prior not below BUSY_CARD_PCT. A bound's prior would not do: model code declares no work (the
+# unknown kind's 1% left a 5-run baseline blind to one extra elementwise op per transformer block),
+# and its launch-bound label follows the caller's time, which busy time leaves out.
+BUSY_KERNEL_PCT = 4.0
+BUSY_FLOOR_PCT = 0.15
+BUSY_CARD_PCT = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,17 +120,14 @@ class Kind:
 
     host_timed: bool  # taken on the host clock around the call: the host's speed can set it
     abs_floor_ms: float  # the host-to-host offset of a tiny call (ABS_FLOOR_MS)
-    prior_pct: dict[str | None, float]  # s0 by roofline bound, where the host does not set it (PRIOR_PCT)
-    card_pct: dict[str | None, float]  # the card-to-card prior by roofline bound (CARD_PCT)
-    gpu_only: bool = False  # the GPU's own work, the host's share of the call left out (_bound)
+    sums_kernels: bool = False  # the sum of the call's kernels, whose jitter averages over them (BUSY_KERNEL_PCT)
 
 
 KINDS: dict[str, Kind] = {
-    "latency": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], prior_pct=PRIOR_PCT, card_pct=CARD_PCT),
-    "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS, prior_pct=PRIOR_PCT, card_pct=CARD_PCT),
+    "latency": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
+    "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS),
     # The union of the call's kernel and copy intervals: the GPU's work, timed on the GPU's clock.
-    "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], prior_pct=BUSY_PRIOR_PCT,
-                      card_pct=BUSY_CARD_PCT, gpu_only=True),
+    "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], sums_kernels=True),
 }
 
 
@@ -164,6 +166,20 @@ class Noise:
         floor = f", +{self.floor_pct:.1f}% for a {self.source} it has not seen" if self.floor_pct else ""
         left = f", {_plural(len(self.left_out), 'run')} far from the others left out" if self.left_out else ""
         return other + floor + left
+
+
+# The regimes whose judged figure is not the GPU's own time (the call keeps the GPU waiting on the
+# host): there the GPU's busy time is judged beside it.
+HOST_BOUND_REGIMES = ("caller", "enqueue-bound")
+
+
+def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
+    """The times a case is judged by, the judged figure first: the caller's own time too (a change that
+    adds host work leaves the GPU time as it was), and where either side's call kept the GPU waiting
+    on the host, the GPU's busy time, the GPU figure the host's speed does not move."""
+    host_bound = current.regime in HOST_BOUND_REGIMES or baseline.regime in HOST_BOUND_REGIMES
+    wanted = [current.judged_metric, "caller_latency", *(("busy_time",) if host_bound else ())]
+    return [m for m in dict.fromkeys(wanted) if m in current.timings and (m == current.judged_metric or m in baseline.timings)]
 
 
 def estimate(
@@ -282,9 +298,10 @@ def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") 
         prior = PRIOR_PCT_CALLER_HOST
     elif _host_clock(current, metric):
         prior = PRIOR_PCT_HOST_CLOCK
+    elif KINDS[metric].sums_kernels and _launches(current, newest):
+        prior = max(BUSY_FLOOR_PCT, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
     else:
-        priors = KINDS[metric].prior_pct
-        prior = priors.get(_bound(current, metric), priors[None])
+        prior = PRIOR_PCT.get(_bound(current), PRIOR_PCT[None])
     stored = newest.timings.get(metric)  # type: ignore[call-overload]
     return max(prior, drift_pct(stored.samples_ms if stored else ()))
 
@@ -295,8 +312,9 @@ def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "laten
         return CARD_PCT_CALLER_HOST
     if _host_clock(current, metric):
         return CARD_PCT_HOST_CLOCK
-    cards = KINDS[metric].card_pct
-    return cards.get(_bound(current, metric), cards[None])
+    if KINDS[metric].sums_kernels and _launches(current, newest):
+        return max(BUSY_CARD_PCT, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
+    return CARD_PCT.get(_bound(current), CARD_PCT[None])
 
 
 def absolute_ms(current: CaseResult, metric: str = "latency") -> float:
@@ -334,20 +352,14 @@ def _host_clock(current: CaseResult, metric: str) -> bool:
     return current.timer == "host-clock" and metric == "latency"
 
 
-def _bound(result: CaseResult, metric: str = "latency") -> str | None:
-    """The case's roofline bound, as the kind of time sees it. A case is `latency`-bound (launch-bound)
-    when its GPU time is near the launch floor or when the host's share of the caller's time is over
-    half (analysis/roofline.py). GPU busy time leaves the host's share out: for undeclared work (model
-    code) busy for longer than the launch floor, the bound is its own, unknown one. Otherwise the
-    label would follow the caller's time, which moves between processes (nanoGPT's batch-1 forward:
-    3.3 and 4.0 ms, busy 1.75 ms), and with it the prior, 0.25% in one run and 1% in the next."""
-    m = result.metrics
-    bound = m.bound if m else None
-    if bound == "latency" and KINDS[metric].gpu_only and m is not None and m.gbps is None and m.tflops is None:
-        busy = result.median_of(metric)
-        if busy is not None and busy >= roofline.LAUNCH_FLOOR_MS:
-            return None
-    return bound
+def _bound(result: CaseResult) -> str | None:
+    return result.metrics.bound if result.metrics else None
+
+
+def _launches(current: CaseResult, newest: CaseResult) -> float:
+    """Kernels launched per call, the fewer of this run's and the baseline's (0 where neither counted)."""
+    counts = [r.counters.total("kernels") for r in (current, newest) if r.counters and r.counters.device]
+    return min((n for n in counts if n > 0), default=0.0)
 
 
 def _plural(n: int, word: str) -> str:

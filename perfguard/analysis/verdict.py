@@ -40,9 +40,6 @@ from perfguard.model import (
 )
 
 STATUSES = VERDICT_STATUSES
-# The regimes whose judged figure is not the GPU's own time (the call keeps the GPU waiting on the
-# host): there the GPU's busy time is judged beside it.
-HOST_BOUND_REGIMES = ("caller", "enqueue-bound")
 
 # The change that matters when the user names none. It is a floor under each case's noise-derived
 # tolerance, not the tolerance itself: stable memory-bound kernels repeat within 0.1-0.7% from run
@@ -99,7 +96,7 @@ def compare_case(
             hint=NEW_HINT)]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
-    for name in judged_times(current, entry.result):
+    for name in noise.judged_times(current, entry.result):
         verdict = _time(ctx, name, current, entry, threshold, host)
         if verdict is not None:
             verdicts.append(verdict)
@@ -107,15 +104,6 @@ def compare_case(
     verdicts += memory_verdicts(ctx, current, entry.result, mem_threshold)
     return verdicts + counting.compare_counters(current, entry.result, allowance=counter_allowance, env=ctx.env,
                                                 baseline_file=baseline_file)
-
-
-def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
-    """The times a case is judged by, the judged figure first: the caller's own time too (a change that
-    adds host work leaves the GPU time as it was), and where either side's call kept the GPU waiting
-    on the host, the GPU's busy time, the GPU figure the host's speed does not move."""
-    host_bound = current.regime in HOST_BOUND_REGIMES or baseline.regime in HOST_BOUND_REGIMES
-    wanted = [current.judged_metric, "caller_latency", *(("busy_time",) if host_bound else ())]
-    return [m for m in dict.fromkeys(wanted) if m in current.timings and (m == current.judged_metric or m in baseline.timings)]
 
 
 def as_entry(result: CaseResult, recorded_at: str = "", host: str | None = None) -> BaselineEntry:
