@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from perfguard.analysis import noise
+from perfguard.analysis import noise, priors
 from perfguard.analysis.stats import summarize, timing
 from perfguard.analysis.verdict import (
     DEFAULT_THRESHOLD_PCT,
@@ -467,7 +467,7 @@ def test_a_host_bound_callers_time_is_judged_with_the_hosts_noise_and_a_device_b
     base = caller_entry([1.0] * 3, [1.01] * 3, rng, enqueue=0.01)
     assert noise.estimate(device_bound, base, 1.0, metric="caller_latency").spread_pct < 1.0
     host_bound = caller_run(1.6, 4.9, rng, bound="latency", enqueue=4.8)
-    assert noise.estimate(host_bound, base, 1.0, metric="caller_latency").spread_pct >= noise.PRIOR_PCT_CALLER_HOST * 0.5
+    assert noise.estimate(host_bound, base, 1.0, metric="caller_latency").spread_pct >= priors.PRIOR_PCT_CALLER_HOST * 0.5
 
 
 def test_a_host_bound_callers_time_on_a_card_the_baseline_has_not_seen_gets_the_hosts_width():
@@ -478,8 +478,8 @@ def test_a_host_bound_callers_time_on_a_card_the_baseline_has_not_seen_gets_the_
                                   device_uuid="GPU-b")
     host_bound = noise.estimate(current, base, 1.0, metric="caller_latency")
     gpu = noise.estimate(current, base, 1.0, metric="latency")
-    assert host_bound.card_pct == noise.CARD_PCT_CALLER_HOST
-    assert gpu.card_pct == noise.CARD_PCT["latency"]
+    assert host_bound.card_pct == priors.CARD_PCT_CALLER_HOST
+    assert gpu.card_pct == priors.CARD_PCT["latency"]
     # A host half again as slow is within what a shared VM's host does from one run to the next; four
     # times as slow is not.
     assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.5, rng, bound="latency", enqueue=4.8),

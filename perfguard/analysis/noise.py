@@ -11,15 +11,15 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
     T    = max(threshold, t·sp + floor)                                  the tolerance: past it, the verdict moves
     D    = T + Z_POWER·sp                                                the smallest slowdown caught 19 times in 20
 
-- s0 is a prior per kind of case (PRIOR_PCT, from the H200's A/A runs, by roofline bound), raised to
+- s0 is a prior per kind of case (priors.PRIOR_PCT, from the H200's A/A runs, by roofline bound), raised to
   the case's own drift within its newest run (the spread of the medians of consecutive blocks of its
   samples). With one run it is all there is; each run added moves s towards what the runs show.
 - t is Student's quantile for a one-sided ALPHA at PRIOR_WEIGHT + k - 1 degrees of freedom: a spread
   estimated from few runs is itself uncertain, and the tolerance says so (wide with 1 run, narrowing
   as runs are added: the README's table).
-- floor is an absolute offset (ABS_FLOOR_MS), added when this run comes from a card (on a CPU, a host)
+- floor is an absolute offset (priors.ABS_FLOOR_MS), added when this run comes from a card (on a CPU, a host)
   that none of the baseline's runs came from: host-to-host offsets of tiny kernels are absolute.
-- card is a prior for how cards of one model differ (CARD_PCT), added when this run's card is not
+- card is a prior for how cards of one model differ (priors.CARD_PCT), added when this run's card is not
   among the baseline's and the baseline's runs came from a single card; runs from several cards
   carry that spread themselves.
 
@@ -30,10 +30,8 @@ others and the prior give) is left out, so one slow runner or one disturbed run 
 tolerance until the gate sees nothing.
 
 Every kind of time (a TimeMetric: GPU time, the caller's time, GPU busy time) is judged the same
-way, over the baseline runs that measured that kind; each kind's own row (KINDS) says what differs:
-the caller's time is the host clock's, and where the host's enqueue is over HOST_BOUND_SHARE of it,
-the host's speed sets it, and the priors are the host's (PRIOR_PCT_CALLER_HOST, CARD_PCT_CALLER_HOST);
-GPU busy time, a sum over the call's kernels, has priors that narrow with their number (BUSY_KERNEL_PCT).
+way, over the baseline runs that measured that kind; each kind's priors (analysis/priors.py) say
+what differs: the host's speed for a host-bound caller's time, the number of kernels for busy time.
 
 The times are not normalised to the SM clock, not even for compute-bound cases: between two H200
 hosts, scaling compute-bound medians by their mean SM clock (NVML, sampled between batches) widened
@@ -55,34 +53,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from perfguard.analysis import priors
 from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary, TimeMetric
 from perfguard.model.names import shown
 
 ALPHA = 0.001  # one-sided, per comparison, before re-measurement
 Z_POWER = 1.645  # one-sided 95%
 PRIOR_WEIGHT = 3.0  # the prior counts as this many degrees of freedom of observed runs
-# Run-to-run relative spread (standard deviation of the median, %) before any runs say otherwise.
-# H200, four fresh processes each: memory-bound median CV 0.08% (0.1-0.7% at worst), compute-bound
-# under the power cap 1-3%. A CPU's host clock on a shared machine moves far more.
-PRIOR_PCT = {"memory": 0.3, "latency": 1.0, "compute": 2.0, None: 1.0}
-PRIOR_PCT_HOST_CLOCK = 5.0
-# Absolute offset between hosts: every H200 kernel under ~20 µs was 0.6-1.2 µs slower on one host.
-ABS_FLOOR_MS = {"cuda": 0.0015, "cpu": 0.02}
-# How far cards of one model sit apart beyond that offset (%, one standard deviation): between two
-# H200 hosts, memory-bound medians over ~50 µs differed by up to 1.5-2.2%, compute-bound ones by up to 7%.
-CARD_PCT = {"memory": 0.5, "latency": 1.0, "compute": 1.5, None: 1.0}
-CARD_PCT_HOST_CLOCK = 5.0
-# The caller's time of a call whose host work (its enqueue) is over HOST_BOUND_SHARE of it moves with
-# the host's speed, which on a shared cloud VM is not steady: GPT-2 small's batch-1 forward (5 ms of
-# Python and launches a call) read 4.3-9.2 ms as the caller sees it in 15 processes on one H200
-# host, and 4.3-7.9 ms between half-second blocks of one process, the thread's CPU time alike; a
-# probe of fixed host work did not track it. Such a caller's time is judged with a prior of that size,
-# so the gate catches a call that takes twice as long, not 5% more Python (docs/method.md).
-HOST_BOUND_SHARE = 0.5
-PRIOR_PCT_CALLER_HOST = 20.0
-CARD_PCT_CALLER_HOST = 10.0
-ABS_FLOOR_CALLER_MS = 0.002
-BLOCKS = 5  # blocks of consecutive samples whose medians show drift within a run
+
 
 
 # A card (a host, on a CPU) with this many runs in the baseline is judged by them alone. Three is the
@@ -96,39 +74,6 @@ OWN_RUNS = 3
 # lies about 14 (a CPU's host clock) to 200 (memory-bound on a GPU) of them away.
 OUTLIER_Z = 10.0
 MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, scaled to its standard deviation
-
-
-# GPU busy time is the sum of a call's kernels as the profiler (CUPTI) times them, 5 calls of one
-# process. A single kernel's busy time jumps between processes while its CUDA-event time does not:
-# H200, 8 fresh processes (2026-12-01), layer_norm 351 or 380 µs, rms_norm 154 or 167 µs, softmax 515
-# or 570 µs (event times 0.1% apart), a 24 µs add 23.9-25.2 µs: about 4% (one standard deviation) a
-# kernel. Over a call of many launches the jumps average out: nanoGPT's model.py and ResNet-50
-# (128-697 launches), 3 fresh processes on each of two cards, moved 0.06-0.33% (median 0.16%),
-# about 4% / √launches, and their cards sat 0.2-0.7% apart. So busy time's prior is
-# BUSY_KERNEL_PCT / √(kernels launched per call), not below BUSY_FLOOR_PCT, and its card-to-card
-# prior not below BUSY_CARD_PCT. A bound's prior would not do: model code declares no work (the
-# unknown kind's 1% left a 5-run baseline blind to one extra elementwise op per transformer block),
-# and its launch-bound label follows the caller's time, which busy time leaves out.
-BUSY_KERNEL_PCT = 4.0
-BUSY_FLOOR_PCT = 0.15
-BUSY_CARD_PCT = 0.5
-
-
-@dataclasses.dataclass(frozen=True)
-class Kind:
-    """What a kind of time brings to its noise."""
-
-    host_timed: bool  # taken on the host clock around the call: the host's speed can set it
-    abs_floor_ms: float  # the host-to-host offset of a tiny call (ABS_FLOOR_MS)
-    sums_kernels: bool = False  # the sum of the call's kernels, whose jitter averages over them (BUSY_KERNEL_PCT)
-
-
-KINDS: dict[str, Kind] = {
-    "latency": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
-    "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS),
-    # The union of the call's kernel and copy intervals: the GPU's work, timed on the GPU's clock.
-    "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], sums_kernels=True),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,10 +148,10 @@ def estimate(
     own = [r for r in runs if mine is not None and run_source(r) == mine]
     by_own = len(own) >= OWN_RUNS or (bool(own) and len(own) == len(runs))
     judged = own if by_own else runs
-    prior = prior_pct(current, baseline.result, metric)
-    card_prior = card_prior_pct(current, baseline.result, metric)
+    prior = priors.prior_pct(current, baseline.result, metric)
+    card_prior = priors.card_prior_pct(current, baseline.result, metric)
     medians = np.array([median_of(r, metric) for r in judged], dtype=float)
-    far = far_runs(medians, [run_source(r) for r in judged], prior, card_prior, absolute_ms(current, metric))
+    far = far_runs(medians, [run_source(r) for r in judged], prior, card_prior, priors.absolute_ms(current, metric))
     kept = [r for i, r in enumerate(judged) if i not in far]
     medians = np.delete(medians, sorted(far))
     k = len(kept)
@@ -217,7 +162,7 @@ def estimate(
     spread = pooled_pct(prior, observed, k)
     predicted = math.sqrt(spread**2 * (1.0 + 1.0 / k) + card**2)
     centre = float(np.median(medians))
-    floor = 0.0 if seen else 100.0 * absolute_ms(current, metric) / centre
+    floor = 0.0 if seen else 100.0 * priors.absolute_ms(current, metric) / centre
     tolerance = max(threshold_pct, alarm_quantile(k) * predicted + floor)
     return Noise(
         runs=k,
@@ -291,37 +236,6 @@ def pooled_pct(prior: float, observed: float, k: int) -> float:
     return math.sqrt((PRIOR_WEIGHT * prior**2 + (k - 1) * observed**2) / (PRIOR_WEIGHT + k - 1))
 
 
-def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
-    """s0: the run-to-run spread a case of this kind has before its runs say otherwise, raised to the
-    drift within the baseline's newest run (`newest`)."""
-    if _host_bound(current, newest, metric):
-        prior = PRIOR_PCT_CALLER_HOST
-    elif _host_clock(current, metric):
-        prior = PRIOR_PCT_HOST_CLOCK
-    elif KINDS[metric].sums_kernels and _launches(current, newest):
-        prior = max(BUSY_FLOOR_PCT, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
-    else:
-        prior = PRIOR_PCT.get(_bound(current), PRIOR_PCT[None])
-    stored = newest.timings.get(metric)  # type: ignore[call-overload]
-    return max(prior, drift_pct(stored.samples_ms if stored else ()))
-
-
-def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
-    """How far cards (on a CPU, hosts) of one model sit apart for a case of this kind, one standard deviation."""
-    if _host_bound(current, newest, metric):
-        return CARD_PCT_CALLER_HOST
-    if _host_clock(current, metric):
-        return CARD_PCT_HOST_CLOCK
-    if KINDS[metric].sums_kernels and _launches(current, newest):
-        return max(BUSY_CARD_PCT, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
-    return CARD_PCT.get(_bound(current), CARD_PCT[None])
-
-
-def absolute_ms(current: CaseResult, metric: str = "latency") -> float:
-    """The absolute offset between hosts of this kind of time, ms."""
-    return ABS_FLOOR_MS["cpu"] if _host_clock(current, metric) else KINDS[metric].abs_floor_ms
-
-
 def median_of(run: RunSummary, metric: str = "latency") -> float | None:
     """A run's median of the metric, ms (None where the run did not measure it)."""
     return run.median_of(metric)
@@ -344,43 +258,8 @@ def describe_run(run: RunSummary, metric: str, centre_ms: float) -> str:
     return f"the run of {run.recorded_at} on {shown(where)} ({100.0 * (median / centre_ms - 1.0):+.1f}% from the others' median)"
 
 
-def _host_bound(current: CaseResult, newest: CaseResult, metric: str) -> bool:
-    return KINDS[metric].host_timed and max(host_share(current), host_share(newest)) > HOST_BOUND_SHARE
-
-
-def _host_clock(current: CaseResult, metric: str) -> bool:
-    return current.timer == "host-clock" and metric == "latency"
-
-
-def _bound(result: CaseResult) -> str | None:
-    return result.metrics.bound if result.metrics else None
-
-
-def _launches(current: CaseResult, newest: CaseResult) -> float:
-    """Kernels launched per call, the fewer of this run's and the baseline's (0 where neither counted)."""
-    counts = [r.counters.total("kernels") for r in (current, newest) if r.counters and r.counters.device]
-    return min((n for n in counts if n > 0), default=0.0)
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
-
-
-def host_share(result: CaseResult) -> float:
-    """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
-    caller = result.median_of("caller_latency")
-    return result.enqueue_ms / caller if result.enqueue_ms and caller else 0.0
-
-
-def drift_pct(samples: Sequence[float]) -> float:
-    """Relative spread (%) of the medians of BLOCKS consecutive blocks of a run's samples: what the run
-    learns of its own drift for free (0 with too few samples to tell)."""
-    if len(samples) < 4 * BLOCKS:
-        return 0.0
-    blocks = np.array_split(np.asarray(samples, dtype=float), BLOCKS)
-    medians = np.array([np.median(b) for b in blocks])
-    centre = float(np.median(medians))
-    return 100.0 * float(np.std(medians, ddof=1)) / centre if centre > 0 else 0.0
 
 
 @functools.lru_cache(maxsize=256)  # runs_needed asks for up to 100 of them per verdict

@@ -25,7 +25,7 @@ import dataclasses
 import datetime
 from collections.abc import Sequence
 
-from perfguard.analysis import noise
+from perfguard.analysis import noise, priors
 from perfguard.defaults import THRESHOLD_PCT
 from perfguard.model import BaselineEntry, CaseResult, RunSummary
 from perfguard.model.names import shown
@@ -122,8 +122,8 @@ class Admission:
         for metric in noise.judged_times(newest, newest):
             measured = [i for i, c in enumerate(fresh) if noise.median_of(c.summary, metric)]
             medians = [noise.median_of(fresh[i].summary, metric) or 0.0 for i in measured]
-            off = noise.far_runs(medians, [sources[i] for i in measured], noise.prior_pct(newest, newest, metric),
-                                 noise.card_prior_pct(newest, newest, metric), noise.absolute_ms(newest, metric))
+            off = noise.far_runs(medians, [sources[i] for i in measured], priors.prior_pct(newest, newest, metric),
+                                 priors.card_prior_pct(newest, newest, metric), priors.absolute_ms(newest, metric))
             centre = sorted(medians)[len(medians) // 2] if medians else 0.0
             for j in sorted(off):
                 i = measured[j]
@@ -136,7 +136,7 @@ class Admission:
         """Why the candidate lies outside the case's tolerance, or "" when it does not."""
         threshold = c.result.threshold if c.result.threshold is not None else self.threshold_pct
         # The times the gate would judge this run by, no other: a device-regime case's busy time, which
-        # the gate does not judge, jumps 8% between processes for a single kernel (noise.BUSY_KERNEL_PCT)
+        # the gate does not judge, jumps 8% between processes for a single kernel (priors.BUSY_KERNEL_PCT)
         # and refused good runs of 12 cases in 5 updates on one H200.
         for metric in noise.judged_times(c.result, entry.result):
             value = noise.median_of(c.summary, metric)
