@@ -25,6 +25,8 @@
 #   models     issue 12: benchmarks/model_precision.py in 3 fresh processes (GPT-2 batch-1 forward against
 #              hand measurement) and benchmarks/host_overhead.py (injected host work), in OUTDIR/host
 # perfguard is installed without dependencies: the GPU image has torch, triton, scipy and NVML.
+# On the lent device machine at most 8 files of $OUT come back: give a folder outside it and pack that,
+#   bash benchmarks/gpu.sh /tmp/g counters; tar czf "$OUT/g.tgz" -C /tmp g
 set -uo pipefail
 out=${1:?output folder}; shift
 stages=${*:-tests calibrate suites explain profile accuracy detection}
