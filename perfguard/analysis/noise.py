@@ -61,8 +61,6 @@ ALPHA = 0.001  # one-sided, per comparison, before re-measurement
 Z_POWER = 1.645  # one-sided 95%
 PRIOR_WEIGHT = 3.0  # the prior counts as this many degrees of freedom of observed runs
 
-
-
 # A card (a host, on a CPU) with this many runs in the baseline is judged by them alone. Three is the
 # fewest whose spread says something of the card (with the prior worth PRIOR_WEIGHT runs), and the
 # fewest among which one run far from the others can be told (far_runs).

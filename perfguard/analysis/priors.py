@@ -75,6 +75,7 @@ KINDS: dict[str, Kind] = {
     "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], sums_kernels=True),
 }
 
+
 def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
     """s0: the run-to-run spread a case of this kind has before its runs say otherwise, raised to the
     drift within the baseline's newest run (`newest`)."""
@@ -105,6 +106,7 @@ def absolute_ms(current: CaseResult, metric: str = "latency") -> float:
     """The absolute offset between hosts of this kind of time, ms."""
     return ABS_FLOOR_MS["cpu"] if _host_clock(current, metric) else KINDS[metric].abs_floor_ms
 
+
 def _host_bound(current: CaseResult, newest: CaseResult, metric: str) -> bool:
     return KINDS[metric].host_timed and max(host_share(current), host_share(newest)) > HOST_BOUND_SHARE
 
@@ -121,6 +123,7 @@ def _launches(current: CaseResult, newest: CaseResult) -> float:
     """Kernels launched per call, the fewer of this run's and the baseline's (0 where neither counted)."""
     counts = [r.counters.total("kernels") for r in (current, newest) if r.counters and r.counters.device]
     return min((n for n in counts if n > 0), default=0.0)
+
 
 def host_share(result: CaseResult) -> float:
     """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
