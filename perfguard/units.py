@@ -26,6 +26,11 @@ def precise_duration(ms: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(n: int, word: str) -> str:
+    """"1 run", "3 runs": a count with its noun."""
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def size(n: float | None) -> str:
     if n is None:
         return "n/a"

@@ -111,7 +111,7 @@ class Attribution:
     @property
     def unnamed_reason(self) -> str | None:
         """Why the unknown bytes could not be named, in a sentence; None when there are none."""
-        said = [f"{units.size(n)} in {k} block{'s' if k != 1 else ''}: {why}"
+        said = [f"{units.size(n)} in {units.plural(k, 'block')}: {why}"
                 for why, (n, k) in sorted(self.unnamed.items(), key=lambda kv: -kv[1][0]) if n]
         return "; ".join(said) or None
 

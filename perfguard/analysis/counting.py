@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from perfguard import units
 from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, CaseResult, Counters, Verdict
 
 SHOWN_NAMES = 3  # changed names a message lists before "and N more"
@@ -59,7 +60,7 @@ def summary(counters: Counters) -> str:
         if counters.counted(kind) and (counters.total(kind) or kind in ("kernels", "syncs", "aten_ops")):
             parts.append(_count(counters.total(kind), kind))
             if kind == "copies" and counters.total("copy_bytes"):
-                parts[-1] += f" ({_bytes(counters.total('copy_bytes'))})"
+                parts[-1] += f" ({units.size(counters.total('copy_bytes'))})"
     return ", ".join(parts)
 
 
@@ -150,7 +151,7 @@ def _verdict(case_id: str, metric: str, status: str, baseline: float | None, cur
 def _count(n: float, kind: str) -> str:
     one, many = COUNTER_LABELS[kind]
     if kind == "copy_bytes":
-        return _bytes(n)
+        return units.size(n)
     return f"{_figure(n)} {one if n == 1 else many}"
 
 
@@ -158,8 +159,3 @@ def _figure(n: float) -> str:
     """A count per call: whole where it is ("12"), else to two decimals ("0.20": once in five calls)."""
     return f"{n:,.0f}" if abs(n - round(n)) < 1e-9 else f"{n:,.2f}"
 
-
-def _bytes(n: float) -> str:
-    from perfguard import units
-
-    return units.size(n)

@@ -53,6 +53,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from perfguard import units
 from perfguard.analysis import priors
 from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary, TimeMetric
 from perfguard.model.names import shown
@@ -99,15 +100,15 @@ class Noise:
 
     def judges(self) -> str:
         """Whose runs: "this card's 5 runs", "the fleet's 10 runs on 3 cards"."""
-        runs = _plural(self.runs, "run")
+        runs = units.plural(self.runs, "run")
         if self.judged_by == "own":
             return f"this {self.source}'s {runs}"
-        return f"the fleet's {runs} on {_plural(self.sources, self.source)}"
+        return f"the fleet's {runs} on {units.plural(self.sources, self.source)}"
 
     def widened(self) -> str:
         other = f", ±{self.card_pct:.1f}% {self.source} to {self.source}" if self.card_pct else ""
         floor = f", +{self.floor_pct:.1f}% for a {self.source} it has not seen" if self.floor_pct else ""
-        left = f", {_plural(len(self.left_out), 'run')} far from the others left out" if self.left_out else ""
+        left = f", {units.plural(len(self.left_out), 'run')} far from the others left out" if self.left_out else ""
         return other + floor + left
 
 
@@ -254,10 +255,6 @@ def describe_run(run: RunSummary, metric: str, centre_ms: float) -> str:
     where = run.device_uuid or run.host or "an unknown machine"
     median = median_of(run, metric) or math.nan
     return f"the run of {run.recorded_at} on {shown(where)} ({100.0 * (median / centre_ms - 1.0):+.1f}% from the others' median)"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 @functools.lru_cache(maxsize=256)  # runs_needed asks for up to 100 of them per verdict

@@ -55,6 +55,8 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
+from perfguard import units
+
 ALPHA = 0.001  # one-sided: an unchanged case passes T this rarely
 MARGIN = 0.99  # a change of the threshold's size passes T this often
 POWER = 0.95  # D: the slowdown caught this often
@@ -93,7 +95,7 @@ class Paired:
         return self.status != "inconclusive"
 
     def describe(self) -> str:
-        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
+        rounds = units.plural(self.rounds, "round")
         floor = " (a prior, the floor while rounds are few)" if self.floored else ""
         return f"round-to-round spread ±{self.spread_pct:.2f}%{floor} over {rounds}, paired on one card"
 

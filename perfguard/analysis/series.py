@@ -25,6 +25,7 @@ import dataclasses
 import datetime
 from collections.abc import Sequence
 
+from perfguard import units
 from perfguard.analysis import noise, priors
 from perfguard.defaults import THRESHOLD_PCT
 from perfguard.model import BaselineEntry, CaseResult, RunSummary
@@ -74,8 +75,8 @@ class Admission:
         if outside and self.force:
             kept = self._among_themselves(case_id, fresh)
             why = outside[0][1]
-            self.lines.append(f"{case_id}: its series starts again with {_runs(len(kept))} from {outside[0][0].origin} "
-                              f"({why}: the code changed); its {_runs(len(existing))} before dropped")
+            self.lines.append(f"{case_id}: its series starts again with {units.plural(len(kept), 'run')} from {outside[0][0].origin} "
+                              f"({why}: the code changed); its {units.plural(len(existing), 'run')} before dropped")
             return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
         for c, why in outside:
             self.lines.append(f"{case_id}: the run of {c.summary.recorded_at} from {c.origin} not added: {why}, so "
@@ -166,7 +167,3 @@ def in_future(recorded_at: str, now: datetime.datetime | None = None) -> bool:
         when = when.replace(tzinfo=datetime.timezone.utc)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     return when > now + CLOCK_SKEW
-
-
-def _runs(n: int) -> str:
-    return f"{n} run{'s' if n != 1 else ''}"

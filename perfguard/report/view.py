@@ -218,7 +218,7 @@ def detects(v: Verdict | None) -> str:
     """The smallest slowdown the gate catches for a case now, and over how many baseline runs: "1.8% · 5 runs"."""
     if v is None or v.detectable_pct is None:
         return "n/a"
-    return f"{v.detectable_pct:.1f}% · {v.baseline_runs} run{'s' if v.baseline_runs != 1 else ''}"
+    return f"{v.detectable_pct:.1f}% · {units.plural(v.baseline_runs, 'run')}"
 
 
 def ci_text(result: CaseResult | None) -> str:
