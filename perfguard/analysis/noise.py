@@ -140,7 +140,7 @@ def estimate(
     A card (on a CPU, a host) with OWN_RUNS runs in the baseline is judged by those alone: their centre,
     their spread, no card-to-card prior. Any other is judged by all the runs (the fleet's). Either way a
     run far from the others' median (`far_runs`) is left out of the spread and the centre."""
-    runs = [r for r in baseline.runs if median_of(r, metric)]
+    runs = [r for r in baseline.runs if r.median_of(metric)]
     if not runs:
         return None
     mine = source_of(current, host)
@@ -149,7 +149,7 @@ def estimate(
     judged = own if by_own else runs
     prior = priors.prior_pct(current, baseline.result, metric)
     card_prior = priors.card_prior_pct(current, baseline.result, metric)
-    medians = np.array([median_of(r, metric) for r in judged], dtype=float)
+    medians = np.array([r.median_of(metric) for r in judged], dtype=float)
     far = far_runs(medians, [run_source(r) for r in judged], prior, card_prior, priors.absolute_ms(current, metric))
     kept = [r for i, r in enumerate(judged) if i not in far]
     medians = np.delete(medians, sorted(far))
@@ -235,11 +235,6 @@ def pooled_pct(prior: float, observed: float, k: int) -> float:
     return math.sqrt((PRIOR_WEIGHT * prior**2 + (k - 1) * observed**2) / (PRIOR_WEIGHT + k - 1))
 
 
-def median_of(run: RunSummary, metric: str = "latency") -> float | None:
-    """A run's median of the metric, ms (None where the run did not measure it)."""
-    return run.median_of(metric)
-
-
 def run_source(run: RunSummary) -> str | None:
     """Where a run came from: its card (a GPU's UUID; hostnames of cloud machines repeat, "vm" on two
     H200 hosts), or on a CPU its host."""
@@ -253,7 +248,7 @@ def source_of(current: CaseResult, host: str | None) -> str | None:
 def describe_run(run: RunSummary, metric: str, centre_ms: float) -> str:
     """A run as a line names it: when and where it was recorded, and how far it lies from the others."""
     where = run.device_uuid or run.host or "an unknown machine"
-    median = median_of(run, metric) or math.nan
+    median = run.median_of(metric) or math.nan
     return f"the run of {run.recorded_at} on {shown(where)} ({100.0 * (median / centre_ms - 1.0):+.1f}% from the others' median)"
 
 

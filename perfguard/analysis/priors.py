@@ -84,7 +84,7 @@ def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") 
     elif _host_clock(current, metric):
         prior = PRIOR_PCT_HOST_CLOCK
     elif KINDS[metric].sums_kernels and _launches(current, newest):
-        prior = max(BUSY_FLOOR_PCT, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
+        prior = _busy_pct(current, newest, BUSY_FLOOR_PCT)
     else:
         prior = PRIOR_PCT.get(_bound(current), PRIOR_PCT[None])
     stored = newest.timings.get(metric)  # type: ignore[call-overload]
@@ -98,7 +98,7 @@ def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "laten
     if _host_clock(current, metric):
         return CARD_PCT_HOST_CLOCK
     if KINDS[metric].sums_kernels and _launches(current, newest):
-        return max(BUSY_CARD_PCT, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
+        return _busy_pct(current, newest, BUSY_CARD_PCT)
     return CARD_PCT.get(_bound(current), CARD_PCT[None])
 
 
@@ -123,6 +123,11 @@ def _launches(current: CaseResult, newest: CaseResult) -> float:
     """Kernels launched per call, the fewer of this run's and the baseline's (0 where neither counted)."""
     counts = [r.counters.total("kernels") for r in (current, newest) if r.counters and r.counters.device]
     return min((n for n in counts if n > 0), default=0.0)
+
+
+def _busy_pct(current: CaseResult, newest: CaseResult, least: float) -> float:
+    """Busy time's prior: a kernel's BUSY_KERNEL_PCT averaged over the call's launches, at least `least`."""
+    return max(least, BUSY_KERNEL_PCT / math.sqrt(_launches(current, newest)))
 
 
 def host_share(result: CaseResult) -> float:

@@ -121,8 +121,8 @@ class Admission:
         sources = [noise.run_source(c.summary) for c in fresh]
         far: dict[int, str] = {}
         for metric in noise.judged_times(newest, newest):
-            measured = [i for i, c in enumerate(fresh) if noise.median_of(c.summary, metric)]
-            medians = [noise.median_of(fresh[i].summary, metric) or 0.0 for i in measured]
+            measured = [i for i, c in enumerate(fresh) if c.summary.median_of(metric)]
+            medians = [fresh[i].summary.median_of(metric) or 0.0 for i in measured]
             off = noise.far_runs(medians, [sources[i] for i in measured], priors.prior_pct(newest, newest, metric),
                                  priors.card_prior_pct(newest, newest, metric), priors.absolute_ms(newest, metric))
             centre = sorted(medians)[len(medians) // 2] if medians else 0.0
@@ -140,7 +140,7 @@ class Admission:
         # the gate does not judge, jumps 8% between processes for a single kernel (priors.BUSY_KERNEL_PCT)
         # and refused good runs of 12 cases in 5 updates on one H200.
         for metric in noise.judged_times(c.result, entry.result):
-            value = noise.median_of(c.summary, metric)
+            value = c.summary.median_of(metric)
             est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric) if value else None
             if est is None or not value:
                 continue
