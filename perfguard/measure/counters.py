@@ -1,6 +1,6 @@
 """Work counters: what one call does, counted in one profiled pass of a few calls after warm-up.
 
-torch.profiler (Kineto, with CUPTI on a GPU) records the pass; its Chrome trace, the format Kineto
+torch's profiler (Kineto, with CUPTI on a GPU: kineto.profiler) records the pass; its Chrome trace, the format Kineto
 writes and every viewer reads, is read back for:
 
 - kernels launched, by name; copies by direction and bytes; memsets (the GPU's activities);
@@ -51,11 +51,10 @@ _prepared = False
 
 def prepare() -> None:
     """Start and stop the profiler once in this process, before any case's time limit runs: its first
-    start imports most of torch (torch._dynamo, sympy: 4 s of a loaded 2-vCPU machine), which is the
-    process's cost, not a case's."""
+    start (on a GPU, CUPTI's) is the process's cost, not a case's."""
     global _prepared
     if not _prepared:
-        with kineto.quiet(), torch.profiler.profile(activities=kineto.activities(False)):
+        with kineto.quiet(), kineto.profiler(torch.cuda.is_available()):
             pass
         _prepared = True
 
@@ -71,7 +70,7 @@ def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS) -> tuple[Counte
     with tempfile.TemporaryDirectory(prefix="perfguard-count-") as tmp:
         trace = Path(tmp, "trace.json")
         with kineto.quiet():
-            with torch.profiler.profile(activities=kineto.activities(cuda)) as prof:
+            with kineto.profiler(cuda) as prof:
                 for _ in range(calls):
                     with torch.profiler.record_function(CALL_RANGE):
                         fn()

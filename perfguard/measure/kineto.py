@@ -8,6 +8,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 from torch.profiler import ProfilerActivity
 
@@ -19,6 +20,17 @@ KINETO_PROGRESS = re.compile(r"^(?!ERROR|WARNING)[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\
 def activities(cuda: bool) -> list[ProfilerActivity]:
     """CPU, and CUDA on a GPU (also torch's recipe for a CUDA memory timeline)."""
     return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+
+
+def profiler(cuda: bool) -> Any:
+    """torch's Kineto profiler of the CPU's (and on a GPU, CUDA's) activity, built as
+    torch.profiler.profile builds it, without that wrapper: its start asks `hasattr(torch, "_inductor")`,
+    which imports torch._inductor, torch._dynamo and sympy (828 modules: 1.7 s of a 2-vCPU host's
+    first profile, against 4 ms this way) into a process that may never compile anything. A context
+    manager with export_chrome_trace, as the wrapper's."""
+    from torch.autograd import profiler as autograd_profiler
+
+    return autograd_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, use_kineto=True)
 
 
 @contextlib.contextmanager
