@@ -10,19 +10,20 @@ copies, allocations, ATen operators and GPU busy time.
   spread of GPU busy time, and no false alarm;
 - inject: each structural regression below, judged against the unchanged baseline, 3 runs each;
   printed: case, injection, caught by which counter n/3, the message;
-- cost (not by default): `pytest --perfguard suites/` with and without counting, and the counting
-  passes' share of the run with it.
+- cost (not by default): `pytest --perfguard suites/` without counting, with it, and without again,
+  and the counting passes' share of the run with it.
 
 Each stage starts fresh pytest processes, 20-35 s each on an H200 (2026-12-01: CUDA start-up, five
 cases' measurement and their counting passes): the default stages start 18 (record 3, judge 3, inject
-4 x 3), about 8-10 minutes; `cost` is two more runs of suites/.
+4 x 3), about 8-10 minutes; `cost` is four runs of suites/ (one unmeasured).
 
 The cases live in a perf-case file this script writes to OUT/cases/ (DIR's model.py is imported as
 it is, never copied or edited); an injection is made by the environment variable PERFGUARD_INJECT,
 which the case file reads (one extra elementwise op per transformer block by wrapping Block.forward,
 a `.item()` inside the training step, an unfused AdamW, a tensor made from a Python list inside
-the call). Without torchvision the ResNet-50 cases are left out; without CUDA everything runs on
-the CPU (ATen operators only).
+the call). nanoGPT runs as its train.py and sample.py run it: TF32 matmuls, bf16 autocast on a GPU,
+its own configure_optimizers (fused AdamW on CUDA) and a gradient clip of 1.0. Without torchvision
+the ResNet-50 cases are left out; without CUDA everything runs on the CPU (ATen operators only).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfguard.model import COUNTER_KINDS, loads_record  # noqa: E402
+from perfguard.units import plural  # noqa: E402
 
 # Which cases each injection applies to, and the counter that should catch it.
 INJECTIONS = {
@@ -52,6 +54,7 @@ INJECTIONS = {
 }
 
 CASES = '''
+import contextlib
 import os
 import sys
 
@@ -78,9 +81,21 @@ def _config():
 
 def _optimizer(model, device):
     if INJECT == "unfused":
-        return torch.optim.AdamW(model.parameters(), lr=6e-4, foreach=False, fused=False)
+        return torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), foreach=False, fused=False)
+    if isinstance(model, nanogpt.GPT):  # train.py's optimizer: fused AdamW on CUDA
+        return model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), device)
     fused = device == "cuda"
     return torch.optim.AdamW(model.parameters(), lr=6e-4, fused=fused or None, foreach=None if fused else True)
+
+
+# train.py's and sample.py's precision, set as they set it, once for the whole file (a flag a case set
+# would follow it into whichever case ran next): TF32 matmuls, and bf16 autocast on a GPU.
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+
+
+def _amp(device):
+    return torch.amp.autocast(device_type="cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
 
 
 @perf_case(params={"batch": [1, 8]}, budget_s=0.4)
@@ -88,7 +103,13 @@ def gpt_infer(batch, device):
     torch.manual_seed(0)
     model = nanogpt.GPT(_config()).to(device).eval()
     idx = torch.randint(0, model.config.vocab_size, (batch, 64 if not SMALL else 16), device=device)
-    return _inference(lambda: model(idx)[0], device)
+    ctx = _amp(device)
+
+    def forward():
+        with ctx:
+            return model(idx)[0]
+
+    return _inference(forward, device)
 
 
 def _inference(forward, device):
@@ -110,14 +131,21 @@ def gpt_train(batch, device):
     t = 64 if not SMALL else 16
     idx = torch.randint(0, model.config.vocab_size, (batch, t), device=device)
     targets = torch.randint(0, model.config.vocab_size, (batch, t), device=device)
+    ctx = _amp(device)
 
-    return _training(lambda: model(idx, targets)[1], opt)
+    def loss_of():
+        with ctx:
+            return model(idx, targets)[1]
+
+    return _training(loss_of, opt, clip=model)
 
 
-def _training(loss_of, opt):
+def _training(loss_of, opt, clip=None):
     def step():
         loss = loss_of()
         loss.backward()
+        if clip is not None:  # train.py's grad_clip = 1.0 (its GradScaler is off under bf16)
+            torch.nn.utils.clip_grad_norm_(clip.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         if INJECT == "item":  # a .item() inside the step
@@ -134,7 +162,7 @@ except ImportError:
 
 if torchvision is not None:
 
-    @perf_case(params={"batch": [8]}, budget_s=0.4)
+    @perf_case(params={"batch": [8, 32]}, budget_s=0.4)
     def resnet_infer(batch, device):
         torch.manual_seed(0)
         model = torchvision.models.resnet50().to(device).eval()
@@ -237,10 +265,10 @@ def inject(out: Path, runs: int, which: list[str]) -> None:
 
 
 def cost(out: Path, paths: list[str]) -> None:
-    """What counting costs `pytest --perfguard PATHS` (default suites/), two ways: one run with it and one
-    without (benchmarks/no_counting.py, which leaves out the pass and the profiler's first start), after
-    an unmeasured run that fills the compile caches, and, within the run with it, each case's counting
-    pass (Counters.wall_s) over the run's wall time."""
+    """What counting costs `pytest --perfguard PATHS` (default suites/), two ways: one run with it against
+    the mean of two without it (benchmarks/no_counting.py, which leaves out the pass and the profiler's
+    first start), one either side, after an unmeasured run that fills the compile caches; and, within
+    the run with it, each case's counting pass (Counters.wall_s) over the run's wall time."""
     plugins = out / "plugins"  # the reference plugin alone on the path, not every script of benchmarks/
     plugins.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "benchmarks" / "no_counting.py", plugins)
@@ -256,19 +284,22 @@ def cost(out: Path, paths: list[str]) -> None:
         return time.perf_counter() - started, done.returncode, report / "perfguard.json"
 
     # Each case once, unmeasured, first: Triton's compile cache and the first import of every module are
-    # then paid by neither measured run (on an H200 the run with counting went first and paid them:
-    # 113.8 s against 90.1 s, of which its counting passes were 7.7 s).
+    # then paid by no measured run (on an H200 the run with counting went first and paid them: 113.8 s
+    # against 90.1 s, of which its counting passes were 7.7 s). Then without, with, without: a drift
+    # over the three runs (the card warming, the page cache) falls on both sides alike.
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths], cwd=ROOT, env=env,
                    capture_output=True, text=True)
+    bare1, rc1, _ = run("cost-without-1", ["-p", "no_counting"])
     wall, rc, path = run("cost", [])
-    bare, bare_rc, _ = run("cost-without", ["-p", "no_counting"])
+    bare2, rc2, _ = run("cost-without-2", ["-p", "no_counting"])
+    bare = (bare1 + bare2) / 2
     rec = loads_record(path.read_text(), "cost")
     counted = sum(r.counters.wall_s or 0 for r in rec.results if r.counters)
     problems = [r.counters_problem for r in rec.results if r.counters_problem]
-    print(f"\n{datetime.date.today()}: pytest --perfguard {' '.join(paths)}, {len(rec.results)} cases: "
-          f"{wall:.1f} s with counting (exit {rc}), {bare:.1f} s without (exit {bare_rc}): {100 * (wall / bare - 1):+.1f}% wall time; "
-          f"within the run with it, the counting passes took {counted:.1f} s = {100 * counted / wall:.1f}% of it; "
-          f"{len(problems)} case(s) without counters")
+    print(f"\n{datetime.date.today()}: pytest --perfguard {' '.join(paths)}, {plural(len(rec.results), 'case')}, run without counting, "
+          f"with it, without again: {bare1:.1f} s (exit {rc1}), {wall:.1f} s (exit {rc}), {bare2:.1f} s (exit {rc2}): "
+          f"{100 * (wall / bare - 1):+.1f}% wall time with counting against the mean without; within the run with it, "
+          f"the counting passes took {counted:.1f} s = {100 * counted / wall:.1f}% of it; {len(problems)} case(s) without counters")
     for line in problems[:5]:
         print(f"  {line}")
 
