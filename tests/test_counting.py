@@ -54,6 +54,15 @@ def test_a_new_sync_is_named_with_the_operator_it_happened_in_and_why():
             "(a host-to-device copy from pageable memory)") in v.message
 
 
+def test_a_new_device_to_host_copy_names_its_direction_count_and_bytes():
+    # The list-tensor injection on a GPU: one 4-byte copy a call. Its bytes read as a size.
+    new = result(gpu_counters(copies={"DtoH": 1.0}, copy_bytes={"DtoH": 4.0}))
+    verdicts = by_metric(compare_counters(new, result(gpu_counters())))
+    assert verdicts["copies"].status == "regressed"
+    assert "copies per call 0 → 1: +1 × DtoH" in verdicts["copies"].message
+    assert "bytes copied between host and device per call 0 B → 4 B: +4 B × DtoH" in verdicts["copy_bytes"].message
+
+
 def test_nothing_changed_is_no_verdict_and_fewer_is_improved():
     assert compare_counters(result(gpu_counters()), result(gpu_counters())) == []
     fewer = by_metric(compare_counters(result(gpu_counters(mul=6.0)), result(gpu_counters())))

@@ -127,7 +127,7 @@ def _detail(kind: str, before: float, after: float, deltas: dict[str, float], ne
         else:
             head = f"syncs per call {_figure(before)} → {_figure(after)}"
         return f"{head}: {_listed(named, ranked)}"
-    figure = _bytes if kind == "copy_bytes" else _figure
+    figure = units.size if kind == "copy_bytes" else _figure
     names = [f"{'+' if d > 0 else '−'}{figure(abs(d))} × {short_name(name) if kind == 'kernels' else name}"
              for name, d in ranked[:SHOWN_NAMES]]
     plural = COUNTER_LABELS[kind][1]
