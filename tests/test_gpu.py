@@ -305,7 +305,9 @@ def test_host_work_added_to_a_launch_bound_add_fails_on_the_callers_time():
     slower = measure(case(20))
     verdicts = {v.metric: v for v in compare_case(slower, base)}
     assert verdicts["caller_latency"].status == "regressed", verdicts["caller_latency"].message
-    assert verdicts["latency"].status in ("same", "improved"), verdicts["latency"].message
+    # The GPU's time is not what changed: never regressed ("inconclusive" where three runs of a 6 µs add
+    # cannot see 1%, as on GPU-6156db10: ±0.90% run to run).
+    assert verdicts["latency"].status in ("same", "improved", "inconclusive"), verdicts["latency"].message
     same = {v.metric: v for v in compare_case(measure(case(0)), base)}
     assert same["caller_latency"].status == "same", same["caller_latency"].message
 
@@ -410,6 +412,7 @@ def test_a_case_whose_tensors_sit_in_a_reference_cycle_still_hands_them_back():
     import torch
 
     libraries_made()
+    gc.collect()  # an earlier test's garbage (a failed one's traceback holds its tensors) is not this one's
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated()
