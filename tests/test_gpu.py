@@ -309,7 +309,8 @@ def test_host_work_added_to_a_launch_bound_add_fails_on_the_callers_time():
     # cannot see 1%, as on GPU-6156db10: ±0.90% run to run).
     assert verdicts["latency"].status in ("same", "improved", "inconclusive"), verdicts["latency"].message
     same = {v.metric: v for v in compare_case(measure(case(0)), base)}
-    assert same["caller_latency"].status == "same", same["caller_latency"].message
+    # Unchanged: no alarm; "inconclusive" where the host's wide prior cannot see 1%.
+    assert same["caller_latency"].status in ("same", "inconclusive"), same["caller_latency"].message
 
 
 # --- device, telemetry, memory -----------------------------------------------------------------
