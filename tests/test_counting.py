@@ -60,7 +60,7 @@ def test_a_new_device_to_host_copy_names_its_direction_count_and_bytes():
     verdicts = by_metric(compare_counters(new, result(gpu_counters())))
     assert verdicts["copies"].status == "regressed"
     assert "copies per call 0 → 1: +1 × DtoH" in verdicts["copies"].message
-    assert "bytes copied between host and device per call 0 B → 4 B: +4 B × DtoH" in verdicts["copy_bytes"].message
+    assert "bytes copied per call 0 B → 4 B: +4 B × DtoH" in verdicts["copy_bytes"].message
 
 
 def test_nothing_changed_is_no_verdict_and_fewer_is_improved():

@@ -54,7 +54,7 @@ def compare_counters(
 
 
 def summary(counters: Counters) -> str:
-    """"140 kernels, 1 host-device sync, 2 host-device copies (8 B), 312 ATen operators"."""
+    """"140 kernels, 1 host-device sync, 2 copies (8 B), 312 ATen operators"."""
     parts = []
     for kind in ("kernels", "syncs", "copies", "memsets", "segments", "aten_ops"):
         if counters.counted(kind) and (counters.total(kind) or kind in ("kernels", "syncs", "aten_ops")):

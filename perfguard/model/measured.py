@@ -140,8 +140,8 @@ COUNTER_KINDS: tuple[CounterKind, ...] = typing.get_args(CounterKind)
 COUNTER_LABELS: dict[str, tuple[str, str]] = {  # (one, many): "1 sync", "3 syncs"
     "kernels": ("kernel", "kernels"),
     "syncs": ("host-device sync", "host-device syncs"),
-    "copies": ("host-device copy", "host-device copies"),
-    "copy_bytes": ("byte copied between host and device", "bytes copied between host and device"),
+    "copies": ("copy", "copies"),
+    "copy_bytes": ("byte copied", "bytes copied"),
     "memsets": ("memset", "memsets"),
     "allocations": ("allocator call", "allocator calls"),
     "segments": ("new cudaMalloc segment", "new cudaMalloc segments"),
