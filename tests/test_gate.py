@@ -407,6 +407,10 @@ def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_
     assert (verdict.baseline, verdict.current, verdict.baseline_file) == (pytest.approx(old, rel=1e-5), new, run.label)
     assert float(match["tolerance"]) == pytest.approx(verdict.tolerance_pct, abs=0.051)
     assert verdict.message == message.removeprefix("slowed: ")
+    # The failure above holds the line; the perfguard section says in one line what moved, not it again.
+    out = run.result.stdout.str()
+    assert out.count(message) == 1, out
+    assert f"slowed: regressed: latency {float(match['change']):+.1f}%" in out
 
 
 def test_a_slowdown_in_a_test_using_the_perf_fixture_fails_that_test_with_the_same_line(gate):

@@ -31,6 +31,22 @@ def test_regressions_come_first_and_each_verdict_is_counted():
     assert not any(line.startswith("a_same: ") for line in lines)
 
 
+def test_where_each_regression_failed_its_case_above_a_case_is_one_line_of_what_moved():
+    slower = dataclasses.replace(verdict("z", "regressed"), change_pct=66.7, message="latency regressed: 190 µs → 317 µs")
+    copies = dataclasses.replace(verdict("z", "regressed"), metric="copy_bytes", baseline=0.0, current=2.0**28,
+                                 change_pct=None, message="copy_bytes regressed: bytes copied per call 0 B → 256.0 MiB")
+    kernels = dataclasses.replace(verdict("z", "regressed"), metric="kernels", baseline=261.0, current=273.0,
+                                  change_pct=None, message="kernels regressed: kernels per call 261 → 273")
+    record = RunRecord("now", "0", verdicts=(slower, copies, kernels, verdict("b", "improved")))
+    lines = [line for line, _ in summary([result("z", 2.0), result("b", 1.0)], (), record, failed_above=True)]
+    assert ("z: regressed: latency +66.7%, copy_bytes 0 B → 256.0 MiB, kernels 261 → 273 "
+            "(each line in its failure above)") in lines
+    assert not any("190 µs → 317 µs" in line for line in lines)
+    assert "b: latency improved: details" in lines  # an improvement fails nothing: its line is here alone
+    plain = [line for line, _ in summary([result("z", 2.0)], (), record)]  # perfguard show, an update
+    assert "z: latency regressed: 190 µs → 317 µs" in plain
+
+
 def test_an_environment_change_is_shown_even_when_nothing_moved():
     env = ("torch 2.11.0 → 2.13.0",)
     verdicts = (verdict("a", "same", env), verdict("b", "same", env), verdict("c", "same"))

@@ -1,7 +1,7 @@
 """Work counters: what one call does, counted in one profiled pass of a few calls after warm-up.
 
-torch's profiler (Kineto, with CUPTI on a GPU: kineto.profiler) records the pass; its Chrome trace, the format Kineto
-writes and every viewer reads, is read back for:
+torch's profiler (Kineto, with CUPTI on a GPU: kineto.profiler) records the pass; its Chrome trace,
+the format Kineto writes and every viewer reads, is read back for:
 
 - kernels launched, by name; copies by direction and bytes; memsets (the GPU's activities);
 - host-device syncs: the runtime's own blocking calls (cudaStreamSynchronize, cudaDeviceSynchronize,

@@ -98,11 +98,13 @@ def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None) -> li
 
 def summary(
     results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None,
-    fits: Sequence[Scaling] | None = None, new_hint: bool = True,
+    fits: Sequence[Scaling] | None = None, new_hint: bool = True, failed_above: bool = False,
 ) -> list[tuple[str, dict[str, bool]]]:
     """The table, then one line counting each verdict, then the line of every verdict that is not `same`;
     `fits` as in `html.render_html`. `new_hint=False` leaves out the line telling how to record the new
-    cases, for a caller that says it itself (the pytest summary's gate lines, plugin/strict.py)."""
+    cases, for a caller that says it itself (the pytest summary's gate lines, plugin/strict.py).
+    `failed_above`: each regressed verdict's line is already in its case's failure (a pytest run that
+    fails them), so a case's regressions are one line here, what moved and by how much."""
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
     lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
@@ -122,9 +124,13 @@ def summary(
     if verdicts:
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
-        for v in sorted(verdicts, key=lambda v: (ORDER.index(v.status), v.case_id)):
-            if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None):
-                lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
+        listed = [v for v in verdicts
+                  if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None)]
+        if failed_above:
+            lines += [(line, STYLE["regressed"]) for line in regressed_lines([v for v in listed if v.status == "regressed"])]
+            listed = [v for v in listed if v.status != "regressed"]
+        for v in sorted(listed, key=lambda v: (ORDER.index(v.status), v.case_id)):
+            lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:
@@ -140,6 +146,24 @@ def summary(
             n = len({v.case_id for v in quiet if change in v.env_mismatch})
             lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
     return lines
+
+
+def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """One line a case: "case: regressed: latency +66.7%, copies 0 → 1 (each line in its failure above)"."""
+    by_case: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_case.setdefault(v.case_id, []).append(v)
+    return [f"{case_id}: regressed: {', '.join(_moved(v) for v in ordered)} (each line in its failure above)"
+            for case_id, ordered in sorted(by_case.items())]
+
+
+def _moved(v: Verdict) -> str:
+    if v.change_pct is not None:
+        return f"{v.metric} {v.change_pct:+.1f}%"
+    if v.baseline is None or v.current is None:
+        return v.metric
+    figure = units.size if v.metric == "copy_bytes" else (lambda n: f"{n:,.0f}" if n == round(n) else f"{n:,.2f}")
+    return f"{v.metric} {figure(v.baseline)} → {figure(v.current)}"
 
 
 def inconclusive_lines(verdicts: Iterable[Verdict]) -> list[str]:
