@@ -26,6 +26,11 @@ def precise_duration(ms: float) -> str:
     raise AssertionError("unreachable")
 
 
+def count(n: float) -> str:
+    """A count per call: whole where it is ("12", "1,896"), else to two decimals ("0.20": once in five calls)."""
+    return f"{n:,.0f}" if abs(n - round(n)) < 1e-9 else f"{n:,.2f}"
+
+
 def plural(n: int, word: str) -> str:
     """"1 run", "3 runs": a count with its noun."""
     return f"{n} {word}{'s' if n != 1 else ''}"

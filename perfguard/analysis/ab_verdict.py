@@ -120,7 +120,5 @@ def _pairs(case_id: str, base_rounds: Sequence[RunRecord], head_rounds: Sequence
     return out
 
 
-
-
 def _where(v: Verdict) -> str:
     return f"against {v.baseline_file}" if v.baseline_file else "against the base"

@@ -120,14 +120,14 @@ def _detail(kind: str, before: float, after: float, deltas: dict[str, float], ne
     ranked = sorted(deltas.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
     if kind == "syncs":
         grown = sum(d for d in deltas.values() if d > 0)
-        named = [f"{_figure(abs(d))} × {name}" + (f" ({new.sync_causes[name]})" if name in new.sync_causes else "")
+        named = [f"{units.count(abs(d))} × {name}" + (f" ({new.sync_causes[name]})" if name in new.sync_causes else "")
                  for name, d in ranked[:SHOWN_NAMES]]
         if grown and after > before:
-            head = f"{_figure(after - before)} new sync{'s' if after - before != 1 else ''} per call"
+            head = f"{units.count(after - before)} new sync{'s' if after - before != 1 else ''} per call"
         else:
-            head = f"syncs per call {_figure(before)} → {_figure(after)}"
+            head = f"syncs per call {units.count(before)} → {units.count(after)}"
         return f"{head}: {_listed(named, ranked)}"
-    figure = units.size if kind == "copy_bytes" else _figure
+    figure = units.size if kind == "copy_bytes" else units.count
     names = [f"{'+' if d > 0 else '−'}{figure(abs(d))} × {short_name(name) if kind == 'kernels' else name}"
              for name, d in ranked[:SHOWN_NAMES]]
     plural = COUNTER_LABELS[kind][1]
@@ -152,10 +152,4 @@ def _count(n: float, kind: str) -> str:
     one, many = COUNTER_LABELS[kind]
     if kind == "copy_bytes":
         return units.size(n)
-    return f"{_figure(n)} {one if n == 1 else many}"
-
-
-def _figure(n: float) -> str:
-    """A count per call: whole where it is ("12"), else to two decimals ("0.20": once in five calls)."""
-    return f"{n:,.0f}" if abs(n - round(n)) < 1e-9 else f"{n:,.2f}"
-
+    return f"{units.count(n)} {one if n == 1 else many}"

@@ -153,8 +153,8 @@ def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:
     by_case: dict[str, list[Verdict]] = {}
     for v in verdicts:
         by_case.setdefault(v.case_id, []).append(v)
-    return [f"{case_id}: regressed: {', '.join(_moved(v) for v in ordered)} (each line in its failure above)"
-            for case_id, ordered in sorted(by_case.items())]
+    return [f"{case_id}: regressed: {', '.join(_moved(v) for v in moved)} (each line in its failure above)"
+            for case_id, moved in sorted(by_case.items())]
 
 
 def _moved(v: Verdict) -> str:
@@ -162,7 +162,7 @@ def _moved(v: Verdict) -> str:
         return f"{v.metric} {v.change_pct:+.1f}%"
     if v.baseline is None or v.current is None:
         return v.metric
-    figure = units.size if v.metric == "copy_bytes" else (lambda n: f"{n:,.0f}" if n == round(n) else f"{n:,.2f}")
+    figure = units.size if v.metric == "copy_bytes" else units.count
     return f"{v.metric} {figure(v.baseline)} → {figure(v.current)}"
 
 

@@ -19,15 +19,15 @@ def section(r: CaseResult) -> list[tuple[str, str]]:
     rows = [("calls counted", str(c.calls))]
     if c.device:
         rows += [
-            ("kernels", _n(c.total("kernels"))),
-            ("host-device syncs", "; ".join(f"{_n(n)} × {name}" + (f" ({c.sync_causes[name]})" if name in c.sync_causes else "")
+            ("kernels", units.count(c.total("kernels"))),
+            ("host-device syncs", "; ".join(f"{units.count(n)} × {name}" + (f" ({c.sync_causes[name]})" if name in c.sync_causes else "")
                                            for name, n in c.syncs.items()) or "0"),
-            ("copies", ", ".join(f"{_n(n)} {d} ({units.size(c.copy_bytes.get(d, 0))})" for d, n in c.copies.items()) or "0"),
-            ("memsets", _n(c.total("memsets"))),
-            ("allocator calls", _n(c.total("allocations"))),
-            ("new segments", _n(c.total("segments"))),
+            ("copies", ", ".join(f"{units.count(n)} {d} ({units.size(c.copy_bytes.get(d, 0))})" for d, n in c.copies.items()) or "0"),
+            ("memsets", units.count(c.total("memsets"))),
+            ("allocator calls", units.count(c.total("allocations"))),
+            ("new segments", units.count(c.total("segments"))),
         ]
-    rows.append(("ATen operators", _n(c.total("aten_ops"))))
+    rows.append(("ATen operators", units.count(c.total("aten_ops"))))
     busy = r.median_of("busy_time")
     if busy is not None:
         rows.append(("GPU busy time", units.duration(busy)))
@@ -43,9 +43,9 @@ def kernel_rows(entry: Entry) -> tuple[list[str], list[list[str]]] | None:
         return None
     kind, label = ("kernels", "kernel") if c.device else ("aten_ops", "ATen operator")
     ranked = sorted(getattr(c, kind).items(), key=lambda kv: (-kv[1], kv[0]))
-    rows = [[name, _n(n)] for name, n in ranked[:KERNEL_ROWS]]
+    rows = [[name, units.count(n)] for name, n in ranked[:KERNEL_ROWS]]
     if len(ranked) > KERNEL_ROWS:
-        rows.append([f"… and {len(ranked) - KERNEL_ROWS} more", _n(sum(n for _, n in ranked[KERNEL_ROWS:]))])
+        rows.append([f"… and {len(ranked) - KERNEL_ROWS} more", units.count(sum(n for _, n in ranked[KERNEL_ROWS:]))])
     return [label, "per call"], rows
 
 
@@ -58,8 +58,4 @@ def compact(c: Counters | None) -> str:
     """kernels/syncs per call on a GPU ("140/1"), ATen operators on a CPU ("12 ops"); "-" without counters."""
     if c is None:
         return "-"
-    return f"{_n(c.total('kernels'))}/{_n(c.total('syncs'))}" if c.device else f"{_n(c.total('aten_ops'))} ops"
-
-
-def _n(n: float) -> str:
-    return f"{n:,.0f}" if n == round(n) else f"{n:,.2f}"
+    return f"{units.count(c.total('kernels'))}/{units.count(c.total('syncs'))}" if c.device else f"{units.count(c.total('aten_ops'))} ops"
