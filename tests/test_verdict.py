@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from perfguard.analysis import noise, priors
-from perfguard.analysis.stats import summarize, timing
+from perfguard.analysis.stats import timing
+from perfguard.analysis.remeasure import settle
 from perfguard.analysis.verdict import (
     DEFAULT_THRESHOLD_PCT,
     compare_case,
-    settle,
     compare_records,
     compare_to_baseline,
     counts,
@@ -306,7 +306,7 @@ def test_measurements_that_agree_but_straddle_the_tolerance_are_not_said_to_disa
     edge = 1 + tolerance / 100
     v = latency(settle(_measured(base, edge * 1.01, edge * 0.99, edge * 1.015, rng=rng))[1])
     assert v.status == "unstable"
-    assert "disagree" not in v.message and f"2 of the 3 measurements" in v.message
+    assert "disagree" not in v.message and "2 of the 3 measurements" in v.message
     assert f"outside the tolerance ±{tolerance:.1f}%" in v.message and "agree with each other" in v.message
 
 

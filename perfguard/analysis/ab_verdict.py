@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from perfguard import units
 from perfguard.analysis import paired, pooling, verdict
-from perfguard.model import CaseResult, RunRecord, Verdict
+from perfguard.model import TIME_METRICS, CaseResult, RunRecord, Verdict
 
-TIME_METRICS = verdict.TIME_METRICS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -128,7 +128,8 @@ class Measurer:
     ) -> tuple[CaseResult, str | None, bool]:
         """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
         (the result to keep, why the case fails or None, whether a metric regressed)."""
-        from perfguard.analysis.verdict import compare_case, latency_regressed
+        from perfguard.analysis.remeasure import latency_regressed
+        from perfguard.analysis.verdict import compare_case
 
         baseline = self.baselines.load(device)
         if isinstance(baseline, BaselineError):
@@ -155,8 +156,8 @@ class Measurer:
         judge: Callable[[CaseResult], list[Verdict]],
     ) -> tuple[CaseResult, list[Verdict]]:
         """Measure a case that looks regressed again, from a fresh setup, and let the verdict settle on all
-        the measurements (analysis.verdict.settle)."""
-        from perfguard.analysis.verdict import note, settle
+        the measurements (analysis.remeasure.settle)."""
+        from perfguard.analysis.remeasure import note, settle
 
         if self._confirmations <= 0:
             return first, note(verdicts, f"not re-measured: this run's allowance of {CONFIRM_CASES} re-measured cases is spent")
