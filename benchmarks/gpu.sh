@@ -15,7 +15,9 @@
 #   detection  benchmarks/detection.py inject: injected slowdowns (x1.03, x1.05, x1.10) and an extra buffer on
 #              36 memory-bound cases, against a 5-run baseline, in OUTDIR/inject
 #   xdist      benchmarks/xdist_scaling.py (-n 1, 2, 4, 8 as many GPUs as visible: speed-ups, fixed share); not in the default
-#   ab         benchmarks/ab_sensitivity.py: perfguard ab on 1%, 2%, 3% slowdowns and A/A, 3 runs, in OUTDIR/ab
+#   ab         benchmarks/ab_sensitivity.py: perfguard ab on 1%, 2%, 3% slowdowns and A/A, in OUTDIR/ab; AB_ARGS
+#              (default --runs 3) are its arguments: one device call is at most 600 s, so e.g.
+#              AB_ARGS="--runs 1 --budget 540" for one run to a call
 #   counters   issue 19: benchmarks/work_counters.py on nanoGPT's model.py (NANOGPT=its folder) and ResNet-50:
 #              WC_STAGES (default record judge inject), a RUNS-run baseline (default 5), 3 runs each, in OUTDIR/wc
 #   cost       issue 19.5: pytest --perfguard suites/ with and without the counting pass
@@ -85,7 +87,7 @@ PY
   xdist)
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
   ab)
-    python3 benchmarks/ab_sensitivity.py --out "$out/ab" 2>&1 | tee "$out/ab.log" ;;
+    python3 benchmarks/ab_sensitivity.py --out "$out/ab" ${AB_ARGS:-} 2>&1 | tee "$out/ab.log" ;;
   counters)
     python3 benchmarks/work_counters.py --nanogpt "${NANOGPT:?set NANOGPT to the folder holding nanoGPT model.py}" \
       --out "$out/wc" ${WC_STAGES:-record judge inject} --record-runs "${RUNS:-5}" --runs 3 ${WC_ARGS:-} 2>&1 \
