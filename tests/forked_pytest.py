@@ -1,7 +1,7 @@
 """Inner pytest runs in processes forked from one that has already imported torch, scipy and pytest.
 
-A new interpreter spends 3-5 s of CPU importing them before its first test (and a run that profiles,
-3 s more for what torch's profiler imports), and the suite starts a few dozen inner runs. Each run
+A new interpreter spends 3-5 s of CPU importing them before its first test, and the suite starts a
+few dozen inner runs. Each run
 here is still a process of its own (its own folder, environment, test modules, exit status, stdout
 and stderr) but is forked, by multiprocessing's fork server, from a process that imported PRELOAD and
 compiled the HTML report's template once. As a new interpreter would, a run finds its modules in its
@@ -27,7 +27,7 @@ from pathlib import Path
 
 # What measured inner runs import anyway; plain modules, none of which starts a thread at import.
 PRELOAD = [
-    "torch", "torch._dynamo", "numpy", "scipy.stats", "jinja2", "pytest", "xdist.plugin", "perfguard.plugin",
+    "torch", "numpy", "scipy.stats", "jinja2", "pytest", "xdist.plugin", "perfguard.plugin",
     "perfguard.measure.runner", "perfguard.measure.profile", "perfguard.analysis.verdict", "perfguard.analysis.scaling",
     "perfguard.store", "perfguard.report.html", "perfguard.report.markdown", __name__,
 ]

@@ -194,17 +194,28 @@ def test_kernel_names_read_as_what_they_compute():
         "Kernel2<cutlass_80_tensorop_gemm>"
 
 
-def test_counting_imports_no_compiler():
+def test_no_profiler_pass_imports_the_compiler():
     # torch.profiler.profile's start asks hasattr(torch, "_inductor"), which imports torch._inductor,
-    # torch._dynamo and sympy (1.7 s on a 2-vCPU host; suites/ ran +26% with counting on an H200). The
-    # counting pass starts Kineto without that wrapper; a fresh process shows what it imported.
+    # torch._dynamo and sympy (1.7 s on a 2-vCPU host; suites/ ran +26% with counting on an H200).
+    # Every pass (the counters, the memory breakdown, --perfguard-profile) starts Kineto without that
+    # wrapper (kineto.profiler); a fresh process shows what they imported.
     code = textwrap.dedent("""
         import sys, torch
-        from perfguard.measure import counters
+        from perfguard.measure import breakdown, counters, profile
+        from perfguard.measure.device import detect
+        from perfguard import perf_case
         counters.prepare()
         x = torch.ones(8)
         work, _ = counters.count(lambda: x + x, False)
         assert work.aten_ops == {"aten::add": 1.0}, work.aten_ops
+        parts = breakdown.measure(lambda: torch.ones(256) * 2, detect("cpu"))
+        assert parts.error is None, parts.error
+        @perf_case
+        def triple(device):
+            return lambda: x * 3
+        (instance,) = triple.instances("cpu")
+        p = profile.profile_case(instance, detect("cpu"), None)
+        assert p.problem is None and p.ops, p
         print(sorted(m for m in ("torch._inductor", "torch._dynamo", "sympy") if m in sys.modules))
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

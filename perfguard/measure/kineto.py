@@ -1,4 +1,4 @@
-"""What both profiler passes (--perfguard-profile, memory_breakdown) need of torch's profiler backend, kineto."""
+"""What perfguard's profiler passes (the work counters, --perfguard-profile, memory_breakdown) need of torch's profiler backend, kineto."""
 
 from __future__ import annotations
 
@@ -10,27 +10,22 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from torch.profiler import ProfilerActivity
-
 # Kineto's progress lines, e.g. "USDT:2026-11-29 22:05:29 26206:26206 SyncActivityProfilerHandler.cpp:52]
 # profiler_start"; its errors and warnings are not among them.
 KINETO_PROGRESS = re.compile(r"^(?!ERROR|WARNING)[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] ")
 
 
-def activities(cuda: bool) -> list[ProfilerActivity]:
-    """CPU, and CUDA on a GPU (also torch's recipe for a CUDA memory timeline)."""
-    return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-
-
-def profiler(cuda: bool) -> Any:
+def profiler(cuda: bool, *, record_shapes: bool = False, profile_memory: bool = False) -> Any:
     """torch's Kineto profiler of the CPU's (and on a GPU, CUDA's) activity, built as
     torch.profiler.profile builds it, without that wrapper: its start asks `hasattr(torch, "_inductor")`,
     which imports torch._inductor, torch._dynamo and sympy (828 modules: 1.7 s of a 2-vCPU host's
     first profile, against 4 ms this way) into a process that may never compile anything. A context
-    manager with export_chrome_trace, as the wrapper's."""
+    manager with key_averages, export_chrome_trace, function_events (the wrapper's events()) and, once
+    it has stopped, kineto_results (the wrapper's profiler.kineto_results)."""
     from torch.autograd import profiler as autograd_profiler
 
-    return autograd_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, use_kineto=True)
+    return autograd_profiler.profile(use_cpu=True, use_device="cuda" if cuda else None, use_kineto=True,
+                                     record_shapes=record_shapes, profile_memory=profile_memory)
 
 
 @contextlib.contextmanager

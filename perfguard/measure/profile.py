@@ -70,11 +70,11 @@ def _profile(instance: CaseInstance, device: DeviceInfo, report_dir: Path | None
 
     guard(instance.id, "warm-up", lambda: calls(WARMUP_CALLS))
     with kineto.quiet():
-        with torch.profiler.profile(activities=kineto.activities(cuda), record_shapes=True, profile_memory=True) as prof:
+        with kineto.profiler(cuda, record_shapes=True, profile_memory=True) as prof:
             guard(instance.id, "the profiled calls", lambda: calls(PROFILED_CALLS))
         del fn, calls
         ops = _top_ops(prof, cuda, PROFILED_CALLS)
-        kernels = _kernel_count(prof.events()) / PROFILED_CALLS if cuda else None
+        kernels = _kernel_count(prof.function_events) / PROFILED_CALLS if cuda else None
         trace, problem = _save_trace(prof.export_chrome_trace, instance.id, report_dir)
     return Profile(ops=ops, sort_by=_clock(device), calls=PROFILED_CALLS, kernels_per_call=kernels, trace=trace,
                    problem=problem)

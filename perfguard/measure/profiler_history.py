@@ -59,13 +59,13 @@ def measure(fn: Callable[[], Any], device: DeviceInfo) -> MemoryBreakdown:
     tracker = PhaseTracker(labels.set_label, labels.marker, target)
     if cuda:
         torch.cuda.synchronize()
-    with kineto.quiet(), torch.profiler.profile(activities=kineto.activities(cuda), profile_memory=True) as prof:
+    with kineto.quiet(), kineto.profiler(cuda, profile_memory=True) as prof:
         with tracker:
             out = fn()
             if cuda:
                 torch.cuda.synchronize()
     del out
-    events = _events(prof.profiler.kineto_results.experimental_event_tree(), target)
+    events = _events(prof.kineto_results.experimental_event_tree(), target)
     entries, freed_unseen = trace(events, tracker.token)
     start = {**freed_unseen, **predating(entries, tracker.captures, tracker.token)}
     found = attribution.attribute(entries, start.items(), tracker.labels, tracker.captures, tracker.token)
