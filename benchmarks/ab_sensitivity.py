@@ -10,6 +10,11 @@ run; each run's wall time and rounds.
 
     python benchmarks/ab_sensitivity.py [--sizes 5] [--runs 3] [--rounds 3] [--max-rounds 12]
         [--budget 600] [--case-budget 0.1] [--out DIR]
+    python benchmarks/ab_sensitivity.py --tables DIR [DIR ...]
+
+--tables draws the same tables, and lists the 1% cases not caught, from the runs earlier invocations
+left in their --out folders (run-N/perfguard.json): one device call is at most 600 s, so the three
+runs the targets ask for come from three calls, perhaps on three cards.
 
 Targets (issue 20): >= 95% caught at 1% where the spread is <= 0.2%; 0 A/A false alarms in 3 runs.
 The default (30 cases a level, 120 a round) is sized for about 6 minutes on an H200 at --runs 1 and
@@ -93,7 +98,13 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=600.0, help="perfguard ab's --budget, seconds per run")
     parser.add_argument("--case-budget", type=float, default=0.1, help="--perfguard-budget, seconds per case")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--tables", type=Path, nargs="+", metavar="DIR", help="draw the tables from these --out folders' runs")
     args = parser.parse_args()
+    if args.tables:
+        runs = saved_runs(args.tables)
+        table(runs)
+        missed(runs)
+        return 0
     args.out = args.out or Path(tempfile.mkdtemp(prefix="perfguard-ab-sensitivity-"))
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="perfguard-ab-repo-"))
@@ -109,9 +120,39 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = table(runs)
+    missed(runs)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     print(f"records and logs in {args.out}")
     return 0
+
+
+def saved_runs(folders: list[Path]) -> list:
+    """(record, wall time, ab summary) of every run-N/perfguard.json in the folders, in order."""
+    runs = []
+    for folder in folders:
+        paths = sorted(folder.glob("run-*/perfguard.json"), key=lambda p: int(p.parent.name.removeprefix("run-")))
+        if not paths:
+            sys.exit(f"{folder}: no run-N/perfguard.json; give a folder that benchmarks/ab_sensitivity.py --out wrote")
+        for path in paths:
+            record = loads_record(path.read_text(), str(path))
+            ab = record.options.get("ab", {})
+            runs.append((record, ab.get("wall_s", 0.0), ab))
+    return runs
+
+
+def missed(runs: list) -> None:
+    """The 1% cases not caught, each with what it measured: a case whose time moved half the level is
+    rightly `same`, one that moved the level and stayed `inconclusive` needed more rounds."""
+    print("\nthe 1% cases not caught, and why")
+    for n, (record, _, _) in enumerate(runs):
+        for v in record.verdicts:
+            if v.metric == "latency" and level_of(v.case_id) == 1 and v.status != "regressed":
+                print(f"run {n + 1}: {v.case_id} {v.status}: measured {pct(v.change_pct, '+')}, spread {pct(v.noise_pct)}, "
+                      f"tolerance {pct(v.tolerance_pct)}, detectable {pct(v.detectable_pct)}, {v.baseline_runs} rounds")
+
+
+def pct(x: float | None, sign: str = "") -> str:
+    return "n/a" if x is None else f"{x:{sign}.2f}%"
 
 
 def table(runs: list) -> dict:

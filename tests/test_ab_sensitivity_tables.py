@@ -1,0 +1,48 @@
+"""benchmarks/ab_sensitivity.py --tables: the figures of issue 20's ab target, counted from saved runs
+(constructed here: the benchmark itself needs a GPU), as the runs of three device calls are counted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from perfguard.model import RunRecord, Verdict, dumps
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def verdict(op: str, level: int, status: str, change: float, spread: float) -> Verdict:
+    return Verdict(f"{op}[size=268435456-level={level}]", "latency", status, 1.0, 1 + change / 100, change, 1.0, None, (),
+                   f"latency {status}", baseline_runs=7, noise_pct=spread, tolerance_pct=0.8, detectable_pct=1.0)
+
+
+def save(folder: Path, n: int, verdicts: list[Verdict], wall_s: float) -> None:
+    record = RunRecord(created_at="2026-12-01T00:00:00+00:00", perfguard_version="0.1.0", verdicts=tuple(verdicts),
+                       options={"ab": {"rounds": 7, "wall_s": wall_s, "cases_per_round": [8, 8, 8]}})
+    (folder / f"run-{n}").mkdir(parents=True)
+    (folder / f"run-{n}" / "perfguard.json").write_text(dumps(record))
+
+
+def test_runs_saved_by_two_invocations_are_counted_together_and_each_missed_one_percent_case_is_listed(tmp_path):
+    save(tmp_path / "call-1", 0, [verdict("add", 0, "same", 0.1, 0.1), verdict("add", 1, "regressed", 1.1, 0.1),
+                                  verdict("scale", 1, "same", 0.5, 0.13), verdict("add", 2, "regressed", 2.0, 0.3)], 326.0)
+    save(tmp_path / "call-2", 0, [verdict("add", 0, "regressed", 1.5, 0.1), verdict("add", 1, "inconclusive", 0.9, 0.25),
+                                  verdict("scale", 1, "regressed", 1.0, 0.15), verdict("add", 2, "regressed", 2.1, 0.1)], 540.0)
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ab_sensitivity.py"), "--tables",
+                          str(tmp_path / "call-1"), str(tmp_path / "call-2")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()}
+    # level 1: 2 of 4 caught; 2 of 3 where the spread is <= 0.2%; of those, the 2 that moved >= 0.9%: 2 of 2
+    assert rows["1%"][1] == "4" and rows["1%"][5] == "2/4" and rows["1%"][6] == "2/3" and rows["1%"][7] == "2/2", out.stdout
+    assert "A/A run 1: 0 false alarm(s); 326 s" in out.stdout
+    assert "A/A run 2: 1 false alarm(s): add[size=268435456-level=0]; 540 s" in out.stdout
+    assert "run 1: scale[size=268435456-level=1] same: measured +0.50%, spread 0.13%" in out.stdout
+    assert "run 2: add[size=268435456-level=1] inconclusive: measured +0.90%, spread 0.25%" in out.stdout
+
+
+def test_a_folder_with_no_saved_run_is_one_line(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ab_sensitivity.py"), "--tables", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and out.stderr.strip() == f"{tmp_path}: no run-N/perfguard.json; give a folder that " \
+        "benchmarks/ab_sensitivity.py --out wrote"
