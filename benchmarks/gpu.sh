@@ -18,6 +18,8 @@
 #   ab         benchmarks/ab_sensitivity.py: perfguard ab on 1%, 2%, 3% slowdowns and A/A, in OUTDIR/ab; AB_ARGS
 #              (default --runs 3) are its arguments: one device call is at most 600 s, so e.g.
 #              AB_ARGS="--runs 1 --budget 540" for one run to a call
+#   workscale  benchmarks/work_scaling_probe.py: ab's slowdowns timed by hand (how much 1%, 2%, 3% more work
+#              costs each case), without perfguard
 #   counters   issue 19: benchmarks/work_counters.py on nanoGPT's model.py (NANOGPT=its folder) and ResNet-50:
 #              WC_STAGES (default record judge inject), a RUNS-run baseline (default 5), 3 runs each, in OUTDIR/wc
 #   cost       issue 19.5: pytest --perfguard suites/ with and without the counting pass
@@ -88,6 +90,8 @@ PY
     python3 benchmarks/xdist_scaling.py --out "$out/xdist" 2>&1 | tee "$out/xdist.log" ;;
   ab)
     python3 benchmarks/ab_sensitivity.py --out "$out/ab" ${AB_ARGS:-} 2>&1 | tee "$out/ab.log" ;;
+  workscale)
+    python3 benchmarks/work_scaling_probe.py 2>&1 | tee "$out/work-scaling.log" ;;
   counters)
     python3 benchmarks/work_counters.py --nanogpt "${NANOGPT:?set NANOGPT to the folder holding nanoGPT model.py}" \
       --out "$out/wc" ${WC_STAGES:-record judge inject} --record-runs "${RUNS:-5}" --runs 3 ${WC_ARGS:-} 2>&1 \

@@ -1,5 +1,6 @@
-"""benchmarks/ab_sensitivity.py --tables: the figures of issue 20's ab target, counted from saved runs
-(constructed here: the benchmark itself needs a GPU), as the runs of three device calls are counted."""
+"""The scripts behind issue 20's ab target, on the CPU (the benchmarks themselves need a GPU):
+benchmarks/ab_sensitivity.py --tables, counting saved runs (constructed here) as the runs of three
+device calls are counted, and benchmarks/work_scaling_probe.py, as a smoke run."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ def test_a_folder_with_no_saved_run_is_one_line(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and out.stderr.strip() == f"{tmp_path}: no run-N/perfguard.json; give a folder that " \
         "benchmarks/ab_sensitivity.py --out wrote"
+
+
+def test_the_work_scaling_probe_times_every_case_at_every_level_on_the_cpu():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "work_scaling_probe.py"), "--device", "cpu",
+                          "--scale", "1e-3", "--sizes", "1", "--rounds", "3", "--reps", "2"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "[" in line and "% work" not in line]
+    assert [row.split("[")[0] for row in rows] == ["copy", "add", "gelu", "scale", "layer_norm", "softmax"], out.stdout
+    assert all(row.count("%") == 3 for row in rows), out.stdout  # +1%, +2% and +3% work for each
+    assert out.stdout.splitlines()[-1].startswith("moved >= 0.9 of the level: +1%: ") and "of 6" in out.stdout
