@@ -16,7 +16,6 @@ from perfguard.analysis import paired, pooling, verdict
 from perfguard.model import TIME_METRICS, CaseResult, RunRecord, Verdict
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Judged:
     """The verdicts of both sides' rounds, and what the round loop needs to know of them."""
