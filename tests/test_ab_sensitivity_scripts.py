@@ -17,11 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def script(name: str, *args: str, capsys) -> tuple[int, str, str]:
     """`python benchmarks/NAME.py ARGS` run in this process (torch is imported already): exit status, stdout, stderr."""
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "path", list(sys.path))  # a script puts the checkout first on the path; not for later tests
         mp.setattr(sys, "argv", [f"{name}.py", *args])
+        spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
         try:
             status = module.main()
         except SystemExit as exc:  # sys.exit("message"): the message on stderr, status 1

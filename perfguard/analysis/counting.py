@@ -127,11 +127,16 @@ def _detail(kind: str, before: float, after: float, deltas: dict[str, float], ne
         else:
             head = f"syncs per call {units.count(before)} → {units.count(after)}"
         return f"{head}: {_listed(named, ranked)}"
-    figure = units.size if kind == "copy_bytes" else units.count
-    names = [f"{'+' if d > 0 else '−'}{figure(abs(d))} × {short_name(name) if kind == 'kernels' else name}"
+    names = [f"{'+' if d > 0 else '−'}{figure(kind, abs(d))} × {short_name(name) if kind == 'kernels' else name}"
              for name, d in ranked[:SHOWN_NAMES]]
     plural = COUNTER_LABELS[kind][1]
-    return f"{plural} per call {figure(before)} → {figure(after)}: {_listed(names, ranked)}"
+    return f"{plural} per call {figure(kind, before)} → {figure(kind, after)}: {_listed(names, ranked)}"
+
+
+def figure(kind: str, n: float) -> str:
+    """A counter's value as a message shows it: bytes as a size ("1.0 MiB"), any other count per call
+    as `units.count` writes it ("12", "0.20")."""
+    return units.size(n) if kind == "copy_bytes" else units.count(n)
 
 
 def _listed(shown: list[str], ranked: list[tuple[str, float]]) -> str:
@@ -150,6 +155,4 @@ def _verdict(case_id: str, metric: str, status: str, baseline: float | None, cur
 
 def _count(n: float, kind: str) -> str:
     one, many = COUNTER_LABELS[kind]
-    if kind == "copy_bytes":
-        return units.size(n)
-    return f"{units.count(n)} {one if n == 1 else many}"
+    return figure(kind, n) if kind == "copy_bytes" else f"{figure(kind, n)} {one if n == 1 else many}"

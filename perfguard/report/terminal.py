@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
+from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, NEW_HINT, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import work
@@ -162,8 +163,7 @@ def _moved(v: Verdict) -> str:
         return f"{v.metric} {v.change_pct:+.1f}%"
     if v.baseline is None or v.current is None:
         return v.metric
-    figure = units.size if v.metric == "copy_bytes" else units.count
-    return f"{v.metric} {figure(v.baseline)} → {figure(v.current)}"
+    return f"{v.metric} {counting.figure(v.metric, v.baseline)} → {counting.figure(v.metric, v.current)}"
 
 
 def inconclusive_lines(verdicts: Iterable[Verdict]) -> list[str]:
