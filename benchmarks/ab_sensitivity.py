@@ -39,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from perfguard import units  # noqa: E402
 from perfguard.model import loads_record  # noqa: E402
 
 SUITE = ROOT / "benchmarks" / "ab_sensitivity_suite.py"
@@ -104,6 +105,7 @@ def main() -> int:
         runs = saved_runs(args.tables)
         table(runs)
         missed(runs)
+        changes(runs)
         return 0
     args.out = args.out or Path(tempfile.mkdtemp(prefix="perfguard-ab-sensitivity-"))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -121,6 +123,7 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     summary = table(runs)
     missed(runs)
+    changes(runs)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     print(f"records and logs in {args.out}")
     return 0
@@ -149,6 +152,26 @@ def missed(runs: list) -> None:
             if v.metric == "latency" and level_of(v.case_id) == 1 and v.status != "regressed":
                 print(f"run {n + 1}: {v.case_id} {v.status}: measured {pct(v.change_pct, '+')}, spread {pct(v.noise_pct)}, "
                       f"tolerance {pct(v.tolerance_pct)}, detectable {pct(v.detectable_pct)}, {v.baseline_runs} rounds")
+
+
+def changes(runs: list) -> None:
+    """Every case's measured change at each level, one figure per run. Where the runs agree to a few
+    hundredths of a percent, the figure is the slowdown the work scaling really made: a level-1 case
+    that moved half a percent in every run was not slowed by 1%, and `same` is its right verdict."""
+    print(f"\nmeasured change per run (latency), {len(runs)} run(s); * = under 0.9 of the level in every run")
+    by_case: dict[tuple[str, int], dict[int, list[float]]] = {}
+    for record, _, _ in runs:
+        for v in record.verdicts:
+            if v.metric == "latency" and v.change_pct is not None:
+                op, size = v.case_id.split("[size=", 1)
+                case = (op, int(size.split("-level=", 1)[0]))
+                by_case.setdefault(case, {}).setdefault(level_of(v.case_id), []).append(v.change_pct)
+    for (op, size), levels in sorted(by_case.items()):
+        cells = []
+        for level, values in sorted(levels.items()):
+            short = level and all(x < 0.9 * level for x in values)
+            cells.append(f"{level}%: {' '.join(f'{x:+.2f}' for x in values)}{'*' if short else ' '}")
+        print(f"  {f'{op}[{units.size(size)}]':24} " + "   ".join(cells))
 
 
 def pct(x: float | None, sign: str = "") -> str:

@@ -47,9 +47,11 @@ def save(folder: Path, n: int, verdicts: list[Verdict], wall_s: float) -> None:
 
 def test_runs_saved_by_two_invocations_are_counted_together_and_each_missed_one_percent_case_is_listed(tmp_path, capsys):
     save(tmp_path / "call-1", 0, [verdict("add", 0, "same", 0.1, 0.1), verdict("add", 1, "regressed", 1.1, 0.1),
-                                  verdict("scale", 1, "same", 0.5, 0.13), verdict("add", 2, "regressed", 2.0, 0.3)], 326.0)
+                                  verdict("scale", 1, "same", 0.5, 0.13), verdict("add", 2, "regressed", 2.0, 0.3),
+                                  verdict("gelu", 3, "regressed", 2.5, 0.1)], 326.0)
     save(tmp_path / "call-2", 0, [verdict("add", 0, "regressed", 1.5, 0.1), verdict("add", 1, "inconclusive", 0.9, 0.25),
-                                  verdict("scale", 1, "regressed", 1.0, 0.15), verdict("add", 2, "regressed", 2.1, 0.1)], 540.0)
+                                  verdict("scale", 1, "regressed", 1.0, 0.15), verdict("add", 2, "regressed", 2.1, 0.1),
+                                  verdict("gelu", 3, "regressed", 2.6, 0.1)], 540.0)
     status, stdout, stderr = script("ab_sensitivity", "--tables", str(tmp_path / "call-1"), str(tmp_path / "call-2"),
                                     capsys=capsys)
     assert status == 0, stderr
@@ -60,6 +62,12 @@ def test_runs_saved_by_two_invocations_are_counted_together_and_each_missed_one_
     assert "A/A run 2: 1 false alarm(s): add[size=268435456-level=0]; 540 s" in stdout
     assert "run 1: scale[size=268435456-level=1] same: measured +0.50%, spread 0.13%" in stdout
     assert "run 2: add[size=268435456-level=1] inconclusive: measured +0.90%, spread 0.25%" in stdout
+    # each case's change in every run; * where every run moved under 0.9 of the level (gelu: 2.5, 2.6 < 2.7)
+    listed = [line.strip().split("] ", 1) for line in stdout.splitlines() if line.startswith("  ") and "MiB] " in line]
+    per_case = {case + "]": cells.strip() for case, cells in listed}
+    assert per_case["add[256.0 MiB]"] == "0%: +0.10 +1.50    1%: +1.10 +0.90    2%: +2.00 +2.10", stdout
+    assert per_case["scale[256.0 MiB]"] == "1%: +0.50 +1.00", stdout
+    assert per_case["gelu[256.0 MiB]"] == "3%: +2.50 +2.60*", stdout
 
 
 def test_a_folder_with_no_saved_run_is_one_line(tmp_path, capsys):
