@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import statistics
 from collections.abc import Sequence
 
 import numpy as np
@@ -206,14 +207,16 @@ def far_runs(medians: Sequence[float], sources: Sequence[str | None], prior: flo
     alone is too unsteady over a handful of runs (it left out a good run of 1 baseline in 6 where the
     runs were three times noisier than the prior), the second alone is blind to a second bad run
     among the others. Both stay put when one or two of ten runs are bad."""
-    logs = np.log(np.asarray(medians, dtype=float))
+    # Plain floats and the statistics module: a handful of runs, every case of every comparison, where
+    # numpy's per-call overhead was most of the cost.
+    logs = [math.log(m) for m in medians]
     if len(logs) < OWN_RUNS:
         return set()
     far = set()
     for i, x in enumerate(logs):
-        others = np.delete(logs, i)
-        centre = float(np.median(others))
-        observed = max(MAD_TO_SIGMA * float(np.median(np.abs(others - centre))), _trimmed_std(others, centre)) * 100.0
+        others = logs[:i] + logs[i + 1:]
+        centre = statistics.median(others)
+        observed = max(MAD_TO_SIGMA * statistics.median(abs(o - centre) for o in others), _trimmed_std(others, centre)) * 100.0
         unseen = sources[i] is None or sources[i] not in {s for j, s in enumerate(sources) if j != i}
         scale = math.sqrt(pooled_pct(prior, observed, len(others)) ** 2 * (1.0 + 1.0 / len(others)) + (card**2 if unseen else 0.0))
         offset = 100.0 * absolute / math.exp(centre) if unseen else 0.0
@@ -222,12 +225,13 @@ def far_runs(medians: Sequence[float], sources: Sequence[str | None], prior: flo
     return far
 
 
-def _trimmed_std(logs: np.ndarray, centre: float) -> float:
+def _trimmed_std(logs: list[float], centre: float) -> float:
     """The standard deviation of `logs` without the one furthest from `centre` (all of them when that
     would leave fewer than two)."""
     if len(logs) >= 3:
-        logs = np.delete(logs, int(np.argmax(np.abs(logs - centre))))
-    return float(np.std(logs, ddof=1)) if len(logs) > 1 else 0.0
+        furthest = max(range(len(logs)), key=lambda j: abs(logs[j] - centre))
+        logs = logs[:furthest] + logs[furthest + 1:]
+    return statistics.stdev(logs) if len(logs) > 1 else 0.0
 
 
 def pooled_pct(prior: float, observed: float, k: int) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -21,9 +22,13 @@ def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     n = len(x)
     if n == 0:
         raise ValueError("no samples")
-    j = int(stats.binom.ppf((1 - confidence) / 2, n, 0.5))
-    j = max(j, 1)
+    j = _ci_rank(n, confidence)
     return float(x[j - 1]), float(x[n - j])
+
+
+@functools.lru_cache(maxsize=1024)  # scipy's ppf costs 0.3 ms a call; a comparison of 5,000 cases asks for few n
+def _ci_rank(n: int, confidence: float) -> int:
+    return max(1, int(stats.binom.ppf((1 - confidence) / 2, n, 0.5)))
 
 
 def ci_half_width_ratio(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> float:
