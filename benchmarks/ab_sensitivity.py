@@ -6,20 +6,20 @@ tree, where a case of level L does L% more work; level 0 is unchanged (A/A). It 
 `perfguard ab --base HEAD` --runs times (each a full ab: rounds, spread, re-runs within --budget) and
 prints, per level: cases, the median spread and detectable change, how many read regressed (caught,
 and caught among the cases whose spread is <= 0.2%), inconclusive and same; the A/A false alarms per
-run; each run's wall time and rounds.
+run; each run's wall time and rounds; the 1% cases not caught, with what they measured; and every
+case's measured change at each level in every run (* where every run moved under 0.9 of the level).
 
     python benchmarks/ab_sensitivity.py [--sizes 5] [--runs 3] [--rounds 3] [--max-rounds 12]
         [--budget 600] [--case-budget 0.1] [--out DIR]
     python benchmarks/ab_sensitivity.py --tables DIR [DIR ...]
 
---tables draws the same tables, and lists the 1% cases not caught, from the runs earlier invocations
-left in their --out folders (run-N/perfguard.json): one device call is at most 600 s, so the three
-runs the targets ask for come from three calls, perhaps on three cards.
+--tables prints the same from the runs earlier invocations left in their --out folders
+(run-N/perfguard.json): one device call is at most 600 s, so the three runs the targets ask for come
+from three calls, perhaps on three cards.
 
 Targets (issue 20): >= 95% caught at 1% where the spread is <= 0.2%; 0 A/A false alarms in 3 runs.
-The default (30 cases a level, 120 a round) is sized for about 6 minutes on an H200 at --runs 1 and
-the rest of the defaults by estimate (about 0.1 s a case, 8 s a process): the three runs the targets
-ask for take about three times that; --sizes 2 --runs 3 fits about 6 minutes with 12 cases a level.
+Measured (docs/ab.md): with --case-budget 0.05 --max-rounds 12, one run of the default 120 cases a
+round took 396-420 s on an H200, so one run fits a device call (600 s at most) and three take three.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ from perfguard.model import loads_record  # noqa: E402
 
 SUITE = ROOT / "benchmarks" / "ab_sensitivity_suite.py"
 LEVELS = (0, 1, 2, 3)
+# Work-scaled is not always time-scaled: a case whose time moved by at least this share of its level,
+# as measured, is one a level-sized slowdown reached.
+MOVED = 0.9
 
 
 def git(repo: Path, *args: str) -> None:
@@ -155,10 +158,10 @@ def missed(runs: list) -> None:
 
 
 def changes(runs: list) -> None:
-    """Every case's measured change at each level, one figure per run. Where the runs agree to a few
-    hundredths of a percent, the figure is the slowdown the work scaling really made: a level-1 case
-    that moved half a percent in every run was not slowed by 1%, and `same` is its right verdict."""
-    print(f"\nmeasured change per run (latency), {len(runs)} run(s); * = under 0.9 of the level in every run")
+    """Every case's measured change at each level, one figure per run. Where the runs agree, the figure
+    is the slowdown the work scaling really made: a level-1 case that moved half a percent in every
+    run was not slowed by 1%, and `same` is its right verdict."""
+    print(f"\nmeasured change per run (latency), {len(runs)} run(s); * = under {MOVED} of the level in every run")
     by_case: dict[tuple[str, int], dict[int, list[float]]] = {}
     for record, _, _ in runs:
         for v in record.verdicts:
@@ -169,7 +172,7 @@ def changes(runs: list) -> None:
     for (op, size), levels in sorted(by_case.items()):
         cells = []
         for level, values in sorted(levels.items()):
-            short = level and all(x < 0.9 * level for x in values)
+            short = level and all(x < MOVED * level for x in values)
             cells.append(f"{level}%: {' '.join(f'{x:+.2f}' for x in values)}{'*' if short else ' '}")
         print(f"  {f'{op}[{units.size(size)}]':24} " + "   ".join(cells))
 
@@ -180,7 +183,7 @@ def pct(x: float | None, sign: str = "") -> str:
 
 def table(runs: list) -> dict:
     print(f"\n{'level':>5}  {'cases':>5}  {'spread':>7}  {'detects':>7}  {'change':>7}  {'caught':>9}  "
-          f"{'caught, spread<=0.2%':>20}  {'of those, moved >= 0.9 L':>25}  {'inconclusive':>12}  {'same':>5}")
+          f"{'caught, spread<=0.2%':>20}  {f'of those, moved >= {MOVED} L':>25}  {'inconclusive':>12}  {'same':>5}")
     summary: dict = {"levels": {}, "runs": []}
     for level in LEVELS:
         vs = [v for record, _, _ in runs for v in record.verdicts if v.metric == "latency" and level_of(v.case_id) == level]
@@ -189,9 +192,7 @@ def table(runs: list) -> dict:
         caught = sum(v.status == "regressed" for v in vs)
         tight = [v for v in vs if v.noise_pct is not None and v.noise_pct <= 0.2]
         caught_tight = sum(v.status == "regressed" for v in tight)
-        # Work-scaled is not always time-scaled (a kernel's last wave): the cases whose time moved by
-        # at least 0.9 of the level, as measured, are the ones a level-sized slowdown reached.
-        moved = [v for v in tight if level and v.change_pct is not None and v.change_pct >= 0.9 * level]
+        moved = [v for v in tight if level and v.change_pct is not None and v.change_pct >= MOVED * level]
         caught_moved = sum(v.status == "regressed" for v in moved)
         spread = statistics.median(v.noise_pct for v in vs if v.noise_pct is not None)
         detects = statistics.median(v.detectable_pct for v in vs if v.detectable_pct is not None)
