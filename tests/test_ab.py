@@ -93,6 +93,7 @@ class Launched:
     args: list[str]
     cwd: Path
     cases: list[str] | None
+    wrote: list[str] | None = None  # the perfguard files in its report folder once it ended
 
     @property
     def folder(self) -> str:  # "base-2/shard-1", "head-1/shard-0"; "collect/base" for a collection
@@ -108,9 +109,15 @@ def ab_forked(repo: Path, inner_args, forked, *args: str) -> tuple[subprocess.Co
     def start(cmd, cwd, env, out, err):  # perfguard.ab.rounds.launch, as perfguard ab calls it
         assert cmd[:3] == [sys.executable, "-m", "pytest"], cmd
         listing = next((a.partition("=")[2] for a in cmd if a.startswith("--perfguard-cases=")), None)
-        launched.append(Launched(cmd[3:], cwd, Path(listing).read_text().split() if listing else None))
+        entry = Launched(cmd[3:], cwd, Path(listing).read_text().split() if listing else None)
+        launched.append(entry)
         process = forked.start(cwd, cmd[3:], {k: v for k, v in env.items() if not k.startswith("PYTEST_")}, out, err)
-        return lambda: process.exitcode
+
+        def poll():  # the round's folder is gone when ab ends: what it holds is read as the process ends
+            if process.exitcode is not None and entry.wrote is None:
+                entry.wrote = sorted(f.name for f in Path(out).parent.iterdir() if f.name.startswith("perfguard"))
+            return process.exitcode
+        return poll
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -174,6 +181,13 @@ def test_each_test_stays_on_one_shard_for_every_round_of_both_sides(on_two_shard
     assert all(len(shards) == 1 for shards in shard_of.values()), shard_of
     assert {s for shards in shard_of.values() for s in shards} == {"shard-0", "shard-1"}  # both shards used
     assert len([p for p in launched if p.folder == "collect"]) == 2  # one collection a side
+
+
+def test_a_round_writes_its_record_alone_and_ab_the_reports_of_the_pooled_head(repo, on_two_shards):
+    _, launched, _ = on_two_shards
+    rounds = [p for p in launched if p.folder != "collect"]
+    assert rounds and all(p.wrote == ["perfguard.json"] for p in rounds), [(p.folder, p.wrote) for p in rounds]
+    assert {"perfguard.html", "perfguard.md"} <= {f.name for f in (repo / "reports").iterdir()}
 
 
 def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, inner_args, forked):

@@ -20,7 +20,7 @@ from perfguard.ab.sides import Side
 from perfguard.errors import MeasurementError, PerfguardError
 from perfguard.measure.gpus import VARIABLE
 from perfguard.model import RunRecord, loads_record
-from perfguard.report import RECORD_NAME
+from perfguard.report import RECORD_NAME, RECORD_ONLY
 
 # launch(cmd, cwd, env, stdout file, stderr file) -> poll: the exit status once the process ended, else None.
 Launch = Callable[[list[str], Path, Mapping[str, str], Path, Path], Callable[[], "int | None"]]
@@ -62,7 +62,8 @@ def run_side(side: Side, k: int, args: Sequence[str], shards: Sequence[Shard], c
             listing = out / "cases.txt"
             listing.write_text("".join(f"{nodeid}\n" for nodeid in cases[shard.index]), encoding="utf-8")
             cmd.append(f"--perfguard-cases={listing}")
-        polls[shard.index] = (start(cmd, side.cwd, environment(side, shard), out / "stdout", out / "stderr"), out)
+        env = {**environment(side, shard), RECORD_ONLY: "1"}
+        polls[shard.index] = (start(cmd, side.cwd, env, out / "stdout", out / "stderr"), out)
     ended: dict[int, tuple[int, float]] = {}
     while len(ended) < len(polls):
         for index, (poll, _) in polls.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.selection import Selection
 from perfguard.plugin.strict import Fact, Watch
-from perfguard.report import inert, mark_unfinished, write_run_files
+from perfguard.report import RECORD_ONLY, inert, mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -132,12 +133,16 @@ class Recorder:
         )
         self.fits = _fits(self.record)
         self.problems += [r.profile.problem for r in self.record.results if r.profile and r.profile.problem]
-        for path, problem in write_run_files(self.options.report_dir, self.record, self.fits):
+        for path, problem in self._write_files():
             if problem:
                 self.problems.append(problem)
             else:
                 self.written.append(path)
         self.record_interrupt()
+
+    def _write_files(self) -> list[tuple[Path, str | None]]:
+        # A round of `perfguard ab` writes its record alone (RECORD_ONLY): ab reads nothing else of it.
+        return write_run_files(self.options.report_dir, self.record, self.fits, reports=not os.environ.get(RECORD_ONLY))
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
@@ -166,7 +171,7 @@ class Recorder:
         self._said_interrupted = True
         if self.record.status != "interrupted":
             self.record = dataclasses.replace(self.record, status="interrupted")
-            for path, problem in write_run_files(self.options.report_dir, self.record, self.fits):
+            for _, problem in self._write_files():
                 if problem:
                     self.problems.append(problem)
 

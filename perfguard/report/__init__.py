@@ -14,13 +14,18 @@ if TYPE_CHECKING:
 RECORD_NAME = "perfguard.json"
 HTML_NAME = "perfguard.html"
 MARKDOWN_NAME = "perfguard.md"
+# Set by `perfguard ab` for its rounds' pytest processes: nobody reads a round's HTML or Markdown (ab
+# renders the pooled head once), and rendering them cost every round's process 0.2 s at 120 cases.
+RECORD_ONLY = "PERFGUARD_AB_RECORD_ONLY"
 
 
 def write_run_files(
-    folder: Path, record: RunRecord, fits: Sequence[Scaling] | None = None, others: Sequence[tuple[str, RunRecord]] = ()
+    folder: Path, record: RunRecord, fits: Sequence[Scaling] | None = None, others: Sequence[tuple[str, RunRecord]] = (),
+    *, reports: bool = True,
 ) -> list[tuple[Path, str | None]]:
-    """Write the run record, any `others` records by name, and the record's HTML report and Markdown
-    summary into `folder`: (path, None when written, else the one line saying why not), per file.
+    """Write the run record, any `others` records by name, and (unless not `reports`) the record's HTML
+    report and Markdown summary into `folder`: (path, None when written, else the one line saying why
+    not), per file.
 
     Each file stands alone: one that cannot be rendered or written costs that file only, never the
     run (nor the record). `fits` as in `html.render_html`.
@@ -33,7 +38,8 @@ def write_run_files(
 
     files = [(RECORD_NAME, lambda: dumps(record))]
     files += [(name, lambda r=r: dumps(r)) for name, r in others]
-    files += [(HTML_NAME, lambda: render_html([record], fits)), (MARKDOWN_NAME, lambda: render_markdown([record], fits))]
+    if reports:
+        files += [(HTML_NAME, lambda: render_html([record], fits)), (MARKDOWN_NAME, lambda: render_markdown([record], fits))]
     outcome: list[tuple[Path, str | None]] = []
     for name, render in files:
         path = folder / name
