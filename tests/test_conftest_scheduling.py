@@ -3,12 +3,16 @@ text since pytest 9.2 broke xdist's groups: they must agree with the fixtures py
 
 from __future__ import annotations
 
-from conftest import FORK_SERVER_GROUP, work_unit
+from conftest import FORK_SERVER_GROUP, LONGEST_FIRST, work_unit
 
 
-def test_the_files_whose_tests_need_the_fork_server_share_one_unit_and_every_other_file_is_its_own(request):
-    items = request.session.items
-    forked = {item.nodeid.split("::")[0] for item in items if "forked" in getattr(item, "fixturenames", ())}  # a perf case has none
-    for item in items:
-        file = item.nodeid.split("::")[0]
-        assert work_unit(request.config.rootpath, item.nodeid) == (FORK_SERVER_GROUP if file in forked else file), item.nodeid
+def test_the_tests_that_need_the_fork_server_share_one_unit_and_the_others_go_by_file(request):
+    for item in request.session.items:
+        uses = "forked" in getattr(item, "fixturenames", ())  # a perf case has none
+        expected = FORK_SERVER_GROUP if uses else item.nodeid.split("::")[0]
+        assert work_unit(request.config.rootpath, item.nodeid) == expected, item.nodeid
+
+
+def test_the_units_handed_out_first_are_units_of_this_suite(request):
+    units = {work_unit(request.config.rootpath, item.nodeid) for item in request.session.items}
+    assert set(LONGEST_FIRST) <= units, set(LONGEST_FIRST) - units  # a renamed file would quietly lose its place
