@@ -170,13 +170,21 @@ def work_unit(rootpath: Path, nodeid: str) -> str:
     return FORK_SERVER_GROUP if function in fork_server_functions(rootpath / file) else file
 
 
+# xdist hands out the units with the most tests first; a worker asks for another when it has two tests
+# left. A unit of few, long tests handed out last ends the run alone: the browser's (22 s of CPU on the
+# 2-vCPU VM, 9 tests) and the layering probe's (13 s, 4 tests) made the two workers end 15 s apart.
+# These go out first (after the fork server's, the longest, which also has the most tests).
+LONGEST_FIRST = (FORK_SERVER_GROUP, "tests/test_report_browser.py", "tests/test_core_imports.py",
+                 "tests/test_baseline_store.py", "tests/test_defaults.py", "tests/test_verdict.py")
+
+
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent where xdist is not installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadgroup":
         return None  # another --dist: xdist's own scheduler, as asked
     from xdist.scheduler import LoadScopeScheduling
 
-    class FilesAndForkServer(LoadScopeScheduling):
+    class WorkUnits(LoadScopeScheduling):
         ordered = False
 
         def _split_scope(self, nodeid: str) -> str:
@@ -190,15 +198,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
                         self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
 
-    return FilesAndForkServer(config, log)
-
-
-# xdist hands out the units with the most tests first; a worker asks for another when it has two tests
-# left. A unit of few, long tests handed out last ends the run alone: the browser's (22 s of CPU on the
-# 2-vCPU VM, 9 tests) and the layering probe's (13 s, 4 tests) made the two workers end 15 s apart.
-# These go out first (after the fork server's, the longest, which also has the most tests).
-LONGEST_FIRST = (FORK_SERVER_GROUP, "tests/test_report_browser.py", "tests/test_core_imports.py",
-                 "tests/test_baseline_store.py", "tests/test_defaults.py", "tests/test_verdict.py")
+    return WorkUnits(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,10 @@
 """Inner pytest runs in processes forked from one that has already imported torch, scipy and pytest.
 
 A new interpreter spends 3-5 s of CPU importing them before its first test, and the suite starts a
-few dozen inner runs. Each run
-here is still a process of its own (its own folder, environment, test modules, exit status, stdout
-and stderr) but is forked, by multiprocessing's fork server, from a process that imported PRELOAD and
-compiled the HTML report's template once. As a new interpreter would, a run finds its modules in its
-folder first, then in its PYTHONPATH's entries. The same goes for another module's command line
+few dozen inner runs. Each run here is still a process of its own (its own folder, environment, test
+modules, exit status, stdout and stderr) but is forked, by multiprocessing's fork server, from a
+process that imported PRELOAD and compiled the HTML report's template once. As a new interpreter
+would, a run finds its modules in its folder first, then in its PYTHONPATH's entries. The same goes for another module's command line
 (`python -m perfguard.cli calibrate`, `run(..., module="perfguard.cli")`). What a fork cannot show is
 which modules a run imports and when, what torch read from the environment at its import
 (OMP_NUM_THREADS), nor a run pointing perfguard at other templates: a test about any of those asks

@@ -154,5 +154,8 @@ def _verdict(case_id: str, metric: str, status: str, baseline: float | None, cur
 
 
 def _count(n: float, kind: str) -> str:
+    """A counter's value with its unit: a size carries its own ("1.0 MiB"), a count its noun ("3 syncs")."""
+    if kind == "copy_bytes":
+        return units.size(n)
     one, many = COUNTER_LABELS[kind]
-    return figure(kind, n) if kind == "copy_bytes" else f"{figure(kind, n)} {one if n == 1 else many}"
+    return f"{units.count(n)} {one if n == 1 else many}"
