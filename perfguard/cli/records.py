@@ -11,6 +11,7 @@ from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import BaselineEntry, CaseResult, DeviceInfo, RunRecord, names
+from perfguard.report import words
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -186,7 +187,7 @@ def _compare(args: argparse.Namespace) -> int:
         counter_allowance=args.counter_allowance,
     ))
     for v in verdicts:
-        print(f"{v.status:<9}  {v.case_id}: {v.message}")
+        print(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
     tally = verdict.counts(verdicts)
     print(summary(tally))
     return 1 if tally["regressed"] or (args.fail_inconclusive and tally["inconclusive"]) else 0

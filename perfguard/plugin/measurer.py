@@ -20,6 +20,7 @@ from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.workers import PIN_KEY
+from perfguard.report import words
 
 # At most this many cases per process are re-measured before they may fail: a change that slows
 # every case (a new driver) must not turn a run into hours. Past it, a regression fails unconfirmed.
@@ -145,8 +146,8 @@ class Measurer:
         if latency_regressed(verdicts) and not self.options.update and self.options.confirm:
             result, verdicts = self._confirm(measure, result, verdicts, judge)
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
-        regressed = [v.message for v in verdicts if v.status == "regressed"]
-        failing = regressed + [v.message for v in verdicts if v.status == "inconclusive" and self.options.fail_inconclusive]
+        regressed = [words.line(v) for v in verdicts if v.status == "regressed"]
+        failing = regressed + [words.line(v) for v in verdicts if v.status == "inconclusive" and self.options.fail_inconclusive]
         if failing and not self.options.update:
             return result, f"{result.id}: " + f"\n{result.id}: ".join(failing), bool(regressed)
         return result, None, bool(regressed)

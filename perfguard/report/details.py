@@ -13,7 +13,7 @@ from typing import Any
 from perfguard import units
 from perfguard.analysis.memory_verdicts import leaks
 from perfguard.model import REGIMES, Profile, Verdict, names
-from perfguard.report import view, work
+from perfguard.report import view, words, work
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
 
@@ -129,9 +129,8 @@ def gate(entry: Entry) -> list[tuple[str, str]]:
 
 
 def message(v: Verdict) -> str:
-    """A verdict's message without the "metric status: " its badge already says."""
-    prefix = f"{v.metric} {v.status}: "
-    return v.message[len(prefix):] if v.message.startswith(prefix) else v.message
+    """A verdict's words without the "metric status: " its badge already says."""
+    return words.detail(v)
 
 
 def environment(entry: Entry) -> tuple[str, bool]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
-from perfguard.report import charts, view, work
+from perfguard.report import charts, view, words, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_cells)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -187,7 +187,7 @@ def _cell(column: Column, entry: Entry | None) -> Cell:
     if key == "verdict":
         # The tooltip tells what moved without opening the case; `same` and `new` say nothing more.
         quiet = entry.status in ("same", "new", "measured")
-        messages = "" if quiet else "\n".join(v.message for v in entry.verdicts) or (r.error if r and r.error else "")
+        messages = "" if quiet else "\n".join(words.line(v) for v in entry.verdicts) or (r.error if r and r.error else "")
         return Cell(view.label(entry.status), str(view.rank(entry.status)), title=messages, badge=entry.status)
     if key == "median":
         ms = view.median(r)

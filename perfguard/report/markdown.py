@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import RunRecord
-from perfguard.report import inert, view, work
+from perfguard.report import inert, view, words, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -125,7 +125,7 @@ def _item(e: Entry, device: Device, multi: bool) -> str:
         gbps, tflops = view.metric(r, "gbps"), view.metric(r, "tflops")
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
                 + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
-    lines = [v.message for v in e.verdicts if v.status == e.status] or [v.message for v in e.verdicts]
+    lines = [words.line(v) for v in e.verdicts if v.status == e.status] or [words.line(v) for v in e.verdicts]
     return f"{head}: " + "; ".join(_md(m) for m in lines) + (_top_operator(e) if e.status == "regressed" else "")
 
 

@@ -10,6 +10,7 @@ from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, NEW_HINT, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.report import work
+from perfguard.report import words
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -131,7 +132,7 @@ def summary(
             lines += [(line, STYLE["regressed"]) for line in regressed_lines([v for v in listed if v.status == "regressed"])]
             listed = [v for v in listed if v.status != "regressed"]
         for v in sorted(listed, key=lambda v: (ORDER.index(v.status), v.case_id)):
-            lines.append((f"{v.case_id}: {v.message}", STYLE.get(v.status, {})))
+            lines.append((f"{v.case_id}: {words.line(v)}", STYLE.get(v.status, {})))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:
@@ -171,7 +172,7 @@ def inconclusive_lines(verdicts: Iterable[Verdict]) -> list[str]:
     says what they could not see and what would let the gate see it."""
     blind = [v for v in verdicts if v.status == "inconclusive"]
     if len(blind) <= LISTED_INCONCLUSIVE:
-        return [f"{v.case_id}: {v.message}" for v in sorted(blind, key=lambda v: (v.case_id, v.metric))]
+        return [f"{v.case_id}: {words.line(v)}" for v in sorted(blind, key=lambda v: (v.case_id, v.metric))]
     detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)
     median = f" (median smallest detectable change {detects[len(detects) // 2]:.1f}%)" if detects else ""
     fleet = sum(v.judged_by == "fleet" for v in blind)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from perfguard import units
 from perfguard.model import COUNTER_KINDS, CaseResult, Counters
 from perfguard.report.view import Entry
+from perfguard.report import words
 
 KERNEL_ROWS = 20  # kernels by name shown per case, most launched first
 NA = "n/a"
@@ -51,7 +52,7 @@ def kernel_rows(entry: Entry) -> tuple[list[str], list[list[str]]] | None:
 
 def changes(entry: Entry) -> list[str]:
     """What changed against the baseline: the message of every counter verdict that moved."""
-    return [v.message for v in entry.verdicts if v.metric in COUNTER_KINDS]
+    return [words.line(v) for v in entry.verdicts if v.metric in COUNTER_KINDS]
 
 
 def compact(c: Counters | None) -> str:
