@@ -18,6 +18,9 @@ BUDGET_S = 0.5  # wall time per case
 CALIBRATE_BUDGET_S = 2.0  # wall time per calibration measurement
 KEEP_RUNS = 10  # runs a baseline keeps per case
 CONFIRM = 2  # re-measurements that must agree before a slower case fails
+# At most this many cases per process are re-measured before they may fail: a change that slows
+# every case (a new driver) must not turn a run into hours. Past it, a regression fails unconfirmed.
+CONFIRM_CASES = 20
 AB_ROUNDS = 3  # rounds per side of `perfguard ab` before its first judgement (two give no usable spread)
 AB_MAX_ROUNDS = 16  # rounds an undecided case of `perfguard ab` may get at most
 AB_BUDGET_S = 900.0  # wall time of a whole `perfguard ab`, seconds: a pull request's gate in a quarter hour

@@ -201,18 +201,23 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
     assert "steady_tight: latency inconclusive" in out.stdout and "--budget" in out.stdout
 
 
+def _verdicts(tally):
+    from perfguard.model import Verdict
+
+    return [Verdict(f"c{i}", "latency", status, 1.0, 1.0, 0.0, 1.0, None) for status, n in tally.items() for i in range(n)]
+
+
 @pytest.mark.parametrize(("tally", "code"), [
-    ({}, 0), ({"same": 3, "new": 1, "missing": 1}, 0), ({"unstable": 1, "improved": 2}, 0), ({"regressed": 1, "same": 5}, 1),
+    ({}, 0), ({"same": 3, "new": 1, "missing": 1}, 0), ({"unstable": 1, "improved": 2, "accepted": 1}, 0),
+    ({"regressed": 1, "same": 5}, 1),
 ])
 def test_ab_exits_1_when_a_case_regressed_and_0_otherwise(tally, code):
-    from perfguard.analysis.verdict import STATUSES
-
-    assert ab.exit_status({**dict.fromkeys(STATUSES, 0), **tally}) == code
+    assert ab.exit_status(_verdicts(tally)) == code
 
 
 def test_an_inconclusive_case_passes_unless_asked_to_fail():
-    assert ab.exit_status({"inconclusive": 1, "same": 3}) == 0
-    assert ab.exit_status({"inconclusive": 1, "same": 3}, fail_inconclusive=True) == 1
+    assert ab.exit_status(_verdicts({"inconclusive": 1, "same": 3})) == 0
+    assert ab.exit_status(_verdicts({"inconclusive": 1, "same": 3}), fail_inconclusive=True) == 1
 
 
 def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args):

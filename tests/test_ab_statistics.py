@@ -16,6 +16,7 @@ from perfguard.analysis import paired
 from perfguard.analysis.ab_verdict import judge_rounds
 from perfguard.errors import ConfigError
 from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing
+from perfguard.report import words
 
 
 def rounds_of(change: float, spread_pct: float, n: int, rng: random.Random, centre: float = 1.0):
@@ -67,7 +68,6 @@ def test_few_rounds_that_agree_closely_get_the_prior_as_a_floor():
     base, head = [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]
     p = paired.judge(base, head, 1.0, bound="memory")
     assert p.floored and p.spread_pct == pytest.approx(paired.FLOOR_PCT["memory"])
-    assert "a prior, the floor while rounds are few" in p.describe()
     later = paired.judge(base + [1.0], head + [1.0], 1.0, bound="memory")
     assert not later.floored and later.spread_pct < p.spread_pct  # from TRUSTED_ROUNDS on, the rounds' own
 
@@ -113,7 +113,7 @@ def test_judged_rounds_give_paired_verdicts_and_name_the_undecided():
     judged = judge_rounds(bases, heads, baseline_file="base main")
     by_case = {v.case_id: v for v in judged.verdicts if v.metric == "latency"}
     assert by_case["fast"].status == "regressed" and by_case["fast"].baseline_runs == 5
-    assert "paired on one card" in by_case["fast"].message and "against base main" in by_case["fast"].message
+    assert "paired on one card" in words.line(by_case["fast"]) and "against base main" in words.line(by_case["fast"])
     assert by_case["noisy"].status == "inconclusive"
     assert judged.undecided(most_rounds=1000) == ["noisy"] and judged.undecided(most_rounds=5) == []
 
@@ -123,7 +123,7 @@ def test_a_slowdown_measured_while_throttled_is_unstable_not_regressed():
     heads = [record(result("c", 1.2 + 0.0001 * k, throttled=k == 2, throttle_reasons=("hw_slowdown",) if k == 2 else ()))
              for k in range(5)]
     (v,) = [v for v in judge_rounds(bases, heads).verdicts if v.metric == "latency"]
-    assert v.status == "unstable" and "hw_slowdown" in v.message
+    assert v.status == "unstable" and "hw_slowdown" in words.line(v)
 
 
 def test_a_kernel_more_per_call_in_the_head_fails_ab_unless_the_run_allows_it():
@@ -137,7 +137,7 @@ def test_a_kernel_more_per_call_in_the_head_fails_ab_unless_the_run_allows_it():
     heads = [record(counted(1.0 - 0.0001 * k, 24.0)) for k in range(3)]
     kernels = [v for v in judge_rounds(bases, heads, baseline_file="base main").verdicts if v.metric == "kernels"]
     assert [v.status for v in kernels] == ["regressed"]
-    assert "kernels per call 140 → 152: +12 × mul against base main" in kernels[0].message
+    assert "kernels per call 140 → 152: +12 × mul against base main" in words.line(kernels[0])
     allowed = judge_rounds(bases, heads, counter_allowance={"kernels": "12"}).verdicts
     assert [v.status for v in allowed if v.metric == "kernels"] == ["same"]
 

@@ -165,8 +165,8 @@ def test_bad_baseline_is_refused_with_one_line_naming_the_file_and_left_untouche
 
 def test_a_baseline_of_a_newer_schema_says_which_version_reads_it(tmp_path):
     path = tmp_path / "nvidia-h200.json"
-    path.write_text('{"schema_version": 4, "device": {}, "cases": {}}')
-    with pytest.raises(BaselineError, match="schema_version 4, but this perfguard reads versions 1, 2, 3"):
+    path.write_text('{"schema_version": 5, "device": {}, "cases": {}}')
+    with pytest.raises(BaselineError, match="schema_version 5, but this perfguard reads versions 1, 2, 3, 4"):
         store.load(tmp_path, "nvidia-h200")
 
 

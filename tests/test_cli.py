@@ -50,7 +50,7 @@ def test_show_prints_the_table_of_a_record(tmp_path, rng, capsys):
 def test_show_lists_the_verdicts_a_record_carries(tmp_path, rng, capsys):
     verdict = Verdict(case_id="a", metric="latency", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
                       threshold_pct=5.0, baseline_file="baselines/x.json",
-                      env_mismatch=(), message="latency regressed: 1.000 ms → 1.200 ms (+20.0%)")
+                      env_mismatch=(), reason="outside")
     run = record(tmp_path / "run.json", result("a", rng), verdicts=(verdict,))
     assert main(["show", str(run)]) == 0
     out = capsys.readouterr().out

@@ -18,6 +18,7 @@ from perfguard.analysis.counting import compare_counters, short_name
 from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
 from perfguard.model import BaselineEntry, CaseResult, Counters, RunSummary, RunTime, loads_record
+from perfguard.report import words
 
 MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
        "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, std::array<char*, 2ul>)")
@@ -43,8 +44,8 @@ def test_twelve_more_kernels_a_call_fail_and_the_message_names_them():
     old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=24.0))
     v = by_metric(compare_counters(new, old, baseline_file="baselines/nvidia-h200.json"))["kernels"]
     assert v.status == "regressed" and (v.baseline, v.current) == (140.0, 152.0)
-    assert v.message.startswith("kernels regressed: kernels per call 140 → 152: +12 × vectorized_elementwise_kernel<MulFunctor>")
-    assert "baselines/nvidia-h200.json" in v.message
+    assert words.line(v).startswith("kernels regressed: kernels per call 140 → 152: +12 × vectorized_elementwise_kernel<MulFunctor>")
+    assert "baselines/nvidia-h200.json" in words.line(v)
 
 
 def test_a_new_sync_is_named_with_the_operator_it_happened_in_and_why():
@@ -53,7 +54,7 @@ def test_a_new_sync_is_named_with_the_operator_it_happened_in_and_why():
     v = by_metric(compare_counters(new, result(gpu_counters())))["syncs"]
     assert v.status == "regressed"
     assert ("1 new sync per call: 1 × cudaStreamSynchronize after aten::copy_ "
-            "(a host-to-device copy from pageable memory)") in v.message
+            "(a host-to-device copy from pageable memory)") in words.line(v)
 
 
 def test_a_new_device_to_host_copy_names_its_direction_count_and_bytes():
@@ -61,14 +62,14 @@ def test_a_new_device_to_host_copy_names_its_direction_count_and_bytes():
     new = result(gpu_counters(copies={"DtoH": 1.0}, copy_bytes={"DtoH": 4.0}))
     verdicts = by_metric(compare_counters(new, result(gpu_counters())))
     assert verdicts["copies"].status == "regressed"
-    assert "copies per call 0 → 1: +1 × DtoH" in verdicts["copies"].message
-    assert "bytes copied per call 0 B → 4 B: +4 B × DtoH" in verdicts["copy_bytes"].message
+    assert "copies per call 0 → 1: +1 × DtoH" in words.line(verdicts["copies"])
+    assert "bytes copied per call 0 B → 4 B: +4 B × DtoH" in words.line(verdicts["copy_bytes"])
 
 
 def test_nothing_changed_is_no_verdict_and_fewer_is_improved():
     assert compare_counters(result(gpu_counters()), result(gpu_counters())) == []
     fewer = by_metric(compare_counters(result(gpu_counters(mul=6.0)), result(gpu_counters())))
-    assert fewer["kernels"].status == "improved" and "−6 × " in fewer["kernels"].message
+    assert fewer["kernels"].status == "improved" and "−6 × " in words.line(fewer["kernels"])
 
 
 def test_an_allowance_lets_that_much_growth_pass_per_kind_and_the_case_overrides_the_run():
@@ -83,12 +84,13 @@ def test_an_allowance_lets_that_much_growth_pass_per_kind_and_the_case_overrides
         defaults.counter_allowance("launches=2")
 
 
-def test_under_other_software_a_changed_count_is_a_note_not_a_failure():
+def test_under_other_software_a_changed_count_is_not_compared_never_same():
     old, new = result(gpu_counters(mul=12.0)), result(gpu_counters(mul=24.0))
     v = by_metric(compare_counters(new, old, env=("torch 2.11.0 → 2.12.0",)))["kernels"]
-    assert v.status == "same" and "140 → 152" in v.message and "not judged: the software differs" in v.message
+    assert (v.status, v.reason) == ("inconclusive", "software_changed")
+    assert "140 → 152" in words.line(v) and "not compared: the software differs" in words.line(v)
     entry = compare_case(new, old, current_fingerprint={"torch": "2.12.0"}, baseline_fingerprint={"torch": "2.11.0"})
-    assert by_metric(entry)["kernels"].status == "same"
+    assert by_metric(entry)["kernels"].status == "inconclusive"
     assert by_metric(compare_case(new, old))["kernels"].status == "regressed"
 
 
@@ -108,7 +110,7 @@ def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_come
     slower = dataclasses.replace(base, timings={**base.timings, "busy_time": timing([1.40] * 5, "counted")})
     verdicts = by_metric(compare_case(slower, base))
     assert verdicts["busy_time"].status == "regressed" and verdicts["caller_latency"].status == "inconclusive"
-    assert "GPU busy time 1.150 ms → 1.400 ms" in verdicts["busy_time"].message
+    assert "GPU busy time 1.150 ms → 1.400 ms" in words.line(verdicts["busy_time"])
     idle = metrics.complete(base, gpu).metrics.launch_overhead_share
     assert idle == pytest.approx(1 - 1.15 / 4.1)  # not 0.0%: the GPU was busy 1.15 ms of 4.1 ms
 

@@ -24,6 +24,7 @@ import pytest
 
 from perfguard import store
 from perfguard.model import BaselineFile, DeviceInfo, RunRecord, Verdict, dumps, loads_baseline, loads_record, to_jsonable
+from perfguard.report import words
 
 BUDGET = "0.2"
 MEASURE = ("-v", "--perfguard", "--perfguard-budget", BUDGET)
@@ -289,10 +290,10 @@ def test_the_second_recording_of_unchanged_code_is_inconclusive_where_one_run_ca
     # change of 1% was looked for and not found. lenient's own threshold (2000%) is wider still.
     verdicts = gate["again"].latency()
     statuses = {c: v.status for c, v in verdicts.items()}
-    assert statuses == {**dict.fromkeys(RECORDED, "inconclusive"), "lenient": "same"}, [v.message for v in verdicts.values()]
+    assert statuses == {**dict.fromkeys(RECORDED, "inconclusive"), "lenient": "same"}, [words.line(v) for v in verdicts.values()]
     for v in verdicts.values():
         assert v.baseline_runs == 1 and v.tolerance_pct >= v.threshold_pct and v.detectable_pct > v.tolerance_pct
-        assert v.judged_by == "own" and "judged by this host's 1 run" in v.message, v.message
+        assert v.judged_by == "own" and "judged by this host's 1 run" in words.line(v), words.line(v)
 
 
 def test_without_update_no_baseline_file_is_created(gate):
@@ -301,7 +302,7 @@ def test_without_update_no_baseline_file_is_created(gate):
     assert not (run.path / "baselines").exists()
     assert {v.case_id: v.status for v in run.record().verdicts} == dict.fromkeys(NAPS, "new")
     for v in run.record().verdicts:
-        assert f"not in {run.label} yet; record it with `pytest --perfguard --perfguard-update`" in v.message, v.message
+        assert f"not in {run.label} yet; record it with `pytest --perfguard --perfguard-update`" in words.line(v), words.line(v)
 
 
 @pytest.mark.parametrize("scenario", ["rerun", "slowdown", "lenient_ini"])
@@ -323,12 +324,12 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
     verdicts = run.latency()
     ran = [c for c in RECORDED if c != "retired"]
     assert {c: verdicts[c].status for c in ran} == {**dict.fromkeys(ran, "inconclusive"), "lenient": "same"}, \
-        [verdicts[c].message for c in ran]
+        [words.line(verdicts[c]) for c in ran]
     for case_id in ran:
         v = verdicts[case_id]
         assert v.baseline_file == run.label and v.baseline_runs == 2
-        assert "judged by this host's 2 runs" in v.message and "confidence" not in v.message and "p=" not in v.message
-        assert abs(v.change_pct) < v.tolerance_pct and "within ±" in v.message, v.message
+        assert "judged by this host's 2 runs" in words.line(v) and "confidence" not in words.line(v) and "p=" not in words.line(v)
+        assert abs(v.change_pct) < v.tolerance_pct and "within ±" in words.line(v), words.line(v)
     assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 4 inconclusive, 0 improved, 1 missing, 1 new, 1 same"
     assert_clean(run.result)
 
@@ -359,9 +360,9 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
     steady = verdicts["steady"]
     assert steady.status == "inconclusive"
     assert steady.env_mismatch == (f"torch 1.0.0 → {device.torch}",)
-    assert steady.message.endswith(f"; environment differs from the baseline: torch 1.0.0 → {device.torch}")
+    assert words.line(steady).endswith(f"; environment differs from the baseline: torch 1.0.0 → {device.torch}")
     for case_id in ("slowed", "lenient", "strict", "test_dozing"):
-        assert verdicts[case_id].env_mismatch == () and "environment" not in verdicts[case_id].message
+        assert verdicts[case_id].env_mismatch == () and "environment" not in words.line(verdicts[case_id])
 
 
 # --- a slowdown ---------------------------------------------------------------------------------------
@@ -369,7 +370,9 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
 REGRESSED = re.compile(
     r"^(?P<case>\S+): latency regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
     r"outside ±(?P<tolerance>[\d.]+)%: judged by this host's 2 runs, run-to-run spread ±[\d.]+%; smallest detectable change [\d.]+% "
-    r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)$"
+    r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)\n"
+    # every failure ends with the one command that accepts it, which works as printed (test_accept.py)
+    r"perfguard: to accept these changes: `perfguard baseline accept \S+ --case (?P=case)`$"
 )
 
 
@@ -387,7 +390,7 @@ def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_i
     assert verdict_line(run.result).startswith("verdicts: 3 regressed, ")
     for case_id in ("slowed", "strict", "test_dozing"):
         v = verdicts[case_id]
-        assert v.confirmed is True and len(v.remeasured_ms) == 2 and min(v.remeasured_ms) > 2 * v.baseline, v.message
+        assert v.confirmed is True and len(v.remeasured_ms) == 2 and min(v.remeasured_ms) > 2 * v.baseline, words.line(v)
 
 
 def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_the_file(gate):
@@ -406,7 +409,7 @@ def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_
     verdict = run.latency()["slowed"]
     assert (verdict.baseline, verdict.current, verdict.baseline_file) == (pytest.approx(old, rel=1e-5), new, run.label)
     assert float(match["tolerance"]) == pytest.approx(verdict.tolerance_pct, abs=0.051)
-    assert verdict.message == message.removeprefix("slowed: ")
+    assert words.line(verdict) == message.splitlines()[0].removeprefix("slowed: ")
     # The failure above holds the line; the perfguard section says in one line what moved, not it again.
     # pytest's own short summary is cut off: it quotes the message whole only where $CI is set.
     out = run.result.stdout.str().partition("short test summary info")[0]
@@ -423,12 +426,12 @@ def test_a_slowdown_in_a_test_using_the_perf_fixture_fails_that_test_with_the_sa
 
 def test_a_run_wide_threshold_above_the_slowdown_lets_it_pass_but_a_cases_own_threshold_wins(gate):
     run = gate["lenient_ini"]
-    assert run.latency()["strict"].status == "regressed", run.latency()["strict"].message
+    assert run.latency()["strict"].status == "regressed", words.line(run.latency()["strict"])
     run.result.assert_outcomes(passed=5, failed=1)
     assert run.record().options["threshold_pct"] == 2000
     verdicts = run.latency()
     for case_id in ("slowed", "test_dozing", "lenient"):
-        assert verdicts[case_id].status == "same", verdicts[case_id].message
+        assert verdicts[case_id].status == "same", words.line(verdicts[case_id])
         assert verdicts[case_id].threshold_pct == 2000 and verdicts[case_id].change_pct > 150, case_id
     strict = verdicts["strict"]  # @perf_case(threshold=5) overrides the run-wide 2000
     assert (strict.status, strict.threshold_pct) == ("regressed", 5)
@@ -462,7 +465,7 @@ def test_a_forced_update_accepts_a_slowdown_without_failing_and_starts_its_runs_
 def test_after_accepting_the_same_slow_code_passes(gate):
     run = gate["after_accepting"]
     run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
-    assert run.latency()["slowed"].status == "inconclusive", run.latency()["slowed"].message  # one run: it cannot see 1%
+    assert run.latency()["slowed"].status == "inconclusive", words.line(run.latency()["slowed"])  # one run: it cannot see 1%
     assert run.latency()["slowed"].change_pct == pytest.approx(0.0, abs=0.01)
     assert run.baseline.read_bytes() == run.before
 
@@ -498,11 +501,11 @@ def test_a_one_run_baseline_and_a_30_percent_slowdown_read_inconclusive_never_sa
     run = gate["blind"]
     assert run.result.ret == pytest.ExitCode.OK  # inconclusive passes by default
     slowed = run.latency()["slowed"]
-    assert slowed.status == "inconclusive" and slowed.change_pct == pytest.approx(30.0, abs=0.01), slowed.message
+    assert slowed.status == "inconclusive" and slowed.change_pct == pytest.approx(30.0, abs=0.01), words.line(slowed)
     assert slowed.tolerance_pct > 30 > slowed.threshold_pct
     for part in ("within ±", "wider than the 1% threshold, so a change of 1% would pass unseen",
                  "judged by this host's 1 run", "to decide it: ", "`perfguard ab`"):
-        assert part in slowed.message, part
+        assert part in words.line(slowed), part
     assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 5 inconclusive, 0 improved, 0 missing, 0 new, 1 same"
     # Five inconclusive verdicts: each one's line in the terminal, yellow like unstable ones.
     run.result.stdout.fnmatch_lines(["slowed: latency inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±*"])

@@ -22,6 +22,7 @@ import pytest
 
 from perfguard import perf_case
 from perfguard.model import CaseResult, loads_record
+from perfguard.report import words
 
 pytestmark = pytest.mark.gpu
 
@@ -304,13 +305,13 @@ def test_host_work_added_to_a_launch_bound_add_fails_on_the_callers_time():
     base = dataclasses.replace(as_entry(runs[-1]), runs=tuple(run_summary(r, "") for r in runs))
     slower = measure(case(20))
     verdicts = {v.metric: v for v in compare_case(slower, base)}
-    assert verdicts["caller_latency"].status == "regressed", verdicts["caller_latency"].message
+    assert verdicts["caller_latency"].status == "regressed", words.line(verdicts["caller_latency"])
     # The GPU's time is not what changed: never regressed ("inconclusive" where three runs of a 6 µs add
     # cannot see 1%, as on GPU-6156db10: ±0.90% run to run).
-    assert verdicts["latency"].status in ("same", "improved", "inconclusive"), verdicts["latency"].message
+    assert verdicts["latency"].status in ("same", "improved", "inconclusive"), words.line(verdicts["latency"])
     same = {v.metric: v for v in compare_case(measure(case(0)), base)}
     # Unchanged: no alarm; "inconclusive" where the host's wide prior cannot see 1%.
-    assert same["caller_latency"].status in ("same", "inconclusive"), same["caller_latency"].message
+    assert same["caller_latency"].status in ("same", "inconclusive"), words.line(same["caller_latency"])
 
 
 # --- device, telemetry, memory -----------------------------------------------------------------

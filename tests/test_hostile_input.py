@@ -142,7 +142,7 @@ def test_the_markdown_links_and_mentions_nothing_and_a_huge_id_hides_no_row():
 
 
 def _status(top: dict, result: dict) -> None:
-    same = Verdict("add[n=1]", "latency", "same", 1.0, 1.0, 0.0, 5.0, None, (), "same")
+    same = Verdict("add[n=1]", "latency", "same", 1.0, 1.0, 0.0, 5.0, None, (), "within")
     top["verdicts"] = [{**json.loads(dumps(same)), "status": "exploded"}]
 
 

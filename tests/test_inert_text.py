@@ -27,7 +27,8 @@ PAYLOAD = ("\x1b[2K\r same \r::error::forged\n::add-mask::secret\u2003::warning:
 # The strings that must be one of a few values (read back through model/checks.py, or keys perfguard
 # looks up): left as they are. Every other string field gets the payload.
 ENUMS = {"slug", "device", "status", "regime", "trace", "metric", "kind", "timer", "cache", "mode", "stop_reason",
-         "sort_by", "bound", "roofs", "method", "outputs", "peak_phase", "perfguard_version"}
+         "sort_by", "bound", "roofs", "method", "outputs", "peak_phase", "perfguard_version", "reason", "action",
+         "judged_by", "not_remeasured"}
 WORKFLOW_COMMAND = re.compile(r"\s*::|.*##\[")
 
 
@@ -66,9 +67,9 @@ def measured(case_id: str, ms: float, **fields) -> CaseResult:
 def record(ms_b: float, created_at: str) -> RunRecord:
     results = (measured("a", 1.0, restored_state=("default dtype",)), measured("b", ms_b),
                CaseResult(id="c", name="c", status="error", device=CPU.slug, error="setup raised ValueError: no"))
-    verdicts = (Verdict("a", "latency", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), "same as before"),
-                Verdict("b", "latency", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", (), "2x slower"),
-                Verdict("d", "latency", "missing", 1.0, None, None, 1.0, "baselines/x.json", (), "not run"))
+    verdicts = (Verdict("a", "latency", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), "within"),
+                Verdict("b", "latency", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", (), "outside"),
+                Verdict("d", "latency", "missing", 1.0, None, None, 1.0, "baselines/x.json", (), "did_not_run"))
     return poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
                               verdicts=verdicts, commit="0123abcd",
                               options={"note": "x", "gate": ["gate: threshold 1%"]}))

@@ -15,6 +15,7 @@ from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
 from perfguard.errors import BaselineError
 from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Memory, dumps, loads_baseline, run_summary
+from perfguard.report import words
 
 MIB = 2**20
 GB = 10**9
@@ -41,19 +42,19 @@ def judged(current: Memory, baseline: Memory, metric: str):
 def test_a_call_that_keeps_a_mib_for_good_is_a_leak_and_fails():
     v = judged(memory(retained=MIB), memory(retained=0), "retained_memory")
     assert v.status == "regressed"
-    assert v.message.startswith("retained_memory regressed: 0 B → 1.0 MiB retained per call (the call keeps what it "
+    assert words.line(v).startswith("retained_memory regressed: 0 B → 1.0 MiB retained per call (the call keeps what it "
                                 "allocates: a leak, which grows a long run by 1.0 MiB every call until it runs out of "
                                 "memory) against baselines/nvidia-h200.json (any growth past 256 B a call fails); ")
-    assert "threshold" not in v.message  # the memory threshold's percentage does not apply
+    assert "threshold" not in words.line(v)  # the memory threshold's percentage does not apply
 
 
 def test_any_block_retained_per_call_is_a_leak_but_nothing_is_not():
     assert judged(memory(retained=512), memory(retained=0), "retained_memory").status == "regressed"
     assert judged(memory(retained=0), memory(retained=0), "retained_memory").status == "same"
     grown = judged(memory(retained=2 * MIB), memory(retained=MIB), "retained_memory")
-    assert grown.status == "regressed" and "keeps more of what it allocates" in grown.message
+    assert grown.status == "regressed" and "keeps more of what it allocates" in words.line(grown)
     fixed = judged(memory(retained=0), memory(retained=MIB), "retained_memory")
-    assert fixed.status == "improved" and "--perfguard-update" in fixed.message
+    assert fixed.status == "improved" and "--perfguard-update" in words.line(fixed)
 
 
 def test_gradients_kept_between_steps_grow_the_footprint_and_fail():
@@ -64,9 +65,9 @@ def test_gradients_kept_between_steps_grow_the_footprint_and_fail():
     v = judged(now, memory(), "footprint")
     assert v.status == "regressed"
     assert v.change_pct == pytest.approx(100 * grads / (4_110 * 10**6))
-    assert v.message.startswith("footprint regressed: 3.8 GiB → 4.3 GiB (+12.1%, deterministic) against "
+    assert words.line(v).startswith("footprint regressed: 3.8 GiB → 4.3 GiB (+12.1%, deterministic) against "
                                 "baselines/nvidia-h200.json (threshold 5%); held between calls 2.8 GiB → 3.3 GiB: ")
-    assert "gradients kept between steps" in v.message
+    assert "gradients kept between steps" in words.line(v)
     assert judged(now, memory(), "peak_memory").status == "same"
 
 
@@ -83,7 +84,7 @@ def test_the_footprint_is_held_to_the_memory_threshold_and_the_floor():
 def test_a_baseline_that_leaks_already_does_not_fail_on_a_footprint_the_number_of_calls_decides():
     # Both leak 1 MiB a call: the footprint is larger the more calls ran before the memory pass.
     v = judged(memory(footprint=5 * GB, retained=MIB), memory(footprint=4 * GB, retained=MIB), "footprint")
-    assert v.status == "unstable" and "grows with the calls made" in v.message
+    assert v.status == "unstable" and "grows with the calls made" in words.line(v)
     assert judged(memory(footprint=5 * GB, retained=MIB), memory(footprint=4 * GB, retained=MIB),
                   "retained_memory").status == "same"
     # A leak new in this run fails on both.
@@ -94,7 +95,7 @@ def test_a_baseline_from_before_the_figures_gives_new_not_a_failure():
     old = Memory(peak_allocated_bytes=1_100 * 10**6, setup_allocated_bytes=3 * GB)  # as older perfguard wrote it
     verdicts = {v.metric: v for v in compare_case(result(memory(retained=MIB)), result(old))}
     assert verdicts["footprint"].status == "new" and verdicts["retained_memory"].status == "new"
-    assert "not in the baseline yet" in verdicts["retained_memory"].message
+    assert "not in the baseline yet" in words.line(verdicts["retained_memory"])
     assert verdicts["peak_memory"].status == "same"
     assert not any(v.status == "regressed" for v in verdicts.values())
     # A run without the figures (a CPU) gets no memory verdicts at all.

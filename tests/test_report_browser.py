@@ -53,8 +53,7 @@ def h200_record() -> RunRecord:
         verdicts.append(Verdict(
             r.id, "latency", status, None if change is None else median / (1 + change / 100), median, change,
             5.0, "baselines/nvidia-h200.json",
-            ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else (),
-            f"latency {status}: " + ("new" if change is None else f"{change:+.1f}%") + " against baselines/nvidia-h200.json"))
+            ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else ()))
         results.append(r)
     return RunRecord(created_at="2026-11-29T20:54:30+00:00", perfguard_version="0.1.0", devices=(baseline.device,),
                      results=tuple(results), verdicts=tuple(verdicts), commit="24e51ad615dfb1b6c157adff23a9a68e0ffa452d")

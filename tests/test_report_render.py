@@ -48,7 +48,7 @@ def verdict(case_id: str, status: str, change: float | None = None, env: tuple[s
             baseline_file: str = "baselines/nvidia-h200.json") -> Verdict:
     compared = status not in ("new", "missing")
     return Verdict(case_id, "latency", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
-                   5.0, baseline_file, env, f"latency {status}: {change}% against {baseline_file}",
+                   5.0, baseline_file, env, "legacy",
                    baseline_runs=3 if compared else 0, noise_pct=0.2 if compared else None,
                    tolerance_pct=5.0 if compared else None, detectable_pct=5.4 if compared else None)
 
@@ -84,7 +84,7 @@ def test_markdown_lists_regressions_first_then_improvements_new_and_unstable():
     headings = re.findall(r"^### (\w[\w ]*?) \(\d+\)$", md, flags=re.M)
     assert headings == ["Regressions", "Improvements", "New cases", "Unstable"]
     assert md.startswith("## perfguard: 1 regressed, 1 unstable, 1 improved, 1 new, 1 same on NVIDIA H200")
-    assert md.index("`e`: latency regressed: 12.0%") < md.index("### Improvements")
+    assert md.index("`e`: latency regressed: 500.0 µs → 560.0 µs (+12.0%)") < md.index("### Improvements")
     table = md[md.index("| case |"):]
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:7]] == ["`e`", "`b`", "`d`", "`c`", "`a`"]
 
@@ -98,7 +98,7 @@ def test_markdown_of_5000_cases_stays_under_60_kb_and_counts_what_it_left_out():
 
 def test_markdown_shows_hostile_ids_and_messages_as_text():
     bad = f"{HOSTILE}|x`y"
-    run = record(result(bad), verdicts=(dataclasses.replace(verdict(bad, "regressed", 12.0), message="<b>bold</b> *x*"),))
+    run = record(result(bad), verdicts=(dataclasses.replace(verdict(bad, "regressed", 12.0), baseline_file="<b>bold</b> *x*"),))
     md = render_markdown([run])
     assert "<b>" not in md and "&lt;b&gt;bold&lt;/b&gt; \\*x\\*" in md
     assert f"`` {HOSTILE}|x`y ``" in md  # a code span (padded: it holds a backtick): shown, not rendered

@@ -200,7 +200,7 @@ BAD_FILES = {
     "empty": (lambda: "", r"not valid JSON"),
     "not json": (lambda: "<html>502 Bad Gateway</html>", r"not valid JSON"),
     "a list at the top": (lambda: "[]", r"expected a JSON object at the top, found list"),
-    "schema from the future": (lambda: put(["schema_version"], 4, record_json()), r"schema_version 4, but this perfguard reads versions 1, 2, 3"),
+    "schema from the future": (lambda: put(["schema_version"], 5, record_json()), r"schema_version 5, but this perfguard reads versions 1, 2, 3, 4"),
     "no schema": (lambda: drop(["schema_version"], record_json()), r"not a perfguard record or baseline \(it has no schema_version\)"),
     "unknown top field": (lambda: put(["branch"], "main", record_json()), r"unknown field\(s\) branch in RunRecord"),
     "unknown nested field": (

@@ -7,6 +7,7 @@ import dataclasses
 from perfguard.analysis.stats import timing
 from perfguard.model import CaseResult, RunRecord, Verdict
 from perfguard.report.markdown import render_markdown
+from perfguard.report import words
 from perfguard.report.terminal import summary
 
 
@@ -16,8 +17,7 @@ def result(case_id: str, ms: float) -> CaseResult:
 
 def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:
     return Verdict(case_id=case_id, metric="latency", status=status, baseline=1.0, current=1.0, change_pct=0.0,
-                   threshold_pct=5.0, baseline_file="b.json", env_mismatch=env,
-                   message=f"latency {status}: details")
+                   threshold_pct=5.0, baseline_file="b.json", env_mismatch=env)
 
 
 def test_regressions_come_first_and_each_verdict_is_counted():
@@ -27,24 +27,24 @@ def test_regressions_come_first_and_each_verdict_is_counted():
     rows = [line.split()[0] for line in lines[1:4]]
     assert rows == ["z_regressed", "b_improved", "a_same"]
     assert "verdicts: 1 regressed, 0 unstable, 0 inconclusive, 1 improved, 0 missing, 0 new, 1 same" in lines
-    assert "z_regressed: latency regressed: details" in lines
+    assert f"z_regressed: {words.line(verdicts[2])}" in lines
     assert not any(line.startswith("a_same: ") for line in lines)
 
 
 def test_where_each_regression_failed_its_case_above_a_case_is_one_line_of_what_moved():
-    slower = dataclasses.replace(verdict("z", "regressed"), change_pct=66.7, message="latency regressed: 190 µs → 317 µs")
+    slower = dataclasses.replace(verdict("z", "regressed"), baseline=0.190, current=0.317, change_pct=66.7)
     copies = dataclasses.replace(verdict("z", "regressed"), metric="copy_bytes", baseline=0.0, current=2.0**28,
-                                 change_pct=None, message="copy_bytes regressed: bytes copied per call 0 B → 256.0 MiB")
+                                 change_pct=None)
     kernels = dataclasses.replace(verdict("z", "regressed"), metric="kernels", baseline=261.0, current=273.0,
-                                  change_pct=None, message="kernels regressed: kernels per call 261 → 273")
+                                  change_pct=None)
     record = RunRecord("now", "0", verdicts=(slower, copies, kernels, verdict("b", "improved")))
     lines = [line for line, _ in summary([result("z", 2.0), result("b", 1.0)], (), record, failed_above=True)]
     assert ("z: regressed: latency +66.7%, copy_bytes 0 B → 256.0 MiB, kernels 261 → 273 "
             "(each line in its failure above)") in lines
-    assert not any("190 µs → 317 µs" in line for line in lines)
-    assert "b: latency improved: details" in lines  # an improvement fails nothing: its line is here alone
+    assert not any("190.0 µs → 317.0 µs" in line for line in lines)
+    assert f"b: {words.line(verdict('b', 'improved'))}" in lines  # an improvement fails nothing: its line is here alone
     plain = [line for line, _ in summary([result("z", 2.0)], (), record)]  # perfguard show, an update
-    assert "z: latency regressed: 190 µs → 317 µs" in plain
+    assert f"z: {words.line(slower)}" in plain and "190.0 µs → 317.0 µs" in words.line(slower)
 
 
 def test_an_environment_change_is_shown_even_when_nothing_moved():

@@ -40,6 +40,7 @@ from perfguard.model import (
     dumps,
     loads_record,
 )
+from perfguard.report import words
 
 BASELINE_FILE = "baselines/nvidia-h200.json"
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", driver="580.159.04", cuda="12.8",
@@ -123,7 +124,7 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
     centre = float(np.median([r.median_of("latency") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.008, rng, n=20_000), base, host="host-a"))
     assert v.status == "inconclusive"
-    assert "p=" not in v.message and "confidence" not in v.message
+    assert "p=" not in words.line(v) and "confidence" not in words.line(v)
 
 
 # --- slowdowns caught -------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ def test_a_three_percent_slowdown_of_a_stable_case_is_caught_and_its_detectable_
     assert v.detectable_pct <= 2.0 and v.baseline_runs == 5
     for part in ("latency regressed", "+3.0%", "outside ±", "judged by this host's 5 runs", "smallest detectable change",
                  BASELINE_FILE, f"threshold {DEFAULT_THRESHOLD_PCT:g}%"):
-        assert part in v.message, part
+        assert part in words.line(v), part
 
 
 def test_detection_of_injected_slowdowns_over_many_stable_cases():
@@ -164,7 +165,7 @@ def test_a_noisy_case_says_what_it_cannot_see_instead_of_failing(rng):
     v = latency(compare_case(run_of(1.03, rng), base, host="host-a"))
     assert v.status == "inconclusive"
     assert v.detectable_pct > 5.0 and v.noise_pct > 1.5
-    assert "wider than the 1% threshold, so a change of 1% would pass unseen" in v.message and "to decide it: " in v.message
+    assert "wider than the 1% threshold, so a change of 1% would pass unseen" in words.line(v) and "to decide it: " in words.line(v)
 
 
 def test_more_runs_of_a_stable_case_narrow_what_the_gate_can_see(rng):
@@ -176,7 +177,7 @@ def test_more_runs_of_a_stable_case_narrow_what_the_gate_can_see(rng):
 
 def test_ten_percent_speedup_is_an_improvement_suggesting_an_update(rng):
     v = latency(compare_case(run_of(0.9, rng), entry([1.0, 1.001, 0.999], rng), host="host-a"))
-    assert v.status == "improved" and "--perfguard-update" in v.message
+    assert v.status == "improved" and "--perfguard-update" in words.line(v)
 
 
 def test_per_case_threshold_overrides_the_run_wide_one(rng):
@@ -202,7 +203,7 @@ def test_a_microsecond_kernel_on_another_host_gets_the_absolute_offset_and_on_it
 def test_a_baseline_from_several_hosts_knows_them_all(rng):
     base = entry([1.0, 1.001, 0.999, 1.0], rng, hosts=("host-a", "host-b"))
     v = latency(compare_case(run_of(1.0, rng), base, host="host-b"))
-    assert v.status == "inconclusive" and "has not seen" not in v.message
+    assert v.status == "inconclusive" and "has not seen" not in words.line(v)
 
 
 def test_a_gpu_run_is_known_by_its_card_not_its_hostname(rng):
@@ -220,7 +221,7 @@ def test_another_card_of_the_model_gets_the_card_to_card_spread_and_the_same_car
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
     on = lambda uuid: dataclasses.replace(run_of(0.2555 * 1.022, rng), device_uuid=uuid)  # noqa: E731
     other = latency(compare_case(on("GPU-b"), base))
-    assert other.status == "inconclusive" and "card to card" in other.message
+    assert other.status == "inconclusive" and "card to card" in words.line(other)
     assert latency(compare_case(on("GPU-a"), base)).status == "regressed"
 
 
@@ -229,7 +230,7 @@ def test_a_baseline_from_several_cards_carries_their_spread_in_its_runs(rng):
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid=f"GPU-{i % 2}")
                                                 for i, r in enumerate(base.runs)))
     v = latency(compare_case(dataclasses.replace(run_of(1.0, rng), device_uuid="GPU-c"), base))
-    assert "card to card" not in v.message and v.noise_pct > 0.4
+    assert "card to card" not in words.line(v) and v.noise_pct > 0.4
 
 
 def test_a_slower_sm_clock_excuses_nothing_without_a_thermal_slowdown(rng):
@@ -256,7 +257,7 @@ def test_a_run_too_noisy_to_place_against_the_tolerance_is_unstable(rng):
     base = entry([1.0, 1.001, 0.999], rng)
     noisy = result(np.concatenate([np.full(6, 1.0), np.full(6, 1.05)]))  # two clusters: ±2.4% around +2.5%
     v = latency(compare_case(noisy, base, host="host-a"))
-    assert v.status == "unstable" and "too noisy" in v.message
+    assert v.status == "unstable" and "too noisy" in words.line(v)
 
 
 def test_too_few_samples_are_unstable(rng):
@@ -287,15 +288,15 @@ def test_a_slowdown_every_re_measurement_agrees_with_is_confirmed_and_lists_them
     assert v.status == "regressed" and v.confirmed is True
     assert kept.latency.median_ms == pytest.approx(1.11, rel=0.01)  # the middle measurement
     assert sorted(v.remeasured_ms) == pytest.approx([1.10, 1.12], rel=0.01)
-    assert "confirmed by 2 re-measurements (the 3 measurements: +10.0%, +12.0%, +11.0%)" in v.message
+    assert "confirmed by 2 re-measurements (the 3 measurements: +11.0%, +10.0%, +12.0%)" in words.line(v)
 
 
 def test_a_first_measurement_the_re_measurements_do_not_repeat_is_not_a_regression(rng):
     base = entry([1.0, 1.001, 0.999], rng)
     v = latency(settle(_measured(base, 1.10, 1.0, 1.001, rng=rng))[1])
-    assert v.status == "inconclusive" and v.confirmed is False and "not confirmed" in v.message
+    assert v.status == "inconclusive" and v.confirmed is False and "not confirmed" in words.line(v)
     mixed = latency(settle(_measured(base, 1.10, 1.11, 1.0, rng=rng))[1])
-    assert mixed.status == "unstable" and "disagree" in mixed.message
+    assert mixed.status == "unstable" and "disagree" in words.line(mixed)
 
 
 def test_measurements_that_agree_but_straddle_the_tolerance_are_not_said_to_disagree(rng):
@@ -306,8 +307,8 @@ def test_measurements_that_agree_but_straddle_the_tolerance_are_not_said_to_disa
     edge = 1 + tolerance / 100
     v = latency(settle(_measured(base, edge * 1.01, edge * 0.99, edge * 1.015, rng=rng))[1])
     assert v.status == "unstable"
-    assert "disagree" not in v.message and "2 of the 3 measurements" in v.message
-    assert f"outside the tolerance ±{tolerance:.1f}%" in v.message and "agree with each other" in v.message
+    assert "disagree" not in words.line(v) and "2 of the 3 measurements" in words.line(v)
+    assert f"outside the tolerance ±{tolerance:.1f}%" in words.line(v) and "agree with each other" in words.line(v)
 
 
 # --- peak memory ----------------------------------------------------------------------------------------
@@ -320,7 +321,7 @@ def test_peak_memory_growth_beyond_its_threshold_is_a_regression(rng):
     shrunk = compare_case(run_of(1.0, rng, memory=Memory(peak_allocated_bytes=80 * 2**20)), base)
     memory = lambda vs: [v for v in vs if v.metric == "peak_memory"][0]  # noqa: E731
     assert memory(grown).status == "regressed" and memory(grown).change_pct == pytest.approx(10.0)
-    assert "peak_memory regressed" in memory(grown).message
+    assert "peak_memory regressed" in words.line(memory(grown))
     assert memory(slightly).status == "same"
     assert memory(shrunk).status == "improved"
 
@@ -344,8 +345,8 @@ def test_new_and_missing_cases(rng):
     fresh = dataclasses.replace(run_of(1.0, rng), id="fresh")
     verdicts = compare_to_baseline([fresh], baseline, baseline_file=BASELINE_FILE)
     by_case = {v.case_id: v for v in verdicts}
-    assert by_case["fresh"].status == "new" and "--perfguard-update" in by_case["fresh"].message
-    assert by_case["old"].status == "missing" and BASELINE_FILE in by_case["old"].message
+    assert by_case["fresh"].status == "new" and "--perfguard-update" in words.line(by_case["fresh"])
+    assert by_case["old"].status == "missing" and BASELINE_FILE in words.line(by_case["old"])
     errored = CaseResult(id="old", name="old", status="error", error="setup raised")
     assert latency(compare_case(errored, old)).status == "missing"
 
@@ -356,7 +357,7 @@ def test_environment_mismatch_is_listed_but_does_not_decide(rng):
     v = latency(compare_case(run_of(1.0, rng), base, current_fingerprint=now, host="host-a"))
     assert v.status == "inconclusive"
     assert v.env_mismatch == ("torch 2.11.0 → 2.12.0", "triton 3.6.0 → n/a")
-    assert "torch 2.11.0 → 2.12.0" in v.message
+    assert "torch 2.11.0 → 2.12.0" in words.line(v)
     assert env_differences(H200.fingerprint(), H200.fingerprint()) == ()
 
 
@@ -400,7 +401,7 @@ def test_verdicts_round_trip_through_the_run_record(rng):
     record = RunRecord(created_at="now", perfguard_version="0.1.0", verdicts=verdicts)
     loaded = loads_record(dumps(record), "perfguard.json")
     assert [v.status for v in loaded.verdicts] == ["regressed"]
-    assert [v.message for v in loaded.verdicts] == [v.message for v in verdicts]
+    assert [words.line(v) for v in loaded.verdicts] == [words.line(v) for v in verdicts]
     assert dumps(loaded) == dumps(record)
     before_verdicts = json.loads(dumps(record))
     del before_verdicts["verdicts"]  # a record written before verdicts existed still loads
@@ -456,7 +457,7 @@ def test_host_work_added_to_a_launch_bound_call_fails_on_the_callers_time_alone(
     verdicts = by_metric(compare_case(caller_run(0.006, 0.027, rng, bound="latency"), base))
     assert verdicts["latency"].status == "inconclusive"
     assert verdicts["caller_latency"].status == "regressed"
-    assert "the caller's time" in verdicts["caller_latency"].message
+    assert "the caller's time" in words.line(verdicts["caller_latency"])
     unchanged = by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), base))
     assert unchanged["caller_latency"].status == "inconclusive"
 
@@ -507,12 +508,12 @@ def test_a_change_of_timing_regime_judges_the_callers_time_against_the_callers_n
     verdicts = by_metric(compare_case(caller_run(1.12, 1.1, rng, regime="caller", bound="latency"), base))
     assert "latency" not in verdicts
     v = verdicts["caller_latency"]
-    assert v.status == "inconclusive" and v.baseline == pytest.approx(1.1), v.message
-    assert "timed as caller (the baseline: device), each figure judged against its own kind" in v.message
+    assert v.status == "inconclusive" and v.baseline == pytest.approx(1.1), words.line(v)
+    assert "timed as caller (the baseline: device), each figure judged against its own kind" in words.line(v)
     # And back: a device-regime run against a caller-regime baseline has no GPU time to be judged by.
     old = caller_entry([1.1] * 3, [1.1] * 3, rng, regime="caller")
     back = by_metric(compare_case(caller_run(1.0, 1.1, rng, bound="latency"), old))
-    assert back["latency"].status == "new" and "holds no GPU time" in back["latency"].message
+    assert back["latency"].status == "new" and "holds no GPU time" in words.line(back["latency"])
     assert back["caller_latency"].status == "inconclusive"
 
 
@@ -557,7 +558,7 @@ def test_a_card_with_three_runs_in_the_baseline_is_judged_by_them_alone(rng):
     fleet = latency(compare_case(on_card("GPU-new", 1.0, rng), base, host="vm"))
     assert (own.judged_by, own.baseline_runs, own.judged_sources) == ("own", 4, 1)
     assert (fleet.judged_by, fleet.baseline_runs, fleet.judged_sources) == ("fleet", 10, 3)
-    assert "judged by this card's 4 runs" in own.message and "judged by the fleet's 10 runs on 3 cards" in fleet.message
+    assert "judged by this card's 4 runs" in words.line(own) and "judged by the fleet's 10 runs on 3 cards" in words.line(fleet)
     assert own.detectable_pct < 2.0 < fleet.detectable_pct
     # 1.5% slower on its own card: caught there, though within the fleet's spread of cards.
     slower = latency(compare_case(on_card("GPU-a", 1.015, rng), base, host="vm"))
@@ -569,7 +570,7 @@ def test_a_card_with_fewer_than_three_runs_is_judged_by_the_fleet_and_told_how_t
     base = fleet_entry(rng, own=2)
     v = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
     assert v.judged_by == "fleet" and v.baseline_runs == 8
-    assert v.status == "inconclusive" and "3 runs of this card in the baseline, which then judge it alone (it has 2)" in v.message
+    assert v.status == "inconclusive" and "3 runs of this card in the baseline, which then judge it alone (it has 2)" in words.line(v)
 
 
 def test_one_run_far_from_the_others_is_left_out_of_the_spread_and_said(rng):
@@ -577,4 +578,4 @@ def test_one_run_far_from_the_others_is_left_out_of_the_spread_and_said(rng):
     clean = latency(compare_case(run_of(1.0, rng), entry(medians, rng), host="host-a"))
     poisoned = latency(compare_case(run_of(1.0, rng), entry([*medians[:3], 2.0, *medians[3:]], rng), host="host-a"))
     assert poisoned.detectable_pct <= 1.5 * clean.detectable_pct
-    assert "1 run far from the others left out" in poisoned.message and poisoned.baseline_runs == 6
+    assert "1 run far from the others left out" in words.line(poisoned) and poisoned.baseline_runs == 6

@@ -24,7 +24,7 @@ import dataclasses
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from perfguard.ab import shards as shards_
 from perfguard.ab.sides import (SIDES, Side, import_path, perfguard_shim, repository_root, resolve, schedule,
                                 worktree)
 from perfguard.errors import ConfigError, MeasurementError
-from perfguard.model import RunRecord
+from perfguard.model import RunRecord, Verdict
 from perfguard.report import write_run_files
 
 if TYPE_CHECKING:
@@ -218,14 +218,16 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
         f"({loop.sizes[0] if loop.sizes else 0} case(s) in each of the first {min(rounds, settings.rounds)}{later}), "
         f"{wall_s:.0f} s of a {settings.budget_s:g} s budget; stopped: {loop.stopped}")
     out("perfguard ab: " + ", ".join(f"{n} {status}" for status, n in tally.items()))
-    return exit_status(tally, fail_inconclusive=settings.fail_inconclusive)
+    return exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
 
 
-def exit_status(tally: Mapping[str, int], *, fail_inconclusive: bool = False) -> int:
-    """What perfguard ab exits with, from how many verdicts of each status there are: 1 when a case
-    regressed (or, with --fail-inconclusive, could not be decided), else 0 (unstable, improved,
-    missing and new cases pass, as in the baseline gate)."""
-    return 1 if tally.get("regressed") or (fail_inconclusive and tally.get("inconclusive")) else 0
+def exit_status(verdicts: Iterable[Verdict], *, fail_inconclusive: bool = False) -> int:
+    """What perfguard ab exits with: 1 when a verdict fails by the one pass/fail rule (analysis.decide:
+    regressed, or with --fail-inconclusive inconclusive), else 0 (unstable, improved, accepted, missing
+    and new cases pass, as in the baseline gate)."""
+    from perfguard.analysis import decide
+
+    return 1 if decide.failing(verdicts, fail_inconclusive=fail_inconclusive) else 0
 
 
 def _write(folder: Path, base: RunRecord, head: RunRecord, fits: Sequence[Scaling], out: Callable[[str], None]) -> None:

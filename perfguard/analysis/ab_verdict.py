@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from perfguard import units
-from perfguard.analysis import paired, pooling, verdict
-from perfguard.model import TIME_METRICS, CaseResult, RunRecord, Verdict
+from perfguard.analysis import decide, paired, pooling, verdict
+from perfguard.model import TIME_METRICS, CaseResult, NextStep, RunRecord, Verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,47 +61,39 @@ def judge_rounds(
         p = paired.judge([b for b, _ in medians], [h for _, h in medians], threshold,
                          bound=case.metrics.bound if case.metrics else None, host_clock=case.timer == "host-clock")
         if p is None:
-            verdicts.append(dataclasses.replace(
-                v, status="inconclusive", message=f"{v.metric} inconclusive: measured in fewer than two rounds on both "
-                f"sides, so no round-to-round spread to judge it by; {_where(v)}"))
+            verdicts.append(dataclasses.replace(v, status="inconclusive", reason="no_spread", next_steps=(NextStep("more_rounds"),),
+                                                tolerance_pct=None, detectable_pct=None, judged_by=None, paired=True))
             continue
         figures[v.case_id, v.metric] = p
-        verdicts.append(_verdict(v, p, case, base_rounds, head_rounds, most_rounds))
+        verdicts.append(_verdict(v, p, base_rounds, head_rounds, most_rounds, gpu=case.device_uuid is not None))
     return Judged(tuple(verdicts), figures, base, head)
 
 
-def _verdict(v: Verdict, p: paired.Paired, case: CaseResult, base_rounds: Sequence[RunRecord],
-             head_rounds: Sequence[RunRecord], most_rounds: int | None) -> Verdict:
-    caller = "the caller's time " if v.metric == "caller_latency" else ""
-    figures = f"{caller}{units.precise_duration(p.base_ms)} → {units.precise_duration(p.head_ms)} ({p.change_pct:+.1f}%)"
-    noise = f"{p.describe()}; smallest detectable change {p.detectable_pct:.1f}%"
-    status, hint = p.status, ""
-    if status in ("regressed", "improved"):
-        detail = f"{figures}, outside ±{p.tolerance_pct:.1f}%: {noise}"
-        throttled = sorted({reason for record in (*base_rounds, *head_rounds) for r in record.results
-                            if r.id == v.case_id and r.telemetry and r.telemetry.throttled
-                            for reason in r.telemetry.throttle_reasons or ("throttled",)})
-        if status == "regressed" and throttled:
-            status, hint = "unstable", "rerun on an idle, cool GPU"
-            detail = f"{figures}, measured while throttled ({', '.join(throttled)}), which may account for it; {noise}"
-        elif status == "improved":
-            hint = "the head is faster: nothing to do"
-    elif status == "same":
-        detail = f"{figures}, within ±{p.tolerance_pct:.1f}%: {noise}"
-    else:
-        detail = (f"{figures}, within ±{p.tolerance_pct:.1f}%, but a {p.threshold_pct:g}% change could have hidden in it: "
-                  f"{noise}")
+def _verdict(v: Verdict, p: paired.Paired, base_rounds: Sequence[RunRecord], head_rounds: Sequence[RunRecord],
+             most_rounds: int | None, *, gpu: bool) -> Verdict:
+    throttled = sorted({reason for record in (*base_rounds, *head_rounds) for r in record.results
+                        if r.id == v.case_id and r.telemetry and r.telemetry.throttled
+                        for reason in r.telemetry.throttle_reasons or ("throttled",)})
+    status, reason = decide.decide(decide.Evidence(
+        change_pct=p.change_pct, tolerance_pct=p.tolerance_pct, reach_pct=p.detectable_pct,
+        threshold_pct=p.threshold_pct, throttle_explains=bool(throttled)))
+    steps: tuple[NextStep, ...] = ()
+    if status == "regressed":
+        steps = (NextStep("accept"),)
+    elif reason == "throttled":
+        steps = (NextStep("rerun_idle"),)
+    elif status == "inconclusive":
         needed = paired.rounds_needed(p, 10 * (most_rounds or p.rounds))
-        more = f" (about {needed} rounds would decide it)" if needed else ""
-        hint = (f"raise perfguard ab's --budget or --max-rounds{more}" if needed and (most_rounds is None or needed <= most_rounds)
-                else f"its spread is too wide for {p.threshold_pct:g}% here{more}: lock the GPU's clocks or quieten the "
-                "machine, or give the case a wider threshold=")
-    against = f" against {v.baseline_file}" if v.baseline_file else ""
-    env = f"; environment differs from the base: {', '.join(v.env_mismatch)}" if v.env_mismatch else ""
-    message = f"{v.metric} {status}: {detail}{against} (threshold {p.threshold_pct:g}%){f'; {hint}' if hint else ''}{env}"
+        if needed and (most_rounds is None or needed <= most_rounds):
+            steps = (NextStep("more_rounds", needed),)
+        else:
+            steps = (NextStep("lock_clocks" if gpu else "quieten"),) + ((NextStep("more_rounds", needed),) if needed else ())
     return dataclasses.replace(
-        v, status=status, baseline=p.base_ms, current=p.head_ms, change_pct=p.change_pct, message=message,
-        baseline_runs=p.rounds, noise_pct=p.spread_pct, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
+        v, status=status, reason=reason, next_steps=steps, baseline=p.base_ms, current=p.head_ms,
+        change_pct=p.change_pct, threshold_pct=p.threshold_pct, baseline_runs=p.rounds, paired=True,
+        noise_pct=p.spread_pct, floored=p.floored, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
+        judged_by=None, judged_sources=0, card_pct=0.0, floor_pct=0.0, left_out=(), own_half_width_pct=None,
+        throttled_in=("rounds",) if reason == "throttled" else (), throttle_reasons=tuple(throttled) if reason == "throttled" else (),
     )
 
 
@@ -116,7 +107,3 @@ def _pairs(case_id: str, base_rounds: Sequence[RunRecord], head_rounds: Sequence
         if b is not None and h is not None:
             out.append((b, h))
     return out
-
-
-def _where(v: Verdict) -> str:
-    return f"against {v.baseline_file}" if v.baseline_file else "against the base"

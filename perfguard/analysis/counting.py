@@ -5,7 +5,7 @@ the same number of times and calls the same ATen operators, whatever the host's 
 So there is no noise model: any change is reported; an increase fails unless the case (`counters=`)
 or the run (`--perfguard-counter-allowance`) allows it; a decrease is `improved`. Another driver,
 CUDA, torch or triton picks other kernels, so where the fingerprint differs from the baseline's a
-changed count is a note (`same`, with the change in its message), never a failure. Pure functions.
+changed count is not compared (`inconclusive`, reason `software_changed`), never a failure. Pure functions.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import re
 from collections.abc import Mapping
 
 from perfguard import units
-from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, CaseResult, Counters, Verdict
+from perfguard.model import (COUNTER_KINDS, COUNTER_LABELS, CaseResult, CountChange, Counters, NextStep, Reason, Verdict,
+                             VerdictStatus)
 
-SHOWN_NAMES = 3  # changed names a message lists before "and N more"
+SHOWN_NAMES = 3  # changed names a line lists before "and N more"
+
 MAX_NAME = 70  # characters of a kernel's name a message shows
 GENERIC_PARTS = {"AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor", "UnaryFunctor", "gpu_kernel_impl",
                  "gpu_kernel_impl_nocast", "elementwise_kernel", "vectorized_elementwise_kernel"}
@@ -37,7 +39,6 @@ def compare_counters(
     new, old = current.counters, baseline.counters
     if new is None or old is None:
         return []
-    where = baseline_file or "the baseline"
     allowed = {**(allowance or {}), **current.counter_allowance}
     verdicts = []
     for kind in COUNTER_KINDS:
@@ -49,7 +50,7 @@ def compare_counters(
         if not deltas:
             continue
         verdicts.append(_judge(current.id, kind, old, new, deltas, allowed.get(kind, allowed.get("*", "0")),
-                               env, baseline_file, where))
+                               env, baseline_file))
     return verdicts
 
 
@@ -87,70 +88,36 @@ def short_name(name: str) -> str:
 
 
 def _judge(case_id: str, kind: str, old: Counters, new: Counters, deltas: dict[str, float], allowance: str,
-           env: tuple[str, ...], baseline_file: str | None, where: str) -> Verdict:
+           env: tuple[str, ...], baseline_file: str | None) -> Verdict:
     before, after = old.total(kind), new.total(kind)
     grown = sum(d for d in deltas.values() if d > 0)
     limit = before * float(allowance[:-1]) / 100.0 if allowance.endswith("%") else float(allowance)
+    steps: tuple[NextStep, ...] = ()
+    status: VerdictStatus
+    reason: Reason
     if env:
-        status = "same"
+        # Other software picks other kernels: a changed count says nothing of the code, and `same`
+        # would say it was compared.
+        status, reason, steps = "inconclusive", "software_changed", (NextStep("rerecord"),)
     elif grown > limit + 1e-9:
-        status = "regressed"
+        status, reason, steps = "regressed", "grew", (NextStep("allow_counter"), NextStep("accept"))
     elif after < before:
-        status = "improved"
+        status, reason, steps = "improved", "fell", (NextStep("record"),)
     else:
-        status = "same"
-    detail = _detail(kind, before, after, deltas, new)
-    if env:
-        hint = "not judged: the software differs from the baseline's, which picks other kernels; " \
-               "re-record the baseline under this software"
-    elif status == "regressed":
-        allowed = f"; allowed {_count(limit, kind)} more" if limit else ""
-        hint = f"counts are exact, so any growth fails{allowed}; allow it with counters={{{kind!r}: N}} on the case " \
-               "or --perfguard-counter-allowance, or record the new count with --perfguard-update"
-    elif status == "improved":
-        hint = "run with --perfguard-update to make it the baseline"
-    else:
-        hint = f"within the allowance of {allowance} more" if grown else "the total is as it was"
-    change = 100.0 * (after / before - 1.0) if before else None
-    return _verdict(case_id, kind, status, before, after, baseline_file, env, f"{detail} against {where}", hint,
-                    change=change)
-
-
-def _detail(kind: str, before: float, after: float, deltas: dict[str, float], new: Counters) -> str:
+        status, reason = "same", "allowed" if grown else "moved"
     ranked = sorted(deltas.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
-    if kind == "syncs":
-        grown = sum(d for d in deltas.values() if d > 0)
-        named = [f"{units.count(abs(d))} × {name}" + (f" ({new.sync_causes[name]})" if name in new.sync_causes else "")
-                 for name, d in ranked[:SHOWN_NAMES]]
-        if grown and after > before:
-            head = f"{units.count(after - before)} new sync{'s' if after - before != 1 else ''} per call"
-        else:
-            head = f"syncs per call {units.count(before)} → {units.count(after)}"
-        return f"{head}: {_listed(named, ranked)}"
-    names = [f"{'+' if d > 0 else '−'}{figure(kind, abs(d))} × {short_name(name) if kind == 'kernels' else name}"
-             for name, d in ranked[:SHOWN_NAMES]]
-    plural = COUNTER_LABELS[kind][1]
-    return f"{plural} per call {figure(kind, before)} → {figure(kind, after)}: {_listed(names, ranked)}"
+    counts = tuple(CountChange(name, d, new.sync_causes.get(name) if kind == "syncs" else None)
+                   for name, d in ranked)
+    return Verdict(case_id=case_id, metric=kind, status=status, baseline=before, current=after,
+                   change_pct=100.0 * (after / before - 1.0) if before else None, threshold_pct=0.0,
+                   baseline_file=baseline_file, env_mismatch=env, reason=reason, next_steps=steps, counts=counts,
+                   allowance=allowance, allowed_more=limit)
 
 
 def figure(kind: str, n: float) -> str:
     """A counter's value as a message shows it: bytes as a size ("1.0 MiB"), any other count per call
     as `units.count` writes it ("12", "0.20")."""
     return units.size(n) if kind == "copy_bytes" else units.count(n)
-
-
-def _listed(shown: list[str], ranked: list[tuple[str, float]]) -> str:
-    more = len(ranked) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more else "")
-
-
-def _verdict(case_id: str, metric: str, status: str, baseline: float | None, current: float | None,
-             baseline_file: str | None, env: tuple[str, ...], detail: str, hint: str = "",
-             change: float | None = None) -> Verdict:
-    differs = f"; environment differs from the baseline: {', '.join(env)}" if env else ""
-    return Verdict(case_id=case_id, metric=metric, status=status, baseline=baseline, current=current,  # type: ignore[arg-type]
-                   change_pct=change, threshold_pct=0.0, baseline_file=baseline_file, env_mismatch=env,
-                   message=f"{metric} {status}: {detail}{f'; {hint}' if hint else ''}{differs}")
 
 
 def _count(n: float, kind: str) -> str:

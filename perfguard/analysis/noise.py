@@ -89,7 +89,8 @@ class Noise:
     judged_by: JudgedBy = "fleet"  # "own": this card's (a CPU's: this host's) runs alone; "fleet": all the runs
     sources: int = 1  # cards (hosts, on a CPU) the judged runs came from
     source: str = "card"  # what a run's source is: "card" (a GPU's UUID) or "host"
-    left_out: tuple[str, ...] = ()  # the judged runs left out as far from the others, each described
+    # The judged runs left out as far from the others, each with its change from the kept runs' centre, %.
+    left_out: tuple[tuple[RunSummary, float], ...] = ()
     own_runs: int = 0  # the baseline's runs from this card (host)
     prior_pct: float = 0.0  # s0, the prior the spread was pooled with
     observed_pct: float = 0.0  # the spread the kept runs showed
@@ -174,7 +175,7 @@ def estimate(
         judged_by="own" if by_own else "fleet",
         sources=max(1, len(sources)),
         source="card" if current.device_uuid else "host",
-        left_out=tuple(describe_run(judged[i], metric, centre) for i in sorted(far)),
+        left_out=tuple((judged[i], 100.0 * (float(judged[i].median_of(metric) or math.nan) / centre - 1.0)) for i in sorted(far)),
         own_runs=len(own),
         prior_pct=prior,
         observed_pct=observed,

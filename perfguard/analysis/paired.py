@@ -55,11 +55,11 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from perfguard import units
+from perfguard.analysis import decide
 
 ALPHA = 0.001  # one-sided: an unchanged case passes T this rarely
 MARGIN = 0.99  # a change of the threshold's size passes T this often
-POWER = 0.95  # D: the slowdown caught this often
+POWER = decide.AB.same_power  # D: the slowdown caught this often, as ab's `same` asks
 TRUSTED_ROUNDS = 4  # from this many rounds on, the spread is the rounds' own
 # Per side, one standard deviation of a round's median (%), the floor while rounds are few: same card,
 # same job, rounds a minute apart. H200, four fresh processes: memory-bound medians 0.08% (0.1-0.7%
@@ -94,11 +94,6 @@ class Paired:
     def decided(self) -> bool:
         return self.status != "inconclusive"
 
-    def describe(self) -> str:
-        rounds = units.plural(self.rounds, "round")
-        floor = " (a prior, the floor while rounds are few)" if self.floored else ""
-        return f"round-to-round spread ±{self.spread_pct:.2f}%{floor} over {rounds}, paired on one card"
-
 
 def judge(base_ms: Sequence[float], head_ms: Sequence[float], threshold_pct: float, *,
           bound: str | None = None, host_clock: bool = False) -> Paired | None:
@@ -119,15 +114,13 @@ def judge(base_ms: Sequence[float], head_ms: Sequence[float], threshold_pct: flo
     floored = n < TRUSTED_ROUNDS and s < floor
     s = max(s, floor if floored else 0.0, resolution)
     tolerance, detectable = limits(s, n, threshold_pct)
-    if mean > tolerance:
-        status: Status = "regressed"
-    elif mean < -tolerance:
-        status = "improved"
-    else:
-        status = "same" if detectable <= 100.0 * math.log1p(threshold_pct / 100.0) else "inconclusive"
-    return Paired(rounds=n, base_ms=base, head_ms=head, change_pct=100.0 * (head / base - 1.0),
+    change = 100.0 * (head / base - 1.0)
+    # The one rule of every verdict word (analysis/decide.py), at ab's power for `same`.
+    status, _ = decide.decide(decide.Evidence(change_pct=change, tolerance_pct=_ratio(tolerance),
+                                              reach_pct=_ratio(detectable), threshold_pct=threshold_pct))
+    return Paired(rounds=n, base_ms=base, head_ms=head, change_pct=change,
                   spread_pct=s / math.sqrt(2.0), floored=floored, tolerance_pct=_ratio(tolerance),
-                  detectable_pct=_ratio(detectable), threshold_pct=threshold_pct, status=status)
+                  detectable_pct=_ratio(detectable), threshold_pct=threshold_pct, status=status)  # type: ignore[arg-type]
 
 
 def limits(s: float, n: int, threshold_pct: float) -> tuple[float, float]:

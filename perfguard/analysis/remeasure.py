@@ -4,11 +4,11 @@ re-measurement from a fresh setup agrees, `unstable` when they disagree. Pure fu
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from perfguard.analysis.verdict import median_ms
-from perfguard.model import TIME_METRICS, CaseResult, Verdict
+from perfguard.model import TIME_METRICS, CaseResult, NextStep, Verdict
 
 
 def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseResult, list[Verdict]]:
@@ -26,33 +26,14 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
     slower = [any(v.metric == metric and v.status == "regressed" for v in vs) for _, vs in measured]
     if not any(slower):
         return verdict
-    figure = functools.partial(median_ms, metric=metric)
-    moved = [100 * (figure(r) / verdict.baseline - 1) for r, _ in measured] if verdict.baseline else []
-    changes = ", ".join(f"{c:+.1f}%" for c in moved)
+    others = tuple(median_ms(r, metric) for r, _ in measured if r is not kept)
     if all(slower[1:]):
-        status, said = "regressed", f"confirmed by {len(measured) - 1} re-measurements (the {len(measured)} measurements: {changes})"
-    elif any(slower[1:]) or verdict.status == "regressed":
-        status, said = "unstable", f"not confirmed: {_straddle(moved, slower, verdict.tolerance_pct)}"
-    else:
-        status, said = verdict.status, f"a first measurement looked slower; not confirmed ({changes})"
-    prefix = f"{metric} {verdict.status}: "
-    message = f"{metric} {status}: {verdict.message.removeprefix(prefix)}; {said}"
-    return dataclasses.replace(verdict, status=status, message=message, confirmed=status == "regressed",
-                               remeasured_ms=tuple(figure(r) for r, _ in measured if r is not kept))
-
-
-def _straddle(moved: Sequence[float], slower: Sequence[bool], tolerance_pct: float | None) -> str:
-    """What a set of measurements that did not all read slower says: how many passed the tolerance, and
-    whether they agree with each other (then the change sits at the tolerance's edge) or not."""
-    changes = ", ".join(f"{c:+.1f}%" for c in moved)
-    tolerance = f"the tolerance ±{tolerance_pct:.1f}%" if tolerance_pct is not None else "the tolerance"
-    said = f"{sum(slower)} of the {len(slower)} measurements ({changes}) are outside {tolerance}"
-    if not moved or tolerance_pct is None:
-        return said
-    if max(moved) - min(moved) < tolerance_pct:
-        return (f"{said}; they agree with each other within {max(moved) - min(moved):.1f} points, so the change "
-                "sits at the edge of what this case's noise allows (more baseline runs narrow the tolerance)")
-    return f"{said}; they disagree with each other by {max(moved) - min(moved):.1f} points"
+        return dataclasses.replace(verdict, status="regressed", reason="outside", confirmed=True, remeasured_ms=others)
+    if any(slower[1:]) or verdict.status == "regressed":
+        return dataclasses.replace(verdict, status="unstable", reason="not_confirmed", confirmed=False,
+                                   next_steps=(NextStep("more_runs"),), remeasured_ms=others)
+    # The middle measurement was not slower, though the first was: it stands, and says so.
+    return dataclasses.replace(verdict, confirmed=False, remeasured_ms=others)
 
 
 def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
@@ -60,10 +41,11 @@ def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
     return any(v.metric in TIME_METRICS and v.status == "regressed" for v in verdicts)
 
 
-def note(verdicts: Iterable[Verdict], text: str) -> list[Verdict]:
-    """The verdicts with `text` added to the first time verdict's message (the judged figure's)."""
+def note(verdicts: Iterable[Verdict], why: Literal["spent", "failed"], error: str | None = None) -> list[Verdict]:
+    """The verdicts with why the case was not re-measured on the first time verdict (the judged figure's):
+    the run's allowance is spent, or the re-measurement failed with `error`."""
     verdicts = list(verdicts)
     first = next((i for i, v in enumerate(verdicts) if v.metric in TIME_METRICS), None)
     if first is not None:
-        verdicts[first] = dataclasses.replace(verdicts[first], message=f"{verdicts[first].message}; {text}")
+        verdicts[first] = dataclasses.replace(verdicts[first], not_remeasured=why, remeasure_error=error)
     return verdicts

@@ -17,24 +17,28 @@ import dataclasses
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from perfguard import defaults, units
-from perfguard.analysis import counting, noise
+from perfguard import defaults
+from perfguard.analysis import counting, decide, noise
 from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
-    NEW_HINT,
-    TIME_LABELS,
     VERDICT_STATUSES,
+    LeftOut,
+    NextStep,
     BaselineEntry,
     BaselineFile,
     CaseResult,
     Latency,
     RunRecord,
+    Reason,
     RunSummary,
     TimeMetric,
     Verdict,
+    VerdictStatus,
     run_summary,
+    tally,
 )
 
 STATUSES = VERDICT_STATUSES
@@ -81,17 +85,14 @@ def compare_case(
         if entry is None:
             return []
         metric = entry.result.judged_metric
-        old = _centre(entry, metric)
-        how = f"was not measured in this run (status {current.status})" if current else "did not run"
         return [_Context(declared.id, baseline_file).verdict(
-            metric, "missing", threshold, baseline=old, baseline_runs=len(entry.runs),
-            detail=f"in {where} ({units.precise_duration(old)}) but {how}")]
+            metric, "missing", "not_measured" if current else "did_not_run", threshold,
+            baseline=_centre(entry, metric), baseline_runs=len(entry.runs), status_in=current.status if current else None)]
     metric = current.judged_metric
     if entry is None:
         return [_Context(declared.id, baseline_file).verdict(
-            metric, "new", threshold, current=median_ms(current, metric),
-            detail=f"{units.precise_duration(median_ms(current, metric))}, not in {where} yet",
-            hint=NEW_HINT)]
+            metric, "new", "not_in_baseline", threshold, current=median_ms(current, metric),
+            next_steps=(NextStep("record"),))]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
     for name in noise.judged_times(current, entry.result):
@@ -182,11 +183,8 @@ def compare_records(
 
 
 def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
-    """How many verdicts of each status, every status present, in display order."""
-    result = dict.fromkeys(STATUSES, 0)
-    for v in verdicts:
-        result[v.status] = result.get(v.status, 0) + 1
-    return result
+    """How many verdicts of each status, in display order (model.tally)."""
+    return tally(verdicts)
 
 
 def ordered(verdicts: Iterable[Verdict]) -> list[Verdict]:
@@ -217,80 +215,71 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
     """The verdict of one kind of time against the same kind in the baseline's runs."""
     was, now = entry.result.regime, current.regime
     # Between "device" and "enqueue-bound" the GPU time is timed alike; to or from "caller" there is
-    # no GPU time on one side, and each figure is judged against its own kind, which the line says.
-    changed = f"timed as {now} (the baseline: {was}), each figure judged against its own kind" \
-        if was and now and was != now and "caller" in (was, now) else ""
+    # no GPU time on one side, and each figure is judged against its own kind, which the verdict says.
+    regimes = (was, now) if was and now and was != now and "caller" in (was, now) else ()
     est = noise.estimate(current, entry, threshold, host=host, metric=metric)
     if est is None:
         if metric != current.judged_metric:
             return None
-        new = median_ms(current, metric)
-        return ctx.verdict(metric, "new", threshold, current=new, detail=(
-            f"{TIME_LABELS[metric]} {units.precise_duration(new)}, {changed or 'timed as ' + now}: the baseline holds no "
-            f"{TIME_LABELS[metric]} to compare it with"),
-            hint="record it with `pytest --perfguard --perfguard-update` to judge this figure")
+        return ctx.verdict(metric, "new", "kind_not_in_baseline", threshold, current=median_ms(current, metric),
+                           regimes=regimes, kind_of_time=now, next_steps=(NextStep("record"),))
     summary, samples = _time_of(current, metric)
     old, new = est.centre_ms, median_ms(current, metric)
     change = 100.0 * (new / old - 1.0)
-    tol = est.tolerance_pct
-    figures = f"{units.precise_duration(old)} → {units.precise_duration(new)} ({change:+.1f}%)"
-    if metric != "latency":
-        figures = f"{TIME_LABELS[metric]} {figures}"
-    if changed:
-        figures += f", {changed}"
-    noise_text = f"{est.describe()}; smallest detectable change {est.detectable_pct:.1f}%"
-    judge = dict(baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=tol, detectable_pct=est.detectable_pct,
-                 judged_by=est.judged_by, judged_sources=est.sources)
-    verdict = lambda status, detail, hint="": ctx.verdict(  # noqa: E731
-        metric, status, threshold, old, new, change, detail=detail, hint=hint, **judge)
-    if len(samples) < MIN_SAMPLES and (summary is None or summary.n < MIN_SAMPLES):
-        return verdict("unstable", f"{figures} from too few samples to decide", "raise --perfguard-budget")
-    throttled = [name for name, t in (("the baseline", entry.result.telemetry), ("this run", current.telemetry))
-                 if t and t.throttled]
-    if throttled and change > tol:
-        # A thermal or hardware slowdown lowers the clock; it can account for a slowdown up to the
-        # clock's drop, not for a 3x one.
-        drop = _clock_drop_pct(entry, current)
-        if drop is None or change <= 100.0 * ((1 + drop / 100.0) * (1 + tol / 100.0) - 1.0):
-            reasons = sorted({r for t in (entry.result.telemetry, current.telemetry) if t for r in t.throttle_reasons})
-            why = f" ({', '.join(reasons)})" if reasons else ""
-            return verdict("unstable", f"{figures} measured while throttled in {' and '.join(throttled)}{why}, "
-                           "which may account for it", "rerun on an idle, cool GPU")
+    throttled = tuple(name for name, t in (("baseline", entry.result.telemetry), ("run", current.telemetry))
+                      if t and t.throttled)
+    # A thermal or hardware slowdown lowers the clock; it can account for a slowdown up to the
+    # clock's drop, not for a 3x one.
+    drop = _clock_drop_pct(entry, current)
+    explains = bool(throttled) and (drop is None or change <= 100.0 * ((1 + drop / 100.0) * (1 + est.tolerance_pct / 100.0) - 1.0))
     own = _half_width(summary)
-    if change - own > tol:
-        return verdict("regressed", f"{figures}, outside ±{tol:.1f}%: {noise_text}")
-    if change + own < -tol:
-        return verdict("improved", f"{figures}, outside ±{tol:.1f}%: {noise_text}",
-                       "run with --perfguard-update to make it the baseline")
-    if abs(change) + own > tol and own > tol / 2:
-        # This run's own median is too imprecise to say on which side of the tolerance it lies.
-        return verdict("unstable", f"{figures}, ±{own:.1f}% within this run against a tolerance of ±{tol:.1f}%: "
-                       "too noisy to decide", "rerun on a quieter machine or raise --perfguard-budget")
-    if change > tol:
-        return verdict("regressed", f"{figures}, outside ±{tol:.1f}%: {noise_text}")
-    if change < -tol:
-        return verdict("improved", f"{figures}, outside ±{tol:.1f}%: {noise_text}",
-                       "run with --perfguard-update to make it the baseline")
-    if tol > threshold:
-        # Within a tolerance wider than the change the user asked about: a change of that size would
-        # have read the same, so "same" would claim more than the gate saw.
-        return verdict("inconclusive", f"{figures}, within ±{tol:.1f}%, wider than the {threshold:g}% threshold, "
-                       f"so a change of {threshold:g}% would pass unseen: {noise_text}", decidable(est, threshold))
-    return verdict("same", f"{figures}, within ±{tol:.1f}%: {noise_text}")
+    status, reason = decide.decide(decide.Evidence(
+        change_pct=change, tolerance_pct=est.tolerance_pct, reach_pct=reach(est, decide.GATE), threshold_pct=threshold,
+        own_pct=own, enough_samples=len(samples) >= MIN_SAMPLES or (summary is not None and summary.n >= MIN_SAMPLES),
+        throttle_explains=explains))
+    reasons = sorted({r for t in (entry.result.telemetry, current.telemetry) if t for r in t.throttle_reasons}) \
+        if reason == "throttled" else []
+    return ctx.verdict(
+        metric, status, reason, threshold, old, new, change, next_steps=_steps(status, reason, est, threshold),
+        baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=est.tolerance_pct,
+        detectable_pct=est.detectable_pct, judged_by=est.judged_by, judged_sources=est.sources, source=est.source,
+        own_runs=est.own_runs, card_pct=est.card_pct, floor_pct=est.floor_pct, own_half_width_pct=own,
+        left_out=tuple(LeftOut(r.recorded_at, noise.run_source(r), c) for r, c in est.left_out),
+        throttled_in=throttled if reason == "throttled" else (), throttle_reasons=tuple(reasons), regimes=regimes)
 
 
-def decidable(est: noise.Noise, threshold: float) -> str:
+def reach(est: noise.Noise, rule: decide.Rule) -> float:
+    """The change the gate catches with `rule`'s power (its `same` asks this be within the threshold)."""
+    return est.tolerance_pct + statistics.NormalDist().inv_cdf(rule.same_power) * est.predicted_pct
+
+
+def _steps(status: str, reason: str, est: noise.Noise, threshold: float) -> tuple[NextStep, ...]:
+    if status == "regressed":
+        return (NextStep("accept"),)
+    if status == "improved":
+        return (NextStep("record"),)
+    if reason == "few_samples":
+        return (NextStep("raise_budget"),)
+    if reason == "throttled":
+        return (NextStep("rerun_idle"),)
+    if reason == "imprecise":
+        return (NextStep("rerun_quiet"),)
+    if status == "inconclusive":
+        return decidable(est, threshold)
+    return ()
+
+
+def decidable(est: noise.Noise, threshold: float) -> tuple[NextStep, ...]:
     """What would let the gate see a change of `threshold` in an inconclusive case."""
     ways = []
     if est.judged_by == "fleet":
-        ways.append(f"{noise.OWN_RUNS} runs of this {est.source} in the baseline, which then judge it alone "
-                    f"(it has {est.own_runs})")
+        ways.append(NextStep("own_runs", noise.OWN_RUNS))
     needed = noise.runs_needed(est, threshold)
     if needed is not None:
-        ways.append(f"{needed} baseline runs (it has {est.runs})")
-    ways.append("`perfguard ab`, base and head measured by turns on one card")
-    ways.append(f"a threshold of {math.ceil(est.tolerance_pct)}% (`@perf_case(threshold=...)`) if that is the change that matters")
-    return "to decide it: " + "; or ".join(ways)
+        ways.append(NextStep("more_runs", needed))
+    ways.append(NextStep("ab"))
+    ways.append(NextStep("threshold", math.ceil(est.tolerance_pct)))
+    return tuple(ways)
 
 
 def _clock_drop_pct(entry: BaselineEntry, current: CaseResult) -> float | None:
@@ -312,19 +301,13 @@ def _half_width(summary: Latency | None) -> float:
 
 
 class _Context:
-    """What every verdict of one case shares, and how its message line is put together."""
+    """What every verdict of one case shares."""
 
     def __init__(self, case_id: str, baseline_file: str | None = None, env: tuple[str, ...] = ()):
         self.case_id, self.baseline_file, self.env = case_id, baseline_file, env
 
-    def verdict(self, metric: str, status: str, threshold: float, baseline: float | None = None,
-                current: float | None = None, change: float | None = None,
-                *, detail: str, hint: str = "", bound: str | None = None, **judged: object) -> Verdict:
-        """`bound`: what a change is held to, when it is not the threshold (said in the message)."""
-        compared = status not in ("new", "missing")
-        against = f" against {self.baseline_file}" if self.baseline_file and compared else ""
-        bound = f" ({bound or f'threshold {threshold:g}%'})" if compared else ""
-        env = f"; environment differs from the baseline: {', '.join(self.env)}" if self.env else ""
+    def verdict(self, metric: str, status: VerdictStatus, reason: Reason, threshold: float, baseline: float | None = None,
+                current: float | None = None, change: float | None = None, **figures: Any) -> Verdict:
         return Verdict(
             case_id=self.case_id,
             metric=metric,
@@ -335,8 +318,8 @@ class _Context:
             threshold_pct=float(threshold),
             baseline_file=self.baseline_file,
             env_mismatch=self.env,
-            message=f"{metric} {status}: {detail}{against}{bound}{f'; {hint}' if hint else ''}{env}",
-            **judged,  # type: ignore[arg-type]
+            reason=reason,
+            **figures,
         )
 
 

@@ -174,7 +174,7 @@ def _file_kind(name: str) -> str | None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from perfguard.analysis import verdict
+    from perfguard.analysis import decide, verdict
 
     base, head = read_record(args.base), read_record(args.head)
     verdicts = verdict.ordered(verdict.compare_records(
@@ -190,7 +190,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
     tally = verdict.counts(verdicts)
     print(summary(tally))
-    return 1 if tally["regressed"] or (args.fail_inconclusive and tally["inconclusive"]) else 0
+    return 1 if decide.failing(verdicts, fail_inconclusive=args.fail_inconclusive) else 0
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from perfguard.model.baseline import BaselineFile, run_summary
 from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
-READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
+READABLE_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
 
 # Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
 # is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a

@@ -18,13 +18,14 @@ def record(data: dict[str, Any], version: int) -> dict[str, Any]:
     if version == SCHEMA_VERSION:
         return data
     data = dict(data)
-    if version == 1:
-        # Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples
-        # cannot support; they are dropped, the rest of the verdict is kept as it was judged.
-        verdicts = data.get("verdicts")
-        if isinstance(verdicts, list):
-            data["verdicts"] = [{k: v for k, v in item.items() if k not in ("p_value", "confidence")}
-                                if isinstance(item, dict) else item for item in verdicts]
+    # Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples
+    # cannot support; versions 1-3 carried their words (`message`), which report/words.py now renders
+    # from the figures. Both are dropped, the rest of the verdict kept as it was judged; its reason,
+    # which those versions did not keep, reads "legacy".
+    verdicts = data.get("verdicts")
+    if isinstance(verdicts, list):
+        data["verdicts"] = [{k: v for k, v in item.items() if k not in ("p_value", "confidence", "message")}
+                            if isinstance(item, dict) else item for item in verdicts]
     results = data.get("results")
     if isinstance(results, list):
         data["results"] = [_result(r) for r in results]

@@ -10,13 +10,16 @@ import typing
 from typing import Any, Literal
 
 from perfguard.model.measured import Counters, Memory, MemoryBreakdown, Metrics, Profile, Telemetry
+from perfguard.model.verdicts import Verdict
 
 # 2: a baseline entry keeps the summaries of several runs (`runs`), a verdict states the case's
 # run-to-run noise instead of a rank test's p-value.
 # 3: a case's times are one mapping, `timings`, from the kind of time (TimeMetric) to its summary and
 # samples, in a result and in a baseline run alike; each kind is compared only with its own kind.
-# Version 1 and 2 files load and are migrated (model/migration.py, called by codec.py).
-SCHEMA_VERSION = 3
+# 4: a verdict is data (model/verdicts.py): a reason code, its figures and its next steps, no words
+# (report/words.py renders them); a baseline entry says why its series started (an accepted change).
+# Older files load and are migrated (model/migration.py, called by codec.py).
+SCHEMA_VERSION = 4
 SIGNIFICANT_DIGITS = 6
 # Raw samples kept per case in a record: enough for its distribution and drift, small enough to ship.
 MAX_STORED_SAMPLES = 1000
@@ -204,51 +207,9 @@ class CaseResult:
         return timing.summary.median_ms if timing else None
 
 
-# Every verdict status, most pressing first: the order every renderer lists them in.
-# "inconclusive": the change is within its tolerance, but the tolerance is wider than the threshold, so
-# a change of the threshold's size could have hidden in the noise (against a baseline, or perfguard ab's
-# rounds could not decide); `same` says it could not have, and none was seen.
-VerdictStatus = Literal["regressed", "unstable", "inconclusive", "improved", "missing", "new", "same"]
-VERDICT_STATUSES: tuple[VerdictStatus, ...] = typing.get_args(VerdictStatus)
 # Whose runs judged a time verdict (Verdict.judged_by); None where no runs did.
 JudgedBy = Literal["own", "fleet"]
 JUDGED_BY: tuple[JudgedBy | None, ...] = (None, *typing.get_args(JudgedBy))
-# What a case not in the baseline yet needs: in each new verdict's message, and once per run in the terminal.
-NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """How one metric of one case compares with its baseline.
-
-    status is one of VERDICT_STATUSES; figures are in the
-    metric's unit (ms for latency, bytes for peak_memory); `message` is the one line shown to a person.
-    The latency's tolerance comes from the case's run-to-run noise over the baseline's runs
-    (perfguard/analysis/noise.py), never below the threshold; null for deterministic metrics.
-    """
-
-    case_id: str
-    metric: str  # a TimeMetric, "peak_memory", "footprint" or "retained_memory"
-    status: VerdictStatus
-    baseline: float | None
-    current: float | None
-    change_pct: float | None
-    threshold_pct: float
-    baseline_file: str | None
-    env_mismatch: tuple[str, ...]  # e.g. "torch 2.11.0 → 2.12.0"; shown, never decides the status
-    message: str
-    baseline_runs: int = 0  # independent runs the baseline holds for the case
-    noise_pct: float | None = None  # the case's run-to-run spread (relative standard deviation, %)
-    tolerance_pct: float | None = None  # a change past this is regressed / improved
-    detectable_pct: float | None = None  # the smallest slowdown the gate catches 19 times in 20
-    # Whose runs judged a time: "own" (this card's, a CPU's: this host's) or "fleet" (all the
-    # baseline's, from `judged_sources` cards or hosts); None for other metrics and older records.
-    judged_by: JudgedBy | None = None
-    judged_sources: int = 0
-    # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
-    # whether they agreed (None: not re-measured).
-    remeasured_ms: tuple[float, ...] = ()
-    confirmed: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from perfguard import defaults
 from perfguard.case import CaseInstance
 from perfguard.errors import BaselineError, first_line
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, Verdict, to_jsonable
@@ -21,10 +22,9 @@ from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.workers import PIN_KEY
 from perfguard.report import words
+from perfguard.report.commands import Invocation
 
-# At most this many cases per process are re-measured before they may fail: a change that slows
-# every case (a new driver) must not turn a run into hours. Past it, a regression fails unconfirmed.
-CONFIRM_CASES = 20
+CONFIRM_CASES = defaults.CONFIRM_CASES
 
 MEASURER = pytest.StashKey["Measurer"]()
 # Called before each case this process measures: the recorder's `mark_unfinished`, where the recorder
@@ -43,6 +43,7 @@ class Measurer:
         self.config = config
         self.options = Options.of(config)
         self.baselines = Baselines.of(config)
+        self.invocation = Invocation(baselines=self.options.baselines_arg, report=self.options.report_arg)
         self.owners: dict[str, str] = {}  # case id -> nodeid, to refuse duplicate ids
         self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU (measure.torch_state)
         self._kind: str | None = None
@@ -129,6 +130,7 @@ class Measurer:
     ) -> tuple[CaseResult, str | None, bool]:
         """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
         (the result to keep, why the case fails or None, whether a metric regressed)."""
+        from perfguard.analysis import decide
         from perfguard.analysis.remeasure import latency_regressed
         from perfguard.analysis.verdict import compare_case
 
@@ -146,11 +148,13 @@ class Measurer:
         if latency_regressed(verdicts) and not self.options.update and self.options.confirm:
             result, verdicts = self._confirm(measure, result, verdicts, judge)
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
-        regressed = [words.line(v) for v in verdicts if v.status == "regressed"]
-        failing = regressed + [words.line(v) for v in verdicts if v.status == "inconclusive" and self.options.fail_inconclusive]
+        regressed = any(v.status == "regressed" for v in verdicts)
+        failing = decide.failing(verdicts, fail_inconclusive=self.options.fail_inconclusive)
         if failing and not self.options.update:
-            return result, f"{result.id}: " + f"\n{result.id}: ".join(failing), bool(regressed)
-        return result, None, bool(regressed)
+            lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in failing]
+            accept = words.accept_line(failing, self.invocation)
+            return result, "\n".join(lines + ([accept] if accept else [])), regressed
+        return result, None, regressed
 
     def _confirm(
         self, measure: Callable[[], CaseResult], first: CaseResult, verdicts: list[Verdict],
@@ -161,12 +165,12 @@ class Measurer:
         from perfguard.analysis.remeasure import note, settle
 
         if self._confirmations <= 0:
-            return first, note(verdicts, f"not re-measured: this run's allowance of {CONFIRM_CASES} re-measured cases is spent")
+            return first, note(verdicts, "spent")
         self._confirmations -= 1
         measured = [(first, verdicts)]
         for _ in range(self.options.confirm):
             again = measure()
             if again.status != "ok":  # the first measurement stands: a failed re-run must not lift the gate
-                return first, note(verdicts, f"its re-measurement failed: {first_line(again.error or '')}")
+                return first, note(verdicts, "failed", first_line(again.error or ""))
             measured.append((again, judge(again)))
         return settle(measured)

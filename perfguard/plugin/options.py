@@ -38,6 +38,9 @@ class Options:
     strict: bool = False  # --perfguard-strict (plugin/strict.py)
     max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
     cases_file: Path | None = None  # --perfguard-cases: run only the node ids it lists
+    # The folders as the user named them, for the commands a verdict prints (report/commands.py).
+    baselines_arg: str = defaults.BASELINES_DIR
+    report_arg: str = defaults.REPORT_DIR
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -70,6 +73,8 @@ class Options:
             strict=bool(_value(config, "perfguard-strict")),
             max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
             cases_file=_cases_file(config),
+            baselines_arg=str(_parsed(config, "perfguard-baselines")),
+            report_arg=str(_parsed(config, "perfguard-report")),
         )
         if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
             from perfguard.store.atomic import refuse_file_for_folder

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from perfguard import units
 from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
-from perfguard.model import COUNTER_KINDS, NEW_HINT, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.model import tally as model_tally
 from perfguard.report import work
 from perfguard.report import words
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "kernels/syncs",
            "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem", "footprint")
 # What a new case needs, said once under the table however many cases are new (the record says it per case).
-NEW_REMEDY = NEW_HINT.replace("record it", "record them").replace("its tolerance", "their tolerances")
+NEW_REMEDY = words.NEW_HINT.replace("record it", "record them").replace("its tolerance", "their tolerances")
 NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_REMEDY
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
@@ -124,7 +125,7 @@ def summary(
         fits = ranked_scalings(results, devices)
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
     if verdicts:
-        tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
+        tally = model_tally(verdicts)
         lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
         listed = [v for v in verdicts
                   if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None)]

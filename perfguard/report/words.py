@@ -1,21 +1,345 @@
-"""A verdict in words: the one place that turns a verdict's data into the line a person reads.
+"""A verdict in words: the one place that turns a verdict's data (model/verdicts.py) into the line a
+person reads.
 
-Every surface (the terminal, the failure of a test, Markdown, HTML, `perfguard show`, `compare` and
-`ab`) takes a verdict's words from here, so that they say the same thing everywhere.
+Every surface (the terminal, a test's failure, Markdown, HTML, `perfguard show`, `compare` and `ab`)
+takes a verdict's words from here, so that they say the same thing everywhere; nothing reads them
+back. A line is "metric status: what moved, against what noise; what to do", built from the
+verdict's reason code (one template a code) and its figures.
 """
 
 from __future__ import annotations
 
-from perfguard.model import Verdict
+import math
+from collections.abc import Callable, Sequence
+
+from perfguard import defaults, units
+from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
+from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
+from perfguard.analysis.noise import OWN_RUNS
+from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, NextStep, Verdict
+from perfguard.model.names import shown
+from perfguard.report.commands import Invocation
+
+DEFAULT = Invocation()
+# What a case not in the baseline yet needs: in each new verdict's line, and once per run in the terminal.
+NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
 
 
-def line(v: Verdict) -> str:
-    """The verdict's whole line: "latency regressed: 1.00 ms → 1.20 ms (+20.0%), outside ±2.0%: ..."."""
-    return v.message
+def line(v: Verdict, run: Invocation = DEFAULT) -> str:
+    """The verdict's whole line: "latency regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
+    return f"{v.metric} {v.status}: {detail(v, run)}"
 
 
-def detail(v: Verdict) -> str:
+def detail(v: Verdict, run: Invocation = DEFAULT) -> str:
     """The line without the "metric status: " that a badge beside it already says."""
-    text = line(v)
-    prefix = f"{v.metric} {v.status}: "
-    return text[len(prefix):] if text.startswith(prefix) else text
+    if v.metric in COUNTER_KINDS:
+        text = f"{_counted(v)} against {v.baseline_file or 'the baseline'}"
+    else:
+        text = _what(v)
+        if v.compared:
+            text += f" against {v.baseline_file or ('the base' if v.paired else 'the baseline')}"
+            text += f" ({_bound(v)})"
+    deciding = [s for s in v.next_steps if s.action in DECIDING]
+    said = [s for s in (_held(v), _remeasured(v), _inconclusive(v, deciding) if deciding else "",
+                        *(_step(v, s, run) for s in v.next_steps if s.action not in DECIDING)) if s]
+    if v.accepted_reason is not None:
+        said.append(f"accepted: {shown(v.accepted_reason, 200)}")
+    text += "".join(f"; {s}" for s in said)
+    if v.env_mismatch:
+        text += f"; environment differs from the {'base' if v.paired else 'baseline'}: {', '.join(v.env_mismatch)}"
+    return text
+
+
+def _bound(v: Verdict) -> str:
+    if v.metric == "retained_memory":
+        return f"any growth past {RETAINED_FLOOR_BYTES} B a call fails"
+    return f"threshold {v.threshold_pct:g}%"
+
+
+# --- times and memory ----------------------------------------------------------------------------
+
+
+def _what(v: Verdict) -> str:
+    if v.metric in TIME_METRICS:
+        return _TIME.get(v.reason, _legacy)(v)
+    return _MEMORY.get(v.reason, _legacy)(v)
+
+
+def _figures(v: Verdict) -> str:
+    """"1.000 ms → 1.200 ms (+20.0%)", named when it is not the GPU time, with a change of how it was timed."""
+    text = f"{_ms(v.baseline)} → {_ms(v.current)}" + (f" ({v.change_pct:+.1f}%)" if v.change_pct is not None else "")
+    if v.metric != "latency":
+        text = f"{TIME_LABELS.get(v.metric, v.metric)} {text}"
+    if len(v.regimes) == 2:
+        text += f", timed as {v.regimes[1]} (the baseline: {v.regimes[0]}), each figure judged against its own kind"
+    return text
+
+
+def _ms(ms: float | None) -> str:
+    return units.precise_duration(ms) if ms is not None and math.isfinite(ms) else "n/a"
+
+
+def _noise(v: Verdict) -> str:
+    """What the tolerance came from: whose runs (or ab's rounds), their spread, and what widened it."""
+    if v.paired:
+        floor = " (a prior, the floor while rounds are few)" if v.floored else ""
+        said = (f"round-to-round spread ±{v.noise_pct or 0:.2f}%{floor} over {units.plural(v.baseline_runs, 'round')}, "
+                "paired on one card")
+    else:
+        runs = units.plural(v.baseline_runs, "run")
+        whose = (f"this {v.source}'s {runs}" if v.judged_by == "own"
+                 else f"the fleet's {runs} on {units.plural(max(1, v.judged_sources), v.source)}")
+        said = f"judged by {whose}, run-to-run spread ±{v.noise_pct or 0:.2f}%"
+        if v.card_pct:
+            said += f", ±{v.card_pct:.1f}% {v.source} to {v.source}"
+        if v.floor_pct:
+            said += f", +{v.floor_pct:.1f}% for a {v.source} it has not seen"
+        if v.left_out:
+            said += f", {units.plural(len(v.left_out), 'run')} far from the others left out (" + ", ".join(
+                f"{shown(r.recorded_at)} on {shown(r.source or 'an unknown machine')}: {r.change_pct:+.1f}%"
+                for r in v.left_out) + ")"
+    if v.detectable_pct is not None:
+        said += f"; smallest detectable change {v.detectable_pct:.1f}%"
+    return said
+
+
+def _outside(v: Verdict) -> str:
+    return f"{_figures(v)}, outside ±{v.tolerance_pct or 0:.1f}%: {_noise(v)}"
+
+
+def _within(v: Verdict) -> str:
+    return f"{_figures(v)}, within ±{v.tolerance_pct or 0:.1f}%: {_noise(v)}"
+
+
+def _blind(v: Verdict) -> str:
+    tol, thr = v.tolerance_pct or 0, v.threshold_pct
+    if v.paired:
+        return f"{_figures(v)}, within ±{tol:.1f}%, but a {thr:g}% change could have hidden in it: {_noise(v)}"
+    return (f"{_figures(v)}, within ±{tol:.1f}%, wider than the {thr:g}% threshold, so a change of {thr:g}% would pass "
+            f"unseen: {_noise(v)}")
+
+
+def _throttled(v: Verdict) -> str:
+    where = " and ".join({"baseline": "the baseline", "run": "this run", "rounds": "its rounds"}.get(w, w) for w in v.throttled_in)
+    why = f" ({', '.join(v.throttle_reasons)})" if v.throttle_reasons else ""
+    return f"{_figures(v)} measured while throttled in {where}{why}, which may account for it"
+
+
+def _imprecise(v: Verdict) -> str:
+    return (f"{_figures(v)}, ±{v.own_half_width_pct or 0:.1f}% within this run against a tolerance of "
+            f"±{v.tolerance_pct or 0:.1f}%: too noisy to decide")
+
+
+def _missing(v: Verdict) -> str:
+    how = f"was not measured in this run (status {v.status_in})" if v.status_in else "did not run"
+    return f"in {v.baseline_file or 'the baseline'} ({_ms(v.baseline)}) but {how}"
+
+
+def _new_case(v: Verdict) -> str:
+    return f"{_ms(v.current)}, not in {v.baseline_file or 'the baseline'} yet"
+
+
+def _new_kind(v: Verdict) -> str:
+    label = TIME_LABELS.get(v.metric, v.metric)
+    how = _figures(v).split(", ", 1)[1] if len(v.regimes) == 2 else f"timed as {v.kind_of_time}"
+    return f"{label} {_ms(v.current)}, {how}: the baseline holds no {label} to compare it with"
+
+
+def _legacy(v: Verdict) -> str:
+    """A verdict of an older record, which kept its words instead of its reason: its figures."""
+    if v.metric in TIME_METRICS:
+        tol = f", tolerance ±{v.tolerance_pct:.1f}%" if v.tolerance_pct is not None else ""
+        return _figures(v) + tol
+    return _sizes(v)
+
+
+def _sizes(v: Verdict) -> str:
+    change = f"{v.change_pct:+.1f}%" if v.change_pct is not None else units.size((v.current or 0) - (v.baseline or 0))
+    return f"{units.size(v.baseline)} → {units.size(v.current)} ({change}, deterministic)"
+
+
+def _memory(v: Verdict) -> str:
+    return _sizes(v)
+
+
+def _held(v: Verdict) -> str:
+    """What stays allocated between calls, where it moved with the footprint."""
+    if not v.held_bytes:
+        return ""
+    old, new = v.held_bytes
+    return (f"held between calls {units.size(old)} → {units.size(new)}: the setup's tensors, or what each call "
+            "keeps for the next (gradients kept between steps, optimizer state, caches)")
+
+
+def _retained(v: Verdict) -> str:
+    figures = f"{units.size(v.baseline)} → {units.size(v.current)} retained per call"
+    if v.status != "regressed":
+        return f"{figures} (deterministic)"
+    what = ("the call keeps what it allocates: a leak" if v.reason == "leak"
+            else "the call keeps more of what it allocates")
+    return (f"{figures} ({what}, which grows a long run by {units.size((v.current or 0) - (v.baseline or 0))} every call "
+            "until it runs out of memory)")
+
+
+def _both_leak(v: Verdict) -> str:
+    return (f"{units.size(v.baseline)} → {units.size(v.current)}; the case retains {units.size(v.retained_bytes)} per "
+            "call here and in the baseline, so its footprint grows with the calls made; its retained memory is judged instead")
+
+
+def _new_figure(v: Verdict) -> str:
+    per_call = " per call" if v.metric == "retained_memory" else ""
+    return (f"{units.size(v.current)}{per_call}, not in {v.baseline_file or 'the baseline'} yet "
+            "(recorded before perfguard measured it)")
+
+
+def _no_spread(v: Verdict) -> str:
+    return "measured in fewer than two rounds on both sides, so no round-to-round spread to judge it by"
+
+
+_TIME: dict[str, Callable[[Verdict], str]] = {
+    "outside": _outside, "within": _within, "blind": _blind, "few_samples": lambda v: f"{_figures(v)} from too few samples to decide",
+    "throttled": _throttled, "imprecise": _imprecise, "not_confirmed": _outside, "did_not_run": _missing,
+    "not_measured": _missing, "not_in_baseline": _new_case, "kind_not_in_baseline": _new_kind, "no_spread": _no_spread,
+    "accepted": _outside,
+}
+_MEMORY: dict[str, Callable[[Verdict], str]] = {
+    "outside": lambda v: _retained(v) if v.metric == "retained_memory" else _memory(v),
+    "within": lambda v: _retained(v) if v.metric == "retained_memory" else _memory(v),
+    "leak": _retained, "both_leak": _both_leak, "figure_not_in_baseline": _new_figure, "accepted": _memory,
+}
+
+
+# --- counters --------------------------------------------------------------------------------------
+
+
+def _counted(v: Verdict) -> str:
+    """"kernels per call 5 → 6: +1 × triton_poi_fused_add_0", or for syncs "1 new sync per call: ..."."""
+    kind, before, after = v.metric, v.baseline or 0.0, v.current or 0.0
+    if kind == "syncs":
+        named = [f"{units.count(abs(c.delta))} × {c.name}" + (f" ({c.cause})" if c.cause else "") for c in v.counts]
+        grown = sum(c.delta for c in v.counts if c.delta > 0)
+        head = (f"{units.count(after - before)} new sync{'s' if after - before != 1 else ''} per call" if grown and after > before
+                else f"syncs per call {units.count(before)} → {units.count(after)}")
+    else:
+        named = [f"{'+' if c.delta > 0 else '−'}{figure(kind, abs(c.delta))} × {short_name(c.name) if kind == 'kernels' else c.name}"
+                 for c in v.counts]
+        head = f"{COUNTER_LABELS.get(kind, (kind, kind))[1]} per call {figure(kind, before)} → {figure(kind, after)}"
+    return f"{head}: {listed(named)}" if named else head
+
+
+def listed(names: Sequence[str], shown_names: int = SHOWN_NAMES) -> str:
+    """The first few names, then "and N more": a line stays readable; the HTML lists them all."""
+    more = len(names) - shown_names
+    return ", ".join(names[:shown_names]) + (f" and {more} more" if more > 0 else "")
+
+
+# --- what to do next -------------------------------------------------------------------------------
+
+
+def _step(v: Verdict, step: NextStep, run: Invocation) -> str:
+    """A next step in words; "" for the ones said once for the whole run (accepting: accept_line)."""
+    update = f"`{run.update()}`"
+    action = step.action
+    if action == "accept":
+        return ""
+    if action == "record":
+        if v.status == "new" and v.reason == "not_in_baseline":
+            return NEW_HINT.replace("`pytest --perfguard --perfguard-update`", update)
+        if v.status == "new":
+            return f"record it with {update}" + (" to judge this figure" if v.metric in TIME_METRICS else "")
+        return "the head is faster: nothing to do" if v.paired else f"run {update} to make it the baseline"
+    if action == "allow_counter":
+        allowed = f"; allowed {_count(v.allowed_more or 0, v.metric)} more" if v.allowed_more else ""
+        return (f"counts are exact, so any growth fails{allowed}; allow it with counters={{{v.metric!r}: N}} on the case "
+                "or --perfguard-counter-allowance, or accept it (the command below)")
+    if v.metric in COUNTER_KINDS and v.status == "same":
+        return ""
+    return _ADVICE.get(action, lambda v, s: "")(v, step)
+
+
+def _count(n: float, kind: str) -> str:
+    if kind == "copy_bytes":
+        return units.size(n)
+    one, many = COUNTER_LABELS.get(kind, (kind, kind))
+    return f"{units.count(n)} {one if n == 1 else many}"
+
+
+# The steps that would let the gate see a change of the threshold's size: said together, as alternatives.
+DECIDING = ("own_runs", "more_runs", "ab", "threshold")
+
+
+def _inconclusive(v: Verdict, steps: Sequence[NextStep]) -> str:
+    """What would let the gate see a change of the threshold's size."""
+    ways = []
+    for s in steps:
+        if s.action == "own_runs":
+            ways.append(f"{OWN_RUNS} runs of this {v.source} in the baseline, which then judge it alone (it has {v.own_runs})")
+        elif s.action == "more_runs":
+            ways.append(f"{int(s.value or 0)} baseline runs (it has {v.baseline_runs})")
+        elif s.action == "ab":
+            ways.append("`perfguard ab`, base and head measured by turns on one card")
+        elif s.action == "threshold":
+            ways.append(f"a threshold of {s.value:g}% (`@perf_case(threshold=...)`) if that is the change that matters")
+    return "to decide it: " + "; or ".join(ways)
+
+
+def _rounds(v: Verdict, step: NextStep) -> str:
+    if step.value is None:
+        return "more rounds (raise perfguard ab's --rounds) would give it a spread" if v.reason == "no_spread" else ""
+    return f"raise perfguard ab's --budget or --max-rounds (about {int(step.value)} rounds would decide it)"
+
+
+def _quieten(v: Verdict, step: NextStep) -> str:
+    how = "lock the GPU's clocks or quieten the machine" if step.action == "lock_clocks" else "run on a quieter machine (fewer busy cores)"
+    return f"its spread is too wide for {v.threshold_pct:g}% here: {how}, or give the case a wider threshold="
+
+
+_ADVICE: dict[str, Callable[[Verdict, NextStep], str]] = {
+    "raise_budget": lambda v, s: "raise --perfguard-budget",
+    "rerun_idle": lambda v, s: "rerun on an idle, cool GPU",
+    "rerun_quiet": lambda v, s: "rerun on a quieter machine or raise --perfguard-budget",
+    "find_leak": lambda v, s: "look for tensors kept across calls: appended to a list, cached, or held by a graph",
+    "rerecord": lambda v, s: ("not compared: the software differs from the baseline's, which picks other kernels; "
+                              "re-record the baseline under this software"),
+    "more_rounds": _rounds,
+    "quieten": _quieten,
+    "lock_clocks": _quieten,
+}
+
+
+# --- re-measurements -------------------------------------------------------------------------------
+
+
+def _remeasured(v: Verdict) -> str:
+    if v.not_remeasured == "spent":
+        return f"not re-measured: this run's allowance of {defaults.CONFIRM_CASES} re-measured cases is spent"
+    if v.not_remeasured == "failed":
+        return f"its re-measurement failed: {v.remeasure_error or 'an error'}"
+    if v.confirmed is None or not v.baseline:
+        return ""
+    medians = [m for m in (v.current, *v.remeasured_ms) if m is not None]
+    moved = [100.0 * (m / v.baseline - 1.0) for m in medians]
+    changes = ", ".join(f"{c:+.1f}%" for c in moved)
+    if v.confirmed:
+        return f"confirmed by {len(v.remeasured_ms)} re-measurements (the {len(medians)} measurements: {changes})"
+    if v.status != "unstable":
+        return f"a first measurement looked slower; not confirmed ({changes})"
+    tol = v.tolerance_pct
+    outside = sum(c > tol for c in moved) if tol is not None else 0
+    said = f"not confirmed: {outside} of the {len(moved)} measurements ({changes}) are outside the tolerance ±{tol or 0:.1f}%"
+    spread = max(moved) - min(moved) if moved else 0.0
+    if tol is None or not moved:
+        return said
+    if spread < tol:
+        return (f"{said}; they agree with each other within {spread:.1f} points, so the change sits at the edge of what "
+                "this case's noise allows (more baseline runs narrow the tolerance)")
+    return f"{said}; they disagree with each other by {spread:.1f} points"
+
+
+def accept_line(verdicts: Sequence[Verdict], run: Invocation = DEFAULT, *, paired: bool = False) -> str | None:
+    """The run's one line that accepts every change that failed it, as a command that works as printed."""
+    cases = sorted({v.case_id for v in verdicts if any(s.action == "accept" for s in v.next_steps) and v.status == "regressed"})
+    if not cases:
+        return None
+    command = run.accept_change(cases) if paired else run.accept(cases)
+    return f"perfguard: to accept these changes: `{command}`"

@@ -1,0 +1,163 @@
+"""A verdict as data (DESIGN §5): its status, why (a reason code), the figures it was decided on, and
+the next step, each a field. Words are rendered from it in perfguard/report/words.py alone, the same on
+every surface; nothing here is prose, and nothing reads a verdict's words back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Literal
+
+# Every verdict status, most pressing first: the order every renderer lists them in.
+# "inconclusive": the change is within its tolerance, but a change of the threshold's size could have
+# hidden in the noise (analysis/decide.py says when); `same` says it could not have, and none was seen.
+# "accepted": a change a person accepted (an acceptance file's entry, analysis/acceptance.py): it passes.
+VerdictStatus = Literal["regressed", "unstable", "inconclusive", "improved", "accepted", "missing", "new", "same"]
+VERDICT_STATUSES: tuple[VerdictStatus, ...] = typing.get_args(VerdictStatus)
+
+# Why a verdict has its status. One code per rule that decided it (analysis/decide.py for times,
+# memory_verdicts.py and counting.py for what is counted):
+Reason = Literal[
+    "outside",  # a time or a size moved past its tolerance (regressed / improved)
+    "within",  # within its tolerance, and the gate could have seen a change of the threshold's size (same)
+    "blind",  # within its tolerance, but a change of the threshold's size could have hidden in it (inconclusive)
+    "no_spread",  # perfguard ab: measured in fewer than two rounds a side, so no spread to judge by (inconclusive)
+    "few_samples",  # too few samples for a median (unstable)
+    "throttled",  # measured while the clock was throttled, which may account for the change (unstable)
+    "imprecise",  # this run's own median is too imprecise to say on which side of the tolerance it lies (unstable)
+    "not_confirmed",  # looked regressed, and the re-measurements did not all agree (unstable)
+    "not_in_baseline",  # the case is not in the baseline yet (new)
+    "kind_not_in_baseline",  # the baseline holds no such kind of time for the case (new)
+    "figure_not_in_baseline",  # recorded before perfguard measured this figure (new)
+    "did_not_run",  # in the baseline, but did not run (missing)
+    "not_measured",  # in the baseline, ran but was not measured: an error, a smoke run (missing)
+    "both_leak",  # the footprint grows with the calls made, here and in the baseline (unstable)
+    "leak",  # a call keeps what it allocates, where it kept nothing before (regressed)
+    "grew",  # a count grew past its allowance (regressed)
+    "allowed",  # a count grew within its allowance (same)
+    "fell",  # a count fell (improved)
+    "moved",  # counts moved between names, the total as it was (same)
+    "software_changed",  # counts compared under other software, which picks other kernels: not compared (inconclusive)
+    "accepted",  # a person accepted this change (accepted)
+    "legacy",  # a verdict of a record written before verdicts carried their reason
+]
+REASONS: tuple[Reason, ...] = typing.get_args(Reason)
+# Shown in a tally only when some verdict has it: most runs accept nothing.
+RARE_STATUSES = ("accepted",)
+
+# What to do next, as data: each renders as a command or a declaration (report/words.py).
+Action = Literal[
+    "accept",  # `perfguard baseline accept RUN.json --case ID` (the gate) or `perfguard accept ...` (ab)
+    "record",  # `pytest --perfguard --perfguard-update`: a new case or figure, or an improvement
+    "raise_budget",  # --perfguard-budget
+    "rerun_idle",  # rerun on an idle, cool GPU
+    "rerun_quiet",  # rerun on a quieter machine, or raise --perfguard-budget
+    "own_runs",  # value: the runs of this card (host) the baseline needs to judge it alone
+    "more_runs",  # value: the baseline runs that would make the tolerance the threshold
+    "ab",  # `perfguard ab`: base and head by turns on one card
+    "threshold",  # value: the threshold that would decide it (`@perf_case(threshold=...)`)
+    "more_rounds",  # value: the rounds perfguard ab would need (None: unknown)
+    "quieten",  # the spread is too wide here: a quieter machine, or a wider threshold
+    "lock_clocks",  # as "quieten", on a GPU: locked clocks
+    "allow_counter",  # `counters={kind: N}` on the case, for the verdict's counter
+    "find_leak",  # look for tensors kept across calls
+    "rerecord",  # re-record the baseline under this software
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class NextStep:
+    """One thing that would settle or act on a verdict; `value` is its figure (runs, rounds, a percent)."""
+
+    action: Action
+    value: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LeftOut:
+    """A baseline run left out of the spread as far from the others."""
+
+    recorded_at: str
+    source: str | None  # the card's UUID (a CPU's host)
+    change_pct: float  # from the others' median
+
+
+@dataclasses.dataclass(frozen=True)
+class CountChange:
+    """How one named count (a kernel, an ATen operator, a sync) changed per call."""
+
+    name: str
+    delta: float
+    cause: str | None = None  # what a sync is for, where the trace says
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """How one metric of one case compares with its baseline (or, under perfguard ab, the base's rounds).
+
+    Figures are in the metric's unit (ms for a time, bytes for memory, a count per call for a counter).
+    A time's tolerance comes from the case's run-to-run noise over the baseline's runs (or ab's rounds),
+    never below the threshold; null for deterministic metrics.
+    """
+
+    case_id: str
+    metric: str  # a TimeMetric, "peak_memory", "footprint", "retained_memory", or a CounterKind
+    status: VerdictStatus
+    baseline: float | None  # the centre it was judged against
+    current: float | None
+    change_pct: float | None
+    threshold_pct: float
+    baseline_file: str | None
+    env_mismatch: tuple[str, ...] = ()  # e.g. "torch 2.11.0 → 2.12.0"; shown, and for counts it decides
+    reason: Reason = "legacy"
+    next_steps: tuple[NextStep, ...] = ()
+    # --- the noise a time was judged against (analysis/noise.py, or perfguard ab's rounds: analysis/paired.py)
+    baseline_runs: int = 0  # independent runs (ab: paired rounds) behind the tolerance
+    paired: bool = False  # judged by perfguard ab's paired rounds on one card, not by baseline runs
+    noise_pct: float | None = None  # the case's run-to-run spread (relative standard deviation, %)
+    tolerance_pct: float | None = None  # a change past this is regressed / improved
+    detectable_pct: float | None = None  # the smallest slowdown the gate catches 19 times in 20
+    # Whose runs judged a time: "own" (this card's, a CPU's: this host's) or "fleet" (all the
+    # baseline's, from `judged_sources` cards or hosts); None for other metrics and under ab.
+    judged_by: Literal["own", "fleet"] | None = None
+    judged_sources: int = 0
+    source: str = "card"  # what a run's source is: "card" (a GPU's UUID) or "host" (a CPU's)
+    own_runs: int = 0  # the baseline's runs from this card (host)
+    card_pct: float = 0.0  # the card-to-card prior in the tolerance (0: the baseline knows the card)
+    floor_pct: float = 0.0  # the absolute offset added for a card (host) the baseline has not seen
+    floored: bool = False  # ab: the spread is a prior's floor, rounds being few
+    left_out: tuple[LeftOut, ...] = ()
+    own_half_width_pct: float | None = None  # this run's own 95% half-width of its median
+    # --- why it could not be decided, or what moved with it
+    throttled_in: tuple[str, ...] = ()  # "baseline", "run": where the clock was throttled
+    throttle_reasons: tuple[str, ...] = ()
+    regimes: tuple[str, ...] = ()  # (the baseline's, this run's) when a time was taken another way
+    kind_of_time: str | None = None  # for a new figure: how this run timed it (a Regime)
+    counts: tuple[CountChange, ...] = ()  # a counter's changed names, largest first
+    allowance: str | None = None  # a counter's allowance ("0", "2", "10%")
+    allowed_more: float | None = None  # the growth it allows, in the counter's unit
+    held_bytes: tuple[int, int] | None = None  # the footprint's bytes held between calls (baseline, this run)
+    retained_bytes: int | None = None  # a leaking footprint: what each call keeps
+    status_in: str | None = None  # a missing case's status in this run ("error", "smoke"), None: it did not run
+    # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
+    # whether they agreed (None: not re-measured). `not_remeasured`: why a case that looked regressed was
+    # not: "spent" (the run's allowance of re-measured cases), or "failed" (with `remeasure_error`).
+    remeasured_ms: tuple[float, ...] = ()
+    confirmed: bool | None = None
+    not_remeasured: Literal["spent", "failed"] | None = None
+    remeasure_error: str | None = None
+    accepted_reason: str | None = None  # an accepted change: the reason its acceptance gives
+
+    @property
+    def compared(self) -> bool:
+        """Whether it was compared with the baseline at all (not new or missing)."""
+        return self.status not in ("new", "missing")
+
+
+def tally(verdicts: typing.Iterable[Verdict]) -> dict[str, int]:
+    """How many verdicts of each status, in display order: every status, the rare ones where present."""
+    counts = dict.fromkeys(VERDICT_STATUSES, 0)
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    return {s: n for s, n in counts.items() if n or s not in RARE_STATUSES}
