@@ -481,8 +481,8 @@ def test_an_update_refuses_a_run_outside_its_cases_tolerance_with_one_line_and_a
     assert len(lines) == 1, run.result.outlines
     assert re.fullmatch(
         r"perfguard: slowed: the run of \S+ from this run not added: latency \+300\.0% from the centre of this host's 2 runs, "
-        r"outside its tolerance of ±[\d.]+%, so the code changed or the run is off; if the code changed, "
-        r"--perfguard-update=force starts its series again with this run", lines[0]), lines[0]
+        r"outside its tolerance of ±[\d.]+%, so the code changed or the run is off; if the change is intended, accept it: "
+        r"`perfguard baseline accept reports/perfguard.json --case slowed`", lines[0]), lines[0]
     assert not [line for line in run.result.outlines if line.startswith("perfguard: steady: ")]
 
 

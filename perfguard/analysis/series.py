@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from perfguard import units
-from perfguard.analysis import noise, priors
+from perfguard import defaults, units
+from perfguard.analysis import counting, memory_verdicts, noise, priors
 from perfguard.defaults import THRESHOLD_PCT
-from perfguard.model import BaselineEntry, CaseResult, RunSummary
+from perfguard.model import BaselineEntry, CaseResult, RunSummary, Verdict
 from perfguard.model.names import shown
 
 # How far ahead of this machine's clock a run may be dated: runners' clocks disagree by seconds, not
@@ -57,13 +59,27 @@ class Admitted:
 class Admission:
     """The rule, with what it says: made by the command that writes, called by the store per case."""
 
-    def __init__(self, *, force: bool = False, restart: bool = False, remedy: str = "", threshold_pct: float = THRESHOLD_PCT):
+    def __init__(self, *, force: bool = False, restart: bool = False, remedy: Callable[[str], str] | None = None,
+                 threshold_pct: float = THRESHOLD_PCT, accepted: Mapping[str, str] | None = None):
+        """`remedy`: what a line about a case's run left out says to do, by case id. `accepted`: the cases a
+        person named, each with the reason: their change is accepted, as `force` does for every case."""
         self.force, self.restart, self.remedy, self.threshold_pct = force, restart, remedy, threshold_pct
+        self.accepted = dict(accepted or {})
         self.lines: list[str] = []
+        self.added: set[str] = set()  # the cases a run joined (or began) the series of
+        self.not_added: set[str] = set()
 
     def __call__(self, case_id: str, entry: BaselineEntry | None, candidates: Sequence[Candidate]) -> Admitted:
+        admitted = self._admit(case_id, entry, candidates)
+        (self.added if admitted.result is not None else self.not_added).add(case_id)
+        return admitted
+
+    def _admit(self, case_id: str, entry: BaselineEntry | None, candidates: Sequence[Candidate]) -> Admitted:
         existing = () if entry is None or self.restart else entry.runs
         fresh = self._once(case_id, existing, candidates)
+        if case_id in self.accepted:
+            fresh = [dataclasses.replace(c, summary=dataclasses.replace(c.summary, accepted=self.accepted[case_id]))
+                     for c in fresh]
         if not existing:
             kept = self._among_themselves(case_id, fresh)
             return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
@@ -72,6 +88,16 @@ class Admission:
         for c in fresh:
             why = self._outside(c, entry)
             (outside if why else joined).append((c, why))
+        if case_id in self.accepted and fresh:
+            kept = self._among_themselves(case_id, fresh) if outside else fresh
+            if not outside:  # the times did not move: the accepted run joins them, its counts and memory the entry's now
+                self.lines.append(f"{case_id}: accepted ({self.accepted[case_id]}): {units.plural(len(kept), 'run')} "
+                                  f"from {fresh[0].origin} joined its series, whose times it did not move")
+                return Admitted((*existing, *(c.summary for c in kept)), kept[-1] if kept else None)
+            self.lines.append(f"{case_id}: accepted ({self.accepted[case_id]}): its series starts again with "
+                              f"{units.plural(len(kept), 'run')} from {outside[0][0].origin} ({outside[0][1]}); "
+                              f"its {units.plural(len(existing), 'run')} before dropped (they stay in version control)")
+            return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
         if outside and self.force:
             kept = self._among_themselves(case_id, fresh)
             why = outside[0][1]
@@ -79,8 +105,9 @@ class Admission:
                               f"({why}: the code changed); its {units.plural(len(existing), 'run')} before dropped")
             return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
         for c, why in outside:
+            remedy = self.remedy(case_id) if self.remedy else ""
             self.lines.append(f"{case_id}: the run of {c.summary.recorded_at} from {c.origin} not added: {why}, so "
-                              f"the code changed or the run is off{f'; {self.remedy}' if self.remedy else ''}")
+                              f"the code changed or the run is off{f'; {remedy}' if remedy else ''}")
         runs = (*existing, *(c.summary for c, _ in joined))
         return Admitted(runs, joined[-1][0] if joined else None)
 
@@ -134,8 +161,14 @@ class Admission:
         return [c for i, c in enumerate(fresh) if i not in far]
 
     def _outside(self, c: Candidate, entry: BaselineEntry) -> str:
-        """Why the candidate lies outside the case's tolerance, or "" when it does not."""
+        """Why the candidate lies outside the case's tolerance, or grew what is counted, or "" when neither:
+        a routine update never takes in a regression (more kernels, syncs, memory) the gate would fail."""
         threshold = c.result.threshold if c.result.threshold is not None else self.threshold_pct
+        counted = [v for v in (*counting.compare_counters(c.result, entry.result),
+                               *memory_verdicts.memory_verdicts(_Bare(), c.result, entry.result, defaults.MEMORY_THRESHOLD_PCT))
+                   if v.status == "regressed"]
+        if counted:
+            return ", ".join(f"{v.metric} grew" for v in counted)
         # The times the gate would judge this run by, no other: a device-regime case's busy time, which
         # the gate does not judge, jumps 8% between processes for a single kernel (priors.BUSY_KERNEL_PCT)
         # and refused good runs of 12 cases in 5 updates on one H200.
@@ -149,6 +182,16 @@ class Admission:
                 return (f"{metric} {change:+.1f}% from the centre of {est.judges()}, "
                         f"outside its tolerance of ±{est.tolerance_pct:.1f}%")
         return ""
+
+
+class _Bare:
+    """A verdict context that names no file: the admission reads only the status."""
+
+    baseline_file = None
+
+    def verdict(self, metric: str, status: Any, reason: Any, threshold: float, baseline: float | None = None,
+                current: float | None = None, change: float | None = None, **figures: Any) -> Verdict:
+        return Verdict("", metric, status, baseline, current, change, threshold, None, reason=reason)
 
 
 def identity(run: RunSummary) -> tuple[object, ...]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.model import BaselineEntry, CaseResult, DeviceInfo, RunRecord, names
+from perfguard.model import COUNTER_KINDS, BaselineEntry, CaseResult, DeviceInfo, RunRecord, names
 from perfguard.report import words
 
 
@@ -111,16 +111,54 @@ def _baseline_accept(args: argparse.Namespace) -> int:
             origins.setdefault(slug, []).append(str(path))
     if not runs_by_slug:
         raise ConfigError(f"{', '.join(args.runs)}: no measured case to accept; run pytest --perfguard first")
-    admission = Admission(restart=args.restart,
-                          remedy="if the code changed, `perfguard baseline accept --restart` starts its series again")
+    accepted = _named_changes(args, runs_by_slug, devices)
+    admission = Admission(restart=args.restart, accepted=accepted,
+                          remedy=lambda case_id: f"if the change is intended, name it: `perfguard baseline accept "
+                                                 f"{' '.join(args.runs)} --case {case_id}`")
     for slug, runs in sorted(runs_by_slug.items()):
         path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs, admit=admission,
                            origins=origins[slug])
-        cases = len({r.id for results, *_ in runs for r in results})
-        print(f"accepted {len(runs)} run(s) of {cases} case(s) into {path}")
+        cases = {r.id for results, *_ in runs for r in results}
+        added, left = len(cases & admission.added), len(cases - admission.added)
+        print(f"{path}: runs of {added} case(s) added from {units.plural(len(runs), 'record')}"
+              + (f"; {left} case(s) not added (below)" if left else ""))
     for line in admission.lines:
         print(line)
     return 0
+
+
+def _named_changes(args: argparse.Namespace, runs_by_slug: dict[str, list[tuple[list[CaseResult], str | None, str, str | None]]],
+                   devices: dict[str, DeviceInfo]) -> dict[str, str]:
+    """The cases named with --case whose figures changed against the baseline, each with the reason its
+    acceptance keeps: their change is accepted (a new series where the times moved). A --metric that did
+    not change, or --metric / --reason without --case, is a one-line error that changes nothing."""
+    from perfguard.analysis.verdict import compare_case
+    from perfguard.store import load
+
+    if not args.case:
+        if args.metric or args.reason:
+            raise ConfigError("--metric and --reason say what of a named case to accept: name the case(s) with --case ID "
+                              "(the ids are in `perfguard show RUN.json`)")
+        return {}
+    reason = args.reason or "accepted with perfguard baseline accept"
+    changed: dict[str, set[str]] = {}
+    for slug, runs in runs_by_slug.items():
+        baseline = load(args.baselines, slug)
+        for results, _, _, _ in runs:
+            for r in results:
+                entry = baseline.cases.get(r.id) if baseline else None
+                if entry is None:
+                    continue
+                moved = {v.metric for v in compare_case(r, entry, current_fingerprint=devices[slug].fingerprint())
+                         if v.status in ("regressed", "improved", "unstable") or v.metric in COUNTER_KINDS}
+                changed.setdefault(r.id, set()).update(moved)
+    for metric in args.metric or ():
+        unmoved = [case for case in args.case if case in changed and metric not in changed[case]]
+        if unmoved:
+            raise ConfigError(f"{', '.join(names.shown(c) for c in unmoved)}: {names.shown(metric)} did not change against "
+                              f"{args.baselines}, so there is nothing of it to accept; nothing was written")
+    # The run's commit is kept beside the reason, in the run summary that begins the new series.
+    return {case: reason for case in args.case if changed.get(case)}
 
 
 def _refusal(record: RunRecord, given: dict[tuple[object, ...], str], in_future: Callable[[str], bool]) -> str:
@@ -225,6 +263,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     accept.add_argument("--case", metavar="ID", action="append", help="only this case (repeatable)")
     accept.add_argument("--restart", action="store_true",
                         help="drop the accepted cases' earlier runs: the code changed on purpose")
+    accept.add_argument("--metric", action="append", metavar="METRIC",
+                        help="with --case: the figure whose change is accepted (latency, kernels, ...); an error if it did not change")
+    accept.add_argument("--reason", metavar="TEXT", help="with --case: why the change is intended, kept in the baseline")
     merge = command(actions, "merge", "fold baseline files of this GPU model from other hosts into its baseline")
     merge.add_argument("files", metavar="FILE.json", nargs="+",
                        help="baseline files (baselines/<gpu>.json) recorded on other hosts")

@@ -32,6 +32,9 @@ class RunSummary:
     host: str | None = None
     commit: str | None = None
     regime: Regime | Literal[""] = ""  # "" in a run migrated from schema 2, which did not keep it
+    # The run that began its series as a change a person accepted (`perfguard baseline accept --case`,
+    # or an acceptance file's entry): why, in their words; None for every other run.
+    accepted: str | None = None
 
     def median_of(self, metric: str) -> float | None:
         timing = self.timings.get(metric)  # type: ignore[call-overload]

@@ -59,6 +59,7 @@ class Recorder:
         self.ctrl_c = Deferred()  # Ctrl-C at the run's end, held back (plugin/interrupt.py)
         self.updated: list[Path] = []  # baseline files this run wrote
         self.admission_lines: list[str] = []  # each case whose run did not join its series, or restarted it
+        self.admission: Any = None  # the update's analysis.series.Admission, once it ran
         self._said_interrupted = False
         self.session: pytest.Session | None = None  # set at the session's finish, for the exit status
 
@@ -147,12 +148,15 @@ class Recorder:
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
         from perfguard.analysis.series import Admission
+        from perfguard.report.commands import Invocation
 
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
         # old runs describe other code, or this run is off, and mixed in it would read as noise.
+        run = Invocation(baselines=self.options.baselines_arg, report=self.options.report_arg)
         admission = Admission(
             force=self.options.force_update, threshold_pct=self.options.threshold_pct,
-            remedy="if the code changed, --perfguard-update=force starts its series again with this run")
+            remedy=lambda case_id: f"if the change is intended, accept it: `{run.accept([case_id])}`")
+        self.admission = admission
         self.admission_lines = admission.lines
         for slug, device in self._models().items():
             if self.ctrl_c.pressed:  # Ctrl-C during the previous file's update: no further file is begun
@@ -200,6 +204,8 @@ class Recorder:
     def _summarize(self, terminalreporter: Any) -> None:
         if not (self.results or self.problems or self.facts or self.ctrl_c.pressed):
             return
+        from perfguard.report import words
+        from perfguard.report.commands import Invocation
         from perfguard.report.terminal import summary
 
         def write(text: str, **style: bool) -> None:
@@ -222,7 +228,14 @@ class Recorder:
         if self.strict_failures:
             write(f"perfguard: strict: the {len(self.strict_failures)} line(s) above fail this run", red=True, bold=True)
         if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
-            write("perfguard: the verdicts above are against the previous baseline; this run's figures replace it")
+            left = len(self.admission.not_added) if self.admission else 0
+            write("perfguard: the verdicts above are against the previous baseline; this run joined the baseline of "
+                  + (f"{len(self.admission.added) if self.admission else 0} case(s), not of {left} (below)" if left
+                     else "every case it measured"))
+        accept = words.accept_line(self.record.verdicts, Invocation.of(self.record.options)) \
+            if self.record and not self.options.update else None
+        if accept:
+            write(accept, bold=True)
         for line in self.admission_lines:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:

@@ -1,0 +1,144 @@
+"""Accepting an intended change (issue 28): a case made to do more work fails; the one command its
+failure prints, run as printed, makes it the baseline (a new series, the reason kept, no other case
+touched); the next gate passes. Bad accepts get one line and change nothing.
+
+Real pytest runs and the real console command; times on the run's own clock (fake_clock.py), so a
+20 ms case measures 20.001 ms whatever the load, and the counted work (ATen operators, counted on a
+CPU too) is the real profiler's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfguard import store
+
+MEASURE = ("--perfguard", "--perfguard-budget", "0.1")
+
+SUITE = """
+    import json
+    import pathlib
+    import time
+
+    import torch
+
+    from perfguard import perf_case
+
+    CHANGE = pathlib.Path(__file__).with_name("change.json")
+    MORE = json.loads(CHANGE.read_text()) if CHANGE.exists() else {}
+
+    @perf_case(params={"n": [512]})
+    def matmul(n, device):
+        a = torch.ones(8, 8)
+
+        def call():
+            time.sleep(0.04 if MORE.get("matmul") else 0.02)
+            y = a + 1
+            return y.neg() if MORE.get("matmul") else y  # the more work: one more ATen operator a call
+        return call
+
+    @perf_case
+    def steady(device):
+        return lambda: time.sleep(0.02)
+"""
+CHANGED = "matmul[n=512]"
+ACCEPT = re.compile(r"^perfguard: to accept these changes: `(?P<command>.+)`$", re.M)
+
+
+def perfguard_command(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The printed command as a person runs it: the console script, words split as a shell splits them."""
+    argv = shlex.split(command)
+    assert argv[0] == "perfguard", command
+    script = shutil.which("perfguard", path=str(Path(sys.executable).parent))
+    launcher = [script] if script else [sys.executable, "-m", "perfguard.cli"]
+    return subprocess.run([*launcher, *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def accepted(tmp_path_factory, run_pytest, fake_clock):
+    root = tmp_path_factory.mktemp("accept")
+    (root / "conftest.py").write_text(fake_clock)
+    (root / "test_ops.py").write_text(textwrap.dedent(SUITE))
+    for _ in range(2):  # two runs a case
+        recorded = run_pytest(root, *MEASURE, "--perfguard-update")
+        assert recorded.ret == 0, recorded.outlines[-30:]
+    (baseline_path,) = store.list_files(root / "baselines")
+    before = store.load_file(baseline_path)
+    (root / "change.json").write_text(json.dumps({"matmul": True}))
+    failed = run_pytest(root, *MEASURE)
+    match = ACCEPT.search("\n".join(failed.outlines))
+    accept = perfguard_command(match["command"], root) if match else None
+    after = store.load_file(baseline_path)
+    passed = run_pytest(root, *MEASURE)
+    return dict(root=root, before=before, failed=failed, command=match["command"] if match else None, accept=accept,
+                after=after, passed=passed, baseline=baseline_path)
+
+
+def test_the_intended_change_fails_on_its_counter_and_its_time_and_prints_one_command(accepted):
+    failed = accepted["failed"]
+    assert failed.ret == 1, failed.outlines[-30:]
+    text = "\n".join(failed.outlines)
+    assert f"{CHANGED}: aten_ops regressed: ATen operators per call" in text and "+1 × aten::neg" in text
+    assert f"{CHANGED}: latency regressed: " in text
+    assert accepted["command"] == f"perfguard baseline accept reports/perfguard.json --case '{CHANGED}'"
+    assert text.count(accepted["command"]) >= 2  # in the case's failure, and once in the perfguard summary
+
+
+def test_the_printed_command_works_as_printed_and_starts_a_new_series_with_its_reason(accepted):
+    accept = accepted["accept"]
+    assert accept is not None and accept.returncode == 0, (accept.stdout, accept.stderr)
+    assert f"{CHANGED}: accepted (accepted with perfguard baseline accept): its series starts again with 1 run" in accept.stdout
+    entry = accepted["after"].cases[CHANGED]
+    assert len(entry.runs) == 1 and entry.runs[0].accepted == "accepted with perfguard baseline accept"
+    assert entry.result.counters.total("aten_ops") == accepted["before"].cases[CHANGED].result.counters.total("aten_ops") + 1
+    assert entry.result.latency.median_ms == pytest.approx(40.001)
+    # Other cases are not weakened: steady's series is byte for byte what it was.
+    assert accepted["after"].cases["steady"] == accepted["before"].cases["steady"]
+
+
+def test_after_accepting_the_gate_passes(accepted):
+    passed = accepted["passed"]
+    assert passed.ret == 0, passed.outlines[-30:]
+    text = "\n".join(passed.outlines)
+    assert "regressed:" not in text and "to accept these changes" not in text
+
+
+def test_a_routine_update_does_not_take_in_a_counted_regression(tmp_path, run_pytest, fake_clock):
+    # The time did not move, so the run lies within its series; the extra operator must still not
+    # become the baseline by a routine --perfguard-update: only a named accept may.
+    (tmp_path / "conftest.py").write_text(fake_clock)
+    (tmp_path / "test_ops.py").write_text(textwrap.dedent(SUITE.replace("0.04 if", "0.02 if")))
+    for _ in range(2):
+        assert run_pytest(tmp_path, *MEASURE, "--perfguard-update", "-k", "matmul").ret == 0
+    (path,) = store.list_files(tmp_path / "baselines")
+    before = path.read_bytes()
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    update = run_pytest(tmp_path, *MEASURE, "--perfguard-update", "-k", "matmul")
+    text = "\n".join(update.outlines)
+    assert f"perfguard: {CHANGED}: the run of " in text and "not added: aten_ops grew" in text, text[-3000:]
+    assert f"accept it: `perfguard baseline accept reports/perfguard.json --case '{CHANGED}'`" in text
+    assert "this run joined the baseline of 0 case(s), not of 1 (below)" in text
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--metric", "latency"], "--metric and --reason say what of a named case to accept: name the case(s) with --case ID"),
+    (["--case", "nope"], "no case nope in"),
+    (["--case", "steady", "--metric", "aten_ops"], "'steady': 'aten_ops' did not change against baselines"),
+])
+def test_a_bad_accept_is_one_line_and_changes_nothing(accepted, args, says):
+    root = accepted["root"]
+    before = accepted["baseline"].read_bytes()
+    done = perfguard_command(shlex.join(["perfguard", "baseline", "accept", "reports/perfguard.json", *args]), root)
+    assert done.returncode == 2 and says in done.stderr, (done.stdout, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    assert accepted["baseline"].read_bytes() == before
