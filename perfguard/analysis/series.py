@@ -21,37 +21,19 @@ run left out is one line, collected in `lines` for the caller to print. Pure: no
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 from collections.abc import Sequence
 
 from perfguard import units
 from perfguard.analysis import noise, priors
 from perfguard.defaults import THRESHOLD_PCT
-from perfguard.model import BaselineEntry, CaseResult, RunSummary
+# The types the rule speaks in are the store's too: model/baseline.py holds them, below both.
+from perfguard.model import Admitted, BaselineEntry, Candidate, CaseResult, RunSummary, identity
 from perfguard.model.names import shown
 
 # How far ahead of this machine's clock a run may be dated: runners' clocks disagree by seconds, not
 # minutes. A run dated later would stay the newest of its series for ever (the cap drops the oldest).
 CLOCK_SKEW = datetime.timedelta(minutes=5)
-
-
-@dataclasses.dataclass(frozen=True)
-class Candidate:
-    """A run that asks to join a case's series: its result, its summary, and where it came from."""
-
-    result: CaseResult
-    summary: RunSummary
-    origin: str  # as a line names it: "this run", a record's path, a baseline file's
-
-
-@dataclasses.dataclass(frozen=True)
-class Admitted:
-    """The series to keep for a case (oldest first, before the cap), and the result the entry keeps:
-    the newest admitted run's, or None when none was admitted (the entry stays as it was)."""
-
-    runs: tuple[RunSummary, ...]
-    result: Candidate | None
 
 
 class Admission:
@@ -149,11 +131,6 @@ class Admission:
                 return (f"{metric} {change:+.1f}% from the centre of {est.judges()}, "
                         f"outside its tolerance of ±{est.tolerance_pct:.1f}%")
         return ""
-
-
-def identity(run: RunSummary) -> tuple[object, ...]:
-    """What makes two run summaries one run: when, on what, and what it measured."""
-    return (run.recorded_at, run.device_uuid, run.host, tuple(sorted((m, t.median_ms) for m, t in run.timings.items())))
 
 
 def in_future(recorded_at: str, now: datetime.datetime | None = None) -> bool:

@@ -14,9 +14,14 @@ from perfguard.model.codec import (
     to_jsonable,
 )
 from perfguard.model.baseline import (
+    Admit,
+    Admitted,
     BaselineEntry,
     BaselineFile,
     Calibration,
+    Candidate,
+    identity,
+    Merge,
     run_summary,
     RunSummary,
     RunTime,
@@ -63,12 +68,15 @@ from perfguard.model.records import (
 )
 
 __all__ = [
+    "Admit",
+    "Admitted",
     "BaselineEntry",
     "BaselineFile",
     "CASE_STATUSES",
     "COUNTER_KINDS",
     "COUNTER_LABELS",
     "Calibration",
+    "Candidate",
     "CaseResult",
     "CaseStatus",
     "CounterKind",
@@ -81,6 +89,7 @@ __all__ = [
     "MAX_STORED_SAMPLES",
     "Memory",
     "MemoryBreakdown",
+    "Merge",
     "NEW_HINT",
     "Metrics",
     "POWER_CAP",
@@ -103,6 +112,7 @@ __all__ = [
     "VerdictStatus",
     "dumps",
     "from_jsonable",
+    "identity",
     "judged_metric",
     "loads_baseline",
     "loads_record",
