@@ -173,6 +173,7 @@ def test_the_public_names_are_a_sorted_all():
 NEVER = (
     ("perfguard.store", "perfguard.analysis",
      "the store keeps files: the rule that admits runs is its caller's, known to it by model's types"),
+    ("perfguard.case", "perfguard.report", "a case's declaration renders nothing"),
 )
 
 
@@ -211,5 +212,7 @@ def test_the_layer_rules_see_an_import_where_there_is_one():
     # Without this, a reader that found no imports would pass the test above.
     assert broken({"perfguard.store.baselines": "def f():\n    from perfguard.analysis import series\n"})
     assert not broken({"perfguard.store.baselines": "from perfguard import defaults\nimport perfguard.model\n"})
+    assert broken({"perfguard.case": "from perfguard.report import inert\n"})
+    assert not broken({"perfguard.case": "from perfguard import inert\n"})
     real = dict(imported_modules((PACKAGE / "store" / "baselines.py").read_text(encoding="utf-8")))
     assert "perfguard.model" in real.values() and "perfguard.store.lock" in real.values()

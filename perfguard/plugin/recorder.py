@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import perfguard
+from perfguard import inert
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable
 from perfguard.plugin.baselines import Baselines
@@ -27,7 +28,7 @@ from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.selection import Selection
 from perfguard.plugin.strict import Fact, Watch
-from perfguard.report import RECORD_ONLY, inert, mark_unfinished, write_run_files
+from perfguard.report import RECORD_ONLY, mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -203,7 +204,7 @@ class Recorder:
         from perfguard.report.terminal import summary
 
         def write(text: str, **style: bool) -> None:
-            # Every line through report.inert: case ids, device names and messages are data.
+            # Every line through perfguard.inert: case ids, device names and messages are data.
             terminalreporter.write_line(inert.line(text), **style)
 
         terminalreporter.section("perfguard")
