@@ -174,6 +174,7 @@ NEVER = (
     ("perfguard.store", "perfguard.analysis",
      "the store keeps files: the rule that admits runs is its caller's, known to it by model's types"),
     ("perfguard.case", "perfguard.report", "a case's declaration renders nothing"),
+    ("perfguard.measure", "perfguard", "the face hands the public names on to users: measure sits below them"),
 )
 
 
@@ -214,5 +215,7 @@ def test_the_layer_rules_see_an_import_where_there_is_one():
     assert not broken({"perfguard.store.baselines": "from perfguard import defaults\nimport perfguard.model\n"})
     assert broken({"perfguard.case": "from perfguard.report import inert\n"})
     assert not broken({"perfguard.case": "from perfguard import inert\n"})
+    assert broken({"perfguard.measure.memory": "import perfguard\n"})
+    assert not broken({"perfguard.measure.memory": "from perfguard import defaults\nimport perfguard.model\n"})
     real = dict(imported_modules((PACKAGE / "store" / "baselines.py").read_text(encoding="utf-8")))
     assert "perfguard.model" in real.values() and "perfguard.store.lock" in real.values()
