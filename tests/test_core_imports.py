@@ -219,3 +219,26 @@ def test_the_layer_rules_see_an_import_where_there_is_one():
     assert not broken({"perfguard.measure.memory": "from perfguard import defaults\nimport perfguard.model\n"})
     real = dict(imported_modules((PACKAGE / "store" / "baselines.py").read_text(encoding="utf-8")))
     assert "perfguard.model" in real.values() and "perfguard.store.lock" in real.values()
+
+
+def test_the_environment_between_ab_and_its_pytest_runs_is_one_module_both_sides_read():
+    # perfguard/ab_env.py names each variable; ab sets it and the plugin reads it by that name alone.
+    from perfguard import ab_env
+
+    names = {k: v for k, v in vars(ab_env).items() if k.isupper()}
+    assert names and all(v.startswith("PERFGUARD_AB_") for v in names.values())
+    assert {name for _line, name in imports_in(PACKAGE / "ab_env.py")} <= {"__future__"}
+    spelt, users = [], {k: set() for k in names}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        module = module_name(path)
+        for node in ast.walk(tree):
+            if module != "perfguard.ab_env" and isinstance(node, ast.Constant) and str(node.value).startswith("PERFGUARD_AB_"):
+                spelt.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "perfguard.ab_env":
+                for alias in node.names:
+                    users[alias.name].add(module.split(".")[1])
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ab_env":
+                users[node.attr].add(module.split(".")[1])
+    assert spelt == [], "spell these through perfguard.ab_env"
+    assert all(users[k] == {"ab", "plugin"} for k in names), users  # the setter and the reader

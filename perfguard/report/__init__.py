@@ -17,9 +17,6 @@ if TYPE_CHECKING:
 RECORD_NAME = "perfguard.json"
 HTML_NAME = "perfguard.html"
 MARKDOWN_NAME = "perfguard.md"
-# Set by `perfguard ab` for its rounds' pytest processes: nobody reads a round's HTML or Markdown (ab
-# renders the pooled head once), and rendering them cost every round's process 0.2 s at 120 cases.
-RECORD_ONLY = "PERFGUARD_AB_RECORD_ONLY"
 
 
 def write_run_files(
