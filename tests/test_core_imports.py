@@ -242,3 +242,15 @@ def test_the_environment_between_ab_and_its_pytest_runs_is_one_module_both_sides
                 users[node.attr].add(module.split(".")[1])
     assert spelt == [], "spell these through perfguard.ab_env"
     assert all(users[k] == {"ab", "plugin"} for k in names), users  # the setter and the reader
+
+
+def test_where_the_run_is_comes_from_the_environment_at_the_plugins_edge_alone():
+    # CI and PERFGUARD_HOST are read once, into the plugin's Options, and passed down as values: a
+    # module below that read them itself could disagree with the options (CI's false words, say).
+    edge = PACKAGE / "plugin" / "options.py"
+    found = {name: [] for name in ("CI", "PERFGUARD_HOST")}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in found:
+                found[node.value].append(path)
+    assert found == {"CI": [edge], "PERFGUARD_HOST": [edge]}
