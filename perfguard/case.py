@@ -20,7 +20,7 @@ from typing import Any
 
 from perfguard import defaults
 from perfguard.errors import ConfigError
-from perfguard.report import inert
+from perfguard import inert
 
 CACHE_MODES = ("cold", "hot")
 TIMING_MODES = ("eager", "graph")

@@ -62,6 +62,15 @@ def _file(raw: Any) -> str:
 
 
 PROFILE_CHOICES = ("none", "regressed", "all")
+# What a yes-or-no says in an ini file (`perfguard-strict = off`) and in the environment (`CI=false`):
+# one of these words, in any case and with spaces around it; any other word is a yes.
+FALSE_WORDS = ("", "0", "false", "no", "off")
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+def is_false(raw: Any) -> bool:
+    """Whether an option's value or an environment variable's says no: unset, or one of FALSE_WORDS."""
+    return raw is None or raw is False or str(raw).strip().lower() in FALSE_WORDS
 
 OPTIONS: tuple[Option, ...] = (
     Option("perfguard", "measure perf cases (without it they run once, as functional tests)"),

@@ -165,3 +165,92 @@ def test_the_public_names_are_a_sorted_all():
     assert perfguard.__all__ == sorted(perfguard.__all__)
     for name in perfguard.__all__:
         assert hasattr(perfguard, name), name
+
+
+# Who may never import whom inside the package (DESIGN §2): (importer, imported, why). A module is
+# under a rule when its name is the rule's or starts with it and a dot; "perfguard" alone is the
+# package's face (perfguard/__init__.py), not every module under it.
+NEVER = (
+    ("perfguard.store", "perfguard.analysis",
+     "the store keeps files: the rule that admits runs is its caller's, known to it by model's types"),
+    ("perfguard.case", "perfguard.report", "a case's declaration renders nothing"),
+    ("perfguard.measure", "perfguard", "the face hands the public names on to users: measure sits below them"),
+)
+
+
+def imported_modules(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every perfguard import statement in `source`, those inside functions and under
+    TYPE_CHECKING included: `from perfguard.x import y` is perfguard.x.y where y is a module of the
+    package, else perfguard.x; `import perfguard` is the face."""
+    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [(node.lineno, f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module)
+                      for a in node.names]
+    return [(line, name) for line, name in found if name == "perfguard" or name.startswith("perfguard.")]
+
+
+def under(module: str, rule: str) -> bool:
+    return module == rule or (rule != "perfguard" and module.startswith(rule + "."))
+
+
+def broken(modules: dict[str, str]) -> list[str]:
+    """For sources by module name: each import that a rule of NEVER forbids, with the rule's why."""
+    return [f"{module}:{line} imports {name}: {why}"
+            for module, source in sorted(modules.items()) for line, name in imported_modules(source)
+            for importer, imported, why in NEVER if under(module, importer) and under(name, imported)]
+
+
+def test_no_module_imports_what_its_layer_must_not():
+    sources = {module_name(p): p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
+    assert broken(sources) == []
+
+
+def test_the_layer_rules_see_an_import_where_there_is_one():
+    # Without this, a reader that found no imports would pass the test above.
+    assert broken({"perfguard.store.baselines": "def f():\n    from perfguard.analysis import series\n"})
+    assert not broken({"perfguard.store.baselines": "from perfguard import defaults\nimport perfguard.model\n"})
+    assert broken({"perfguard.case": "from perfguard.report import inert\n"})
+    assert not broken({"perfguard.case": "from perfguard import inert\n"})
+    assert broken({"perfguard.measure.memory": "import perfguard\n"})
+    assert not broken({"perfguard.measure.memory": "from perfguard import defaults\nimport perfguard.model\n"})
+    real = dict(imported_modules((PACKAGE / "store" / "baselines.py").read_text(encoding="utf-8")))
+    assert "perfguard.model" in real.values() and "perfguard.store.lock" in real.values()
+
+
+def test_the_environment_between_ab_and_its_pytest_runs_is_one_module_both_sides_read():
+    # perfguard/ab_env.py names each variable; ab sets it and the plugin reads it by that name alone.
+    from perfguard import ab_env
+
+    names = {k: v for k, v in vars(ab_env).items() if k.isupper()}
+    assert names and all(v.startswith("PERFGUARD_AB_") for v in names.values())
+    assert {name for _line, name in imports_in(PACKAGE / "ab_env.py")} <= {"__future__"}
+    spelt, users = [], {k: set() for k in names}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        module = module_name(path)
+        for node in ast.walk(tree):
+            if module != "perfguard.ab_env" and isinstance(node, ast.Constant) and str(node.value).startswith("PERFGUARD_AB_"):
+                spelt.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "perfguard.ab_env":
+                for alias in node.names:
+                    users[alias.name].add(module.split(".")[1])
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ab_env":
+                users[node.attr].add(module.split(".")[1])
+    assert spelt == [], "spell these through perfguard.ab_env"
+    assert all(users[k] == {"ab", "plugin"} for k in names), users  # the setter and the reader
+
+
+def test_where_the_run_is_comes_from_the_environment_at_the_plugins_edge_alone():
+    # CI and PERFGUARD_HOST are read once, into the plugin's Options, and passed down as values: a
+    # module below that read them itself could disagree with the options (CI's false words, say).
+    edge = PACKAGE / "plugin" / "options.py"
+    found = {name: [] for name in ("CI", "PERFGUARD_HOST")}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in found:
+                found[node.value].append(path)
+    assert found == {"CI": [edge], "PERFGUARD_HOST": [edge]}

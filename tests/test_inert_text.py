@@ -19,7 +19,7 @@ import pytest
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
-from perfguard.report import inert
+from perfguard import inert
 from perfguard.report.markdown import render_markdown
 
 PAYLOAD = ("\x1b[2K\r same \r::error::forged\n::add-mask::secret\u2003::warning::spaced ##[error]legacy "

@@ -91,7 +91,8 @@ def measured(tmp_path_factory, run_pytest):
     write(path, "test_cases.py", MEASURED_SUITE)
     result = run_pytest(
         path, "--perfguard", "--perfguard-budget", str(BUDGET), "--perfguard-report=out/run1", "-rs",
-        env={"OMP_NUM_THREADS": None},  # perfguard's own choice of threads, whatever this shell says
+        # perfguard's own choice of threads, whatever this shell says; a runner's name for its host
+        env={"OMP_NUM_THREADS": None, "PERFGUARD_HOST": " runner-7 "},
     )
     return path, result
 
@@ -178,6 +179,7 @@ def test_the_record_names_this_cpu_and_the_run(record):
     (device,) = record.devices
     assert device.kind == "cpu" and device.slug.startswith("cpu-")
     assert device.uuid is None and device.peak_bandwidth_gbps is None
+    assert device.host == "runner-7"  # PERFGUARD_HOST, read by the plugin's options and handed to detect
     assert {r.device for r in record.results} == {device.slug}
     assert record.perfguard_version == perfguard.__version__
     assert record.options["budget_s"] == BUDGET

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from perfguard.ab.shards import Shard
 from perfguard.ab.sides import Side
+from perfguard.ab_env import COLLECTED, RECORD_ONLY
 from perfguard.errors import MeasurementError, PerfguardError
 from perfguard.measure.gpus import VARIABLE
 from perfguard.model import RunRecord, loads_record
-from perfguard.report import RECORD_NAME, RECORD_ONLY
+from perfguard.report import RECORD_NAME
 
 # launch(cmd, cwd, env, stdout file, stderr file) -> poll: the exit status once the process ended, else None.
 Launch = Callable[[list[str], Path, Mapping[str, str], Path, Path], Callable[[], "int | None"]]
-COLLECTED = "PERFGUARD_AB_COLLECTED"  # perfguard/plugin/collected.py's VARIABLE: it writes the node ids there
 POLL_S = 0.05
 
 

@@ -23,37 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from perfguard import defaults, units
 from perfguard.analysis import counting, memory_verdicts, noise, priors
 from perfguard.defaults import THRESHOLD_PCT
-from perfguard.model import BaselineEntry, CaseResult, RunSummary, Verdict
+# The types the rule speaks in are the store's too: model/baseline.py holds them, below both.
+from perfguard.model import Admitted, BaselineEntry, Candidate, CaseResult, RunSummary, Verdict, identity
 from perfguard.model.names import shown
 
 # How far ahead of this machine's clock a run may be dated: runners' clocks disagree by seconds, not
 # minutes. A run dated later would stay the newest of its series for ever (the cap drops the oldest).
 CLOCK_SKEW = datetime.timedelta(minutes=5)
-
-
-@dataclasses.dataclass(frozen=True)
-class Candidate:
-    """A run that asks to join a case's series: its result, its summary, and where it came from."""
-
-    result: CaseResult
-    summary: RunSummary
-    origin: str  # as a line names it: "this run", a record's path, a baseline file's
-
-
-@dataclasses.dataclass(frozen=True)
-class Admitted:
-    """The series to keep for a case (oldest first, before the cap), and the result the entry keeps:
-    the newest admitted run's, or None when none was admitted (the entry stays as it was)."""
-
-    runs: tuple[RunSummary, ...]
-    result: Candidate | None
 
 
 class Admission:
@@ -192,11 +174,6 @@ class _Bare:
     def verdict(self, metric: str, status: Any, reason: Any, threshold: float, baseline: float | None = None,
                 current: float | None = None, change: float | None = None, **figures: Any) -> Verdict:
         return Verdict("", metric, status, baseline, current, change, threshold, None, reason=reason)
-
-
-def identity(run: RunSummary) -> tuple[object, ...]:
-    """What makes two run summaries one run: when, on what, and what it measured."""
-    return (run.recorded_at, run.device_uuid, run.host, tuple(sorted((m, t.median_ms) for m, t in run.timings.items())))
 
 
 def in_future(recorded_at: str, now: datetime.datetime | None = None) -> bool:

@@ -27,10 +27,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from perfguard import inert
 from perfguard.cli import history, measuring, records
 from perfguard.cli.common import read_record
 from perfguard.errors import PerfguardError
-from perfguard.report import inert
 
 __all__ = ["main", "read_record"]
 
@@ -41,7 +41,7 @@ BROKEN_PIPE = 141
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
-            # Every line the command prints through report.inert: ids, names, dates and messages come
+            # Every line the command prints through perfguard.inert: ids, names, dates and messages come
             # from records, which are untrusted; none may move the cursor or command the CI runner.
             with inert.output():
                 return _main(list(sys.argv[1:] if argv is None else argv))

@@ -22,12 +22,14 @@ from typing import Any
 
 import torch
 
-import perfguard
 from perfguard.analysis import attribution
 from perfguard.measure.phases import PhaseTracker
 from perfguard.model import DeviceInfo, MemoryBreakdown
 
 METHOD = "allocator history"
+# perfguard's own folder, two up from this file: read off the path, not off the package's face, which
+# stands above everything that measures.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Entries the history may keep: a GPT-2-small step makes some tens of thousands. A trace that fills
 # the ring has lost its start, and the walk says so rather than guess.
 MAX_ENTRIES = 2_000_000
@@ -94,4 +96,4 @@ def _live_blocks(snapshot: dict, index: int) -> Iterator[tuple[int, int]]:
 
 def _library_dirs() -> tuple[str, ...]:
     """Frames in these are torch's or ours, not the user's line the report should name."""
-    return tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, perfguard))
+    return (os.path.dirname(torch.__file__) + os.sep, PACKAGE_DIR + os.sep)

@@ -27,14 +27,15 @@ def slugify(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def detect(kind: str) -> DeviceInfo:
-    """Identify the current device of `kind` ("cuda" uses the current CUDA device)."""
+def detect(kind: str, host: str | None = None) -> DeviceInfo:
+    """Identify the current device of `kind` ("cuda" uses the current CUDA device), on the machine the
+    run names `host` (the plugin's PERFGUARD_HOST: Options.host); None: its hostname."""
     common = {
         "torch": str(torch.__version__),  # a TorchVersion, which xdist cannot send
         "triton": _version("triton"),
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
-        "host": host_name(),
+        "host": host or socket.gethostname(),
     }
     if kind == "cpu":
         name = cpu_model()
@@ -64,12 +65,6 @@ def detect(kind: str) -> DeviceInfo:
         **info,
         **common,
     )
-
-
-def host_name() -> str:
-    """The machine's name, or PERFGUARD_HOST where runners get a new hostname each job (containers):
-    the verdict adds the host-to-host offset of tiny kernels only for hosts a baseline has not seen."""
-    return os.environ.get("PERFGUARD_HOST", "").strip() or socket.gethostname()
 
 
 def pinning_problem(entry: str) -> str | None:

@@ -24,6 +24,7 @@ from perfguard.measure.timers import (
     CudaGraphTimer,
     HostTimer,
     SamplingRule,
+    Timer,
     check_finite,
     graph_calls,
     sample,
@@ -96,21 +97,23 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         estimate = guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
     calls = 1
+    events: CudaEventTimer | None = None  # on a GPU: the device's timer, which also tells the regime
     if not cuda:
-        timer: Any = HostTimer(fn)
+        timer: Timer = HostTimer(fn)
     else:
         clock_hz = (device.max_sm_clock_mhz or 2000) * 1e6
         if instance.spec.mode == "graph":
             calls = graph_calls(instance.spec.cache, estimate)
-            timer = guard(where, "CUDA-graph capture", lambda: CudaGraphTimer(fn, flush, estimate, clock_hz, calls))
+            events = guard(where, "CUDA-graph capture", lambda: CudaGraphTimer(fn, flush, estimate, clock_hz, calls))
         else:
-            timer = CudaEventTimer(fn, flush, estimate, clock_hz)
+            events = CudaEventTimer(fn, flush, estimate, clock_hz)
+        timer = events
     watch.tick()
 
     def take(k: int) -> list[float]:
         out = guard(where, "sampling", lambda: timer.take(k))
         watch.tick()
-        if getattr(timer, "outrun", False):
+        if timer.outrun:
             raise _Outrun
         return out
 
@@ -120,17 +123,17 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         try:
             samples, stop = sample(take, estimate.total_s, rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
                                    calls_per_sample=calls)
-            if cuda:
-                regime = "enqueue-bound" if timer.enqueue_bound() else "device"
-                per_call_s = max(estimate.host_s, timer.device_s / calls)
+            if events is not None:
+                regime = "enqueue-bound" if events.enqueue_bound() else "device"
+                per_call_s = max(estimate.host_s, (events.device_s or 0.0) / calls)  # set by every batch
         except _Outrun:
+            events = None  # done with: a captured graph's memory pool goes now, not after the caller's samples
             regime, timer = "caller", CallerTimer(fn, estimate.total_s)
             samples, stop = _sample_caller(where, timer, rule, sampling + rule.budget_s * 0.9, watch)
     check_finite(samples, where)
     latency = summarize(samples, stop)
-    timer_name = timer.name
-    dropped = getattr(timer, "dropped", 0)
-    del timer  # a captured graph holds its own memory pool
+    timer_name, dropped = timer.name, timer.dropped
+    del timer, events  # a captured graph holds its own memory pool
 
     judged = "caller_latency" if regime == "caller" else "latency"
     timings = {judged: Timing(latency, thin_samples(samples))}

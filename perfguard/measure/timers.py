@@ -1,6 +1,7 @@
 """Timers and the sampling loop (DESIGN §3).
 
-A timer takes a batch of samples and returns one time per call, in milliseconds:
+A timer takes a batch of samples and returns one time per call, in milliseconds (`Timer`, the few
+members the sampling loop and measure/runner.py ask of every one):
 
 - `CudaEventTimer`: each call between two CUDA events; the batch is queued behind a device-side
   wait (`torch.cuda._sleep`) long enough for the host to enqueue the whole batch, so host launch
@@ -31,7 +32,7 @@ import gc
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -102,8 +103,29 @@ def sample(
             return samples, "budget"
 
 
+@runtime_checkable
+class Timer(Protocol):
+    """What measure/runner.py asks of a timer, whichever it is: the part of measuring that is swapped
+    by the case's device and regime (pytest-xdist's scheduler protocol is the model)."""
+
+    name: str  # the record's `timer`: "host-clock", "cuda-events", "cuda-graph", "caller"
+    dropped: int  # samples taken but thrown away (the device reached them before they were queued whole)
+
+    def take(self, k: int) -> list[float]:
+        """At most `k` samples, each a time per call in milliseconds (fewer where some were dropped)."""
+        ...
+
+    @property
+    def outrun(self) -> bool:
+        """Whether this timer cannot time the call at all: the call waits for the device itself, so only
+        the caller's view exists (runner then changes to CallerTimer)."""
+        ...
+
+
 class HostTimer:
     name = "host-clock"
+    dropped = 0  # the host clock keeps every sample
+    outrun = False  # nothing is queued ahead: there is no device to outrun
 
     def __init__(self, fn: Callable[[], Any]):
         self.fn = fn
@@ -279,6 +301,8 @@ class CallerTimer:
     spread over ~BATCH_TARGET_S of calls. No L2 flush: a caller's loop finds what the last call left."""
 
     name = "caller"
+    dropped = 0  # every sample is kept
+    outrun = False  # the caller's view is what remains when the device's cannot be had
 
     def __init__(self, fn: Callable[[], Any], per_call_s: float):
         self.fn = fn

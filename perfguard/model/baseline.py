@@ -1,13 +1,17 @@
 """What a baseline keeps, frozen: per case the summaries of its runs (the run, not the call, is the
-unit of evidence) and the newest run's result; per GPU model, its file and calibration."""
+unit of evidence) and the newest run's result; per GPU model, its file and calibration. And what a
+write of it asks of the rule that admits runs to a case's series (`Admit`: analysis/series.py's
+Admission is one): the store applies it inside its lock, and knows it by these types alone."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
 
 from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, Regime, TimeMetric, Timing
+
 
 @dataclasses.dataclass(frozen=True)
 class RunTime:
@@ -93,6 +97,41 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
         commit=commit,
         regime=result.regime,
     )
+
+
+def identity(run: RunSummary) -> tuple[object, ...]:
+    """What makes two run summaries one run: when, on what, and what it measured."""
+    return (run.recorded_at, run.device_uuid, run.host, tuple(sorted((m, t.median_ms) for m, t in run.timings.items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A run that asks to join a case's series: its result, its summary, and where it came from."""
+
+    result: CaseResult
+    summary: RunSummary
+    origin: str  # as a line names it: "this run", a record's path, a baseline file's
+
+
+@dataclasses.dataclass(frozen=True)
+class Admitted:
+    """The series to keep for a case (oldest first, before the cap), and the result the entry keeps:
+    the newest admitted run's, or None when none was admitted (the entry stays as it was)."""
+
+    runs: tuple[RunSummary, ...]
+    result: Candidate | None
+
+
+# Decides which new runs join a case's series: (case id, its entry or None, the new runs) -> what to keep.
+Admit = Callable[[str, BaselineEntry | None, Sequence[Candidate]], Admitted]
+
+
+class Merge(Protocol):
+    """Decides which runs of several baseline files of one GPU model a case keeps (a merge of them)."""
+
+    def merged(self, case_id: str, runs: Sequence[tuple[RunSummary, str]], newest: CaseResult) -> tuple[RunSummary, ...]:
+        """`runs`: (summary, the file it came from), any order; `newest`: the newest entry's result."""
+        ...
 
 
 def _run_time(timing: Timing) -> RunTime:

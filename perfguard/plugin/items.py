@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from perfguard import inert
 from perfguard.case import (OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label,
                             rename_advice)
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.plugin.measurer import CaseFailure, Measurer
-from perfguard.report import inert
 
 # Case id -> the case that took it: a second case of the same id errors, naming where the first is declared.
 DECLARED = pytest.StashKey[dict[str, CaseSpec]]()

@@ -79,7 +79,7 @@ class Measurer:
         from perfguard.measure.device import detect
         from perfguard.measure.timers import SamplingRule
 
-        device = detect(self.kind)
+        device = detect(self.kind, self.options.host)
         if self._pinned is not None and self.kind == "cuda":
             from perfguard.measure.device import pinning_problem
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from perfguard import defaults
-from perfguard.options import OPTIONS, TIMEOUT_BUDGETS, option
+from perfguard.options import OPTIONS, TIMEOUT_BUDGETS, TRUE_WORDS, is_false, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +41,10 @@ class Options:
     # The folders as the user named them, for the commands a verdict prints (report/commands.py).
     baselines_arg: str = defaults.BASELINES_DIR
     report_arg: str = defaults.REPORT_DIR
+    # PERFGUARD_HOST: the machine's name where runners get a new hostname each job (containers); None:
+    # its hostname. The verdict adds the host-to-host offset of tiny kernels only for hosts a baseline
+    # has not seen.
+    host: str | None = None
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
@@ -52,6 +56,8 @@ class Options:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
+        """The options, with the two environment variables that say where the run is, read here once and
+        passed down as values: CI (the profile's default), PERFGUARD_HOST (`host`)."""
         root = config.rootpath
         _refuse_spaced_folders(config)
         update = _update(config)
@@ -64,7 +70,7 @@ class Options:
             report_dir=Path(root, _parsed(config, "perfguard-report")),
             threshold_pct=_parsed(config, "perfguard-threshold"),
             budget_s=_parsed(config, "perfguard-budget"),
-            profile=_profile(config),
+            profile=_profile(config, ci=not is_false(os.environ.get("CI"))),
             allow_shared_gpu=bool(_value(config, "perfguard-allow-shared-gpu")),
             keep_runs=_parsed(config, "perfguard-baseline-runs"),
             confirm=_parsed(config, "perfguard-confirm"),
@@ -75,6 +81,7 @@ class Options:
             cases_file=_cases_file(config),
             baselines_arg=str(_parsed(config, "perfguard-baselines")),
             report_arg=str(_parsed(config, "perfguard-report")),
+            host=os.environ.get("PERFGUARD_HOST", "").strip() or None,
         )
         if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
             from perfguard.store.atomic import refuse_file_for_folder
@@ -151,22 +158,15 @@ def _value(config: pytest.Config, name: str) -> Any:
 
 
 def _flag(config: pytest.Config, name: str) -> bool:
-    value = _value(config, name)
-    return bool(value) and str(value).strip().lower() not in FALSE_WORDS
-
-
-FALSE_WORDS = ("", "0", "false", "no", "off")
-TRUE_WORDS = ("1", "true", "yes", "on")
+    return not is_false(_value(config, name))
 
 
 def _update(config: pytest.Config) -> str | None:
     """None (no update), "true" or "force"; the ini value is any of those words."""
     raw = _value(config, "perfguard-update")
-    if raw is None or raw is False:
+    if is_false(raw):
         return None
     word = str(raw).strip().lower()
-    if word in FALSE_WORDS:
-        return None
     if word in TRUE_WORDS:
         return "true"
     if word in (w for w, _ in option("perfguard-update").words):
@@ -186,11 +186,11 @@ def _parsed(config: pytest.Config, name: str) -> Any:
         raise pytest.UsageError(f"--{name} (or ini {name}) {exc}") from None
 
 
-def _profile(config: pytest.Config) -> str:
+def _profile(config: pytest.Config, ci: bool) -> str:
     if _value(config, "perfguard-profile") is None:
         # CI runs (GitHub Actions sets CI=true) profile what regressed, so the failing job carries
         # the operator table and trace a person needs; a laptop run does not pay for it unasked.
-        return "regressed" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "none"
+        return "regressed" if ci else "none"
     return _parsed(config, "perfguard-profile")
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import perfguard
+from perfguard import ab_env, inert
 from perfguard.errors import ConfigError, PerfguardError
 from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable
 from perfguard.plugin.baselines import Baselines
@@ -27,7 +28,7 @@ from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.selection import Selection
 from perfguard.plugin.strict import Fact, Watch
-from perfguard.report import RECORD_ONLY, inert, mark_unfinished, write_run_files
+from perfguard.report import mark_unfinished, write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -142,8 +143,8 @@ class Recorder:
         self.record_interrupt()
 
     def _write_files(self) -> list[tuple[Path, str | None]]:
-        # A round of `perfguard ab` writes its record alone (RECORD_ONLY): ab reads nothing else of it.
-        return write_run_files(self.options.report_dir, self.record, self.fits, reports=not os.environ.get(RECORD_ONLY))
+        # A round of `perfguard ab` writes its record alone (ab_env.RECORD_ONLY): ab reads nothing else of it.
+        return write_run_files(self.options.report_dir, self.record, self.fits, reports=not os.environ.get(ab_env.RECORD_ONLY))
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
@@ -209,7 +210,7 @@ class Recorder:
         from perfguard.report.terminal import summary
 
         def write(text: str, **style: bool) -> None:
-            # Every line through report.inert: case ids, device names and messages are data.
+            # Every line through perfguard.inert: case ids, device names and messages are data.
             terminalreporter.write_line(inert.line(text), **style)
 
         terminalreporter.section("perfguard")

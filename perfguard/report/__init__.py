@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# perfguard.inert lived in this folder, and report/markdown.py still takes it from here.
+from perfguard import inert  # noqa: F401
+
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
     from perfguard.model import RunRecord
@@ -14,9 +17,6 @@ if TYPE_CHECKING:
 RECORD_NAME = "perfguard.json"
 HTML_NAME = "perfguard.html"
 MARKDOWN_NAME = "perfguard.md"
-# Set by `perfguard ab` for its rounds' pytest processes: nobody reads a round's HTML or Markdown (ab
-# renders the pooled head once), and rendering them cost every round's process 0.2 s at 120 cases.
-RECORD_ONLY = "PERFGUARD_AB_RECORD_ONLY"
 
 
 def write_run_files(

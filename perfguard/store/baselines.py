@@ -3,8 +3,9 @@
 Each update adds one run to every case it measured: the case's newest result (samples capped)
 replaces the old one, and its run summary joins the case's last runs (at most `keep_runs`, oldest
 dropped first), from which the verdict learns the case's run-to-run noise. Which runs may join is the
-caller's rule (`admit`, analysis/series.py), applied here to the file as re-read inside the lock: a
-run of changed code mixed with the old code's runs, or one bad run, would read as noise.
+caller's rule (`admit`, a model.Admit such as analysis/series.py's Admission), applied here to the
+file as re-read inside the lock: a run of changed code mixed with the old code's runs, or one bad run,
+would read as noise.
 
 An update re-reads the file inside a lock on `<file>.lock` (deleted again on release: store/lock.py),
 merges the new cases into what it finds, and replaces the file atomically. Re-reading inside the lock
@@ -21,16 +22,20 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from perfguard import defaults
-from perfguard.analysis.series import Admission, Admitted, Candidate, identity
 from perfguard.errors import BaselineError
 from perfguard.model import (
     MAX_BASELINE_SAMPLES,
+    Admit,
+    Admitted,
     BaselineEntry,
     BaselineFile,
     Calibration,
+    Candidate,
     CaseResult,
     DeviceInfo,
+    Merge,
     dumps,
+    identity,
     loads_baseline,
     names,
     run_summary,
@@ -40,8 +45,6 @@ from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import followed, refuse_file_for_folder, refuse_links_out, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
-# Decides which new runs join a case's series: (case id, its entry or None, the new runs) -> what to keep.
-Admit = Callable[[str, "BaselineEntry | None", "Sequence[Candidate]"], Admitted]
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
 LOCK_TIMEOUT_S = 60.0
@@ -118,8 +121,8 @@ def update(
     origin: str = "this run",
 ) -> Path:
     """Merge the measured ("ok") `results` into the device's baseline file as one more run; other cases
-    are kept. `admit` decides which runs join each case's series (analysis.series.Admission); without
-    it every run joins.
+    are kept. `admit` decides which runs join each case's series (model.Admit); without it every
+    run joins.
 
     Returns the file's path. Raises BaselineError naming the file when the existing file is not a
     valid baseline (it is left as it was), or when the folder cannot be written.
@@ -171,10 +174,11 @@ def update_runs(
 
 
 def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_runs: int = DEFAULT_KEEP_RUNS,
-                admission: Admission | None = None, names: Sequence[str] = ()) -> Path:
+                admission: Merge | None = None, names: Sequence[str] = ()) -> Path:
     """Fold baseline files of one GPU model (recorded on other hosts) into `directory`'s: per case the
     runs of all, oldest first, each once, the newest `keep_runs` kept; the newest run's result wins.
-    `admission` leaves out runs dated in the future or far from the others (`names`: each file's, for its lines)."""
+    `admission` (model.Merge) decides which runs each case keeps, such as leaving out runs dated in the
+    future or far from the others (`names`: each file's, for its lines); without it every run, once."""
     slugs = {b.device.slug for b in others}
     if len(slugs) != 1:
         raise BaselineError(f"baselines of {', '.join(sorted(slugs)) or 'no device'}: merge files of one GPU model at a time")
