@@ -62,7 +62,7 @@ def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path,
     baselines = tmp_path / "baselines"
     assert main(["baseline", "accept", str(run), "--baselines", str(baselines)]) == 0
     out = capsys.readouterr().out
-    assert f"accepted 1 run(s) of 2 case(s) into {baselines / 'cpu-amd-epyc-9654.json'}" in out
+    assert f"{baselines / 'cpu-amd-epyc-9654.json'}: runs of 2 case(s) added from 1 record" in out
     assert "skipped broken: not measured (status error)" in out
     saved = store.load(baselines, CPU)
     assert sorted(saved.cases) == ["a", "b"]
@@ -88,7 +88,7 @@ def test_baseline_accept_merges_a_fleets_records_into_one_run_each(tmp_path, rng
         paths.append(tmp_path / f"{host}.json")
         paths[-1].write_text(dumps(run))
     assert main(["baseline", "accept", *map(str, paths), "--baselines", str(baselines), "--keep-runs", "2"]) == 0
-    assert "accepted 3 run(s) of 1 case(s)" in capsys.readouterr().out
+    assert "cpu-amd-epyc-9654.json: runs of 1 case(s) added from 3 records" in capsys.readouterr().out
     runs = store.load(baselines, CPU).cases["a"].runs
     assert [r.host for r in runs] == ["runner-b", "runner-c"]  # --keep-runs 2: the newest two
     assert main(["baseline", "show", "--baselines", str(baselines)]) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -113,15 +114,15 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         raise ConfigError(f"{', '.join(args.runs)}: no measured case to accept; run pytest --perfguard first")
     accepted = _named_changes(args, runs_by_slug, devices)
     admission = Admission(restart=args.restart, accepted=accepted,
-                          remedy=lambda case_id: f"if the change is intended, name it: `perfguard baseline accept "
-                                                 f"{' '.join(args.runs)} --case {case_id}`")
+                          remedy=lambda case_id: "if the change is intended, name it: `" + shlex.join(
+                              ["perfguard", "baseline", "accept", *args.runs, "--case", case_id]) + "`")
     for slug, runs in sorted(runs_by_slug.items()):
         path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs, admit=admission,
                            origins=origins[slug])
         cases = {r.id for results, *_ in runs for r in results}
         added, left = len(cases & admission.added), len(cases - admission.added)
         print(f"{path}: runs of {added} case(s) added from {units.plural(len(runs), 'record')}"
-              + (f"; {left} case(s) not added (below)" if left else ""))
+              + (f"; {left} case(s) left as they were (below)" if left else ""))
     for line in admission.lines:
         print(line)
     return 0
