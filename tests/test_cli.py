@@ -321,3 +321,15 @@ def test_the_options_page_lists_every_option_with_its_default():
         if isinstance(option.default, (int, float)) and not isinstance(option.default, bool):
             assert f"| {option.default:g} |" in rows[f"--{option.name}"], option.name
     assert "below" not in page  # the page is a table: every pointer is a link to the page that explains
+
+
+def test_version_prints_the_packages_version(capsys):
+    import tomllib
+
+    import perfguard
+
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    assert capsys.readouterr().out == f"perfguard {declared}\n" and perfguard.__version__ == declared
