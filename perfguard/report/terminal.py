@@ -125,7 +125,7 @@ def summary(
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
     if verdicts:
         tally = {s: sum(v.status == s for v in verdicts) for s in ORDER if s}
-        lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
+        lines.append((verdict_count(verdicts, tally), {"bold": True}))
         listed = [v for v in verdicts
                   if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None)]
         if failed_above:
@@ -148,6 +148,14 @@ def summary(
             n = len({v.case_id for v in quiet if change in v.env_mismatch})
             lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
     return lines
+
+
+def verdict_count(verdicts: Sequence[Verdict], tally: dict[str, int]) -> str:
+    """"22 verdicts (one per metric) for 4 cases: 0 regressed, ...": a case has a verdict per figure it is
+    judged by (its times, memory, each work counter), so the count is not the number of cases."""
+    cases = units.plural(len({v.case_id for v in verdicts}), "case")
+    return (f"{units.plural(len(verdicts), 'verdict')} (one per metric) for {cases}: "
+            + ", ".join(f"{n} {s}" for s, n in tally.items()))
 
 
 def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:
