@@ -118,8 +118,8 @@ def _device_line(d: Device) -> str:
 
 
 def _item(e: Entry, device: Device, multi: bool) -> str:
-    """A case's list item: its first verdict's words in full on the item's line, each further one (and
-    where a regression spends its time) folded onto a line of its own below it, never cut."""
+    """A case's list item: its first verdict's words in full on the item's line (with where a regression
+    spends its time), each further one folded onto a line of its own below it, never cut."""
     where = f" on {_md(device.info.name)}" if multi else ""
     head = f"- {_md(e.case_id, code=True)}{where}"
     r = e.result
@@ -130,8 +130,9 @@ def _item(e: Entry, device: Device, multi: bool) -> str:
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
                 + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
     lines = [words.line(v) for v in e.verdicts if v.status == e.status] or [words.line(v) for v in e.verdicts]
-    first, *more = [_md(m, limit=WORDS_CHARS) for m in lines] + ([_top_operator(e)] if e.status == "regressed" else [])
-    return "\n".join([f"{head}: {first}", *(f"  - {line}" for line in more if line)])
+    first, *more = [_md(m, limit=WORDS_CHARS) for m in lines]
+    top = _top_operator(e) if e.status == "regressed" else ""
+    return "\n".join([f"{head}: {first}{top}", *(f"  - {line}" for line in more)])
 
 
 def _top_operator(e: Entry) -> str:
@@ -140,7 +141,7 @@ def _top_operator(e: Entry) -> str:
     if p is None or not p.ops:
         return ""
     op, clock = p.ops[0], "CUDA" if p.sort_by == "cuda" else "CPU"
-    text = f"top operator {_md(op.operator, code=True)} {units.duration(op.self_ms)} self {clock} time per call"
+    text = f" · top operator {_md(op.operator, code=True)} {units.duration(op.self_ms)} self {clock} time per call"
     if p.kernels_per_call is not None:
         text += f", {p.kernels_per_call:g} kernels per call"
     return text + (f" (trace {_md(p.trace, code=True)})" if p.trace else "")
