@@ -73,9 +73,9 @@ def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path,
         assert main(args) == 0
         out = capsys.readouterr().out
         assert "AMD EPYC 9654 (cpu-amd-epyc-9654), 2 case(s)" in out
-        assert "case" in out and "median" in out and "samples kept" in out and "runs" in out and "recorded_at" in out
+        assert "case" in out and "centre" in out and "spread" in out and "runs" in out and "recorded_at" in out
         line = next(line for line in out.splitlines() if line.strip().startswith("a "))
-        assert "100" in line and "2026-11-29T12:00:00+00:00" in line and "0123456789ab" in line
+        assert " 1/1 " in line and "2026-11-29T12:00:00+00:00" in line and "0123456789ab" in line
 
 
 def test_baseline_accept_merges_a_fleets_records_into_one_run_each(tmp_path, rng, capsys):
@@ -321,3 +321,15 @@ def test_the_options_page_lists_every_option_with_its_default():
         if isinstance(option.default, (int, float)) and not isinstance(option.default, bool):
             assert f"| {option.default:g} |" in rows[f"--{option.name}"], option.name
     assert "below" not in page  # the page is a table: every pointer is a link to the page that explains
+
+
+def test_version_prints_the_packages_version(capsys):
+    import tomllib
+
+    import perfguard
+
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    assert capsys.readouterr().out == f"perfguard {declared}\n" and perfguard.__version__ == declared

@@ -161,8 +161,10 @@ def failure_text(result: pytest.RunResult, test_name: str) -> str:
 
 
 def verdict_line(result: pytest.RunResult) -> str:
-    (line,) = [line for line in result.outlines if line.startswith("verdicts: ")]
-    return line
+    """The count of verdicts by status, "verdicts: 0 regressed, ...", without the "N verdicts (one per
+    metric) for M cases" before it."""
+    (line,) = [line for line in result.outlines if " (one per metric) for " in line]
+    return "verdicts: " + line.split(": ", 1)[1]
 
 
 def spoil(kind: str, text: str) -> str:

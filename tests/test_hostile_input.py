@@ -274,7 +274,7 @@ def test_a_plain_run_fails_each_case_with_one_line_on_a_hostile_baseline_and_lea
     text = "\n".join(result.outlines + result.errlines)
     assert "RecursionError" not in text and "Traceback" not in text and len(text.splitlines()) < 80
     if expected is None:  # compared with the baseline (whatever the verdict: a sleep's time is not ours to assert)
-        assert "nap: measured, but not compared" not in text and "verdicts: " in text
+        assert "nap: measured, but not compared" not in text and " (one per metric) for 1 case: " in text
     else:
         lines = [line for line in result.outlines if line.startswith("nap: ")]  # the failure, under FAILURES
         assert result.ret == 1 and len(lines) == 1

@@ -147,7 +147,7 @@ def test_the_reports_show_the_footprint_and_what_a_call_retains():
     leaky = result(memory(footprint=200 * MIB, retained=MIB))
     record = RunRecord("2026-12-01T00:00:00+00:00", "0", devices=(H200,), results=(leaky,),
                        verdicts=tuple(compare_case(leaky, result(memory(footprint=150 * MIB)))))
-    lines = [line for line, _ in summary(record.results, record.devices, record)]
+    lines = [line for line, _ in summary(record.results, record.devices, record, width=250)]  # wide: every column
     assert lines[1].split()[-1] == "footprint" and lines[2].endswith("200.0 MiB +1.0 MiB/call")
     assert any(line.startswith("train_step: retained_memory regressed: 0 B → 1.0 MiB") for line in lines)
     assert "| 200.0 MiB +1.0 MiB/call |" in render_markdown([record])

@@ -366,3 +366,52 @@ def test_a_gpu_run_carries_no_cpu_warning_nor_marks():
     assert cpu_line(run.results) is None
     assert not [line for line in record_lines(run) if "CPU figures" in line or "~" in line]
     assert "CPU figures" not in render_markdown([run]) and "CPU figures" not in render_html([run])
+
+
+def test_a_report_of_several_records_says_each_gate_line_and_the_cpu_note_once(tmp_path):
+    gate = ["gate: threshold 1%, 2 re-measurements must agree", "2 case(s) new to the baseline"]
+    paths = []
+    for i, case_id in enumerate(("add[n=1]", "mul[n=1]")):  # two jobs of one suite, as a CI matrix uploads them
+        on_cpu = dataclasses.replace(result(case_id, CPU, flops=None), timer="host-clock")
+        run = dataclasses.replace(record(on_cpu, devices=(CPU,), created_at=f"2026-11-29T12:0{i}:00+00:00"),
+                                  options={"gate": gate, "cpu_threads": 2, "cpu_workers": 1 + i})
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(dumps(run))
+    page, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", *map(str, paths), "-o", str(page), "--markdown", str(md)]) == 0
+    markdown, html = md.read_text(), page.read_text()
+    for line in gate:
+        assert markdown.count(line) == 1, line
+    for text in (markdown, html):
+        assert text.count("CPU figures (host clock) are rough") == 1
+        assert "0 of 2 case(s)" in text and "torch measured with 2 thread(s)" in text
+        assert "xdist workers" not in text  # the records disagree on it: neither record's count stands for both
+
+
+def _regressed_twice(case_id: str) -> tuple[Verdict, Verdict]:
+    """A case whose latency and ATen operators both regressed, the operators' line long, as a model's is."""
+    ops = ", ".join(f"+1 × aten::op{i}" for i in range(12))
+    counted = Verdict(case_id, "aten_ops", "regressed", 40.0, 52.0, 30.0, 0.0, "baselines/nvidia-h200.json", (),
+                      f"aten_ops regressed: ATen operators per call 40 → 52: {ops} against baselines/nvidia-h200.json; "
+                      "counts are exact, so any growth fails; allow it with counters=... on the case")
+    slower = dataclasses.replace(verdict(case_id, "regressed", 20.0),
+                                 message="latency regressed: 500 µs → 600 µs (+20.0%), outside ±2.0%: judged by the "
+                                         "fleet's 10 runs on 3 cards, run-to-run spread ±0.41%")
+    return counted, slower
+
+
+def test_the_markdown_gives_every_verdicts_words_in_full_each_on_its_own_line():
+    counted, slower = _regressed_twice("gpt2_forward[batch=1]")
+    markdown = render_markdown([record(result("gpt2_forward[batch=1]"), verdicts=(counted, slower))])
+    for v in (counted, slower):
+        assert v.message.replace("_", "\\_") in markdown, v.metric
+    (item,) = [line for line in markdown.splitlines() if "gpt2" in line and "regressed:" in line]
+    assert "  - latency regressed: 500 µs → 600 µs (+20.0%)" in markdown  # folded below the item, not cut
+
+
+def test_the_htmls_needs_attention_names_the_metric_and_status_of_each_verdict():
+    counted, slower = _regressed_twice("gpt2_forward[batch=1]")
+    page = render_html([record(result("gpt2_forward[batch=1]"), verdicts=(counted, slower))])
+    attention = page.split("<h2>Needs attention</h2>", 1)[1].split("</section>", 1)[0]
+    assert "latency regressed: 500 µs → 600 µs (+20.0%)" in attention
+    assert "aten_ops regressed: ATen operators per call 40 → 52" in attention

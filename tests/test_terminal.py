@@ -26,7 +26,8 @@ def test_regressions_come_first_and_each_verdict_is_counted():
     lines = [line for line, _ in summary(results, (), RunRecord("now", "0", verdicts=verdicts))]
     rows = [line.split()[0] for line in lines[1:4]]
     assert rows == ["z_regressed", "b_improved", "a_same"]
-    assert "verdicts: 1 regressed, 0 unstable, 0 inconclusive, 1 improved, 0 missing, 0 new, 1 same" in lines
+    assert ("3 verdicts (one per metric) for 3 cases: "
+            "1 regressed, 0 unstable, 0 inconclusive, 1 improved, 0 missing, 0 new, 1 same") in lines
     assert f"z_regressed: {words.line(verdicts[2])}" in lines
     assert not any(line.startswith("a_same: ") for line in lines)
 
@@ -98,3 +99,9 @@ def test_new_cases_get_the_hint_to_record_them_once_per_run():
     hints = [line for line in lines if "--perfguard-update" in line]
     assert hints == ["3 new case(s), not in the baseline yet: record them with `pytest --perfguard --perfguard-update` "
                      "(several runs make their tolerances tight)"]
+
+
+def test_the_verdict_count_says_there_is_one_verdict_per_metric_not_per_case():
+    per_metric = [dataclasses.replace(verdict(c, "same"), metric=m) for c in "ab" for m in ("latency", "kernels", "peak_memory")]
+    lines = [line for line, _ in summary([result("a", 1.0), result("b", 1.0)], (), RunRecord("now", "0", verdicts=tuple(per_metric)))]
+    assert "6 verdicts (one per metric) for 2 cases: 0 regressed, 0 unstable, 0 inconclusive, 0 improved, 0 missing, 0 new, 6 same" in lines

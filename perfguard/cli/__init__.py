@@ -1,5 +1,6 @@
 """The `perfguard` console command: stored records and baselines, calibration, A/B runs, asv history.
 
+    perfguard --version
     perfguard show RUN.json
     perfguard baseline show [--device SLUG] [--baselines DIR]
     perfguard baseline accept RUN.json [RUN.json ...] [--case ID ...] [--restart] [--keep-runs N] [--baselines DIR]
@@ -27,7 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from perfguard import inert
+from perfguard import __version__, inert
 from perfguard.cli import history, measuring, records
 from perfguard.cli.common import read_record
 from perfguard.errors import PerfguardError
@@ -74,6 +75,8 @@ def _main(argv: list[str]) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfguard", description="Work on perfguard run records and baselines.")
+    # Before the required COMMAND: argparse's version action prints and exits without one.
+    parser.add_argument("--version", action="version", version=f"perfguard {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for module in (records, measuring, history):
         module.add_commands(commands)

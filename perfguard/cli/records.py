@@ -11,7 +11,7 @@ from pathlib import Path
 from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, summary
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.model import COUNTER_KINDS, BaselineEntry, CaseResult, DeviceInfo, RunRecord, names
+from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, RunRecord, names
 from perfguard.report import words
 
 
@@ -52,22 +52,34 @@ def _baseline_show(args: argparse.Namespace) -> int:
         if cal:
             rates = ", ".join(f"{k} {units.number(v, 2)}" for k, v in cal.tflops.items())
             print(f"  calibrated {cal.measured_at}: copy {units.number(cal.copy_gbps)} GB/s; matmul TFLOP/s {rates}")
-        rows = [
-            (case_id, units.duration(e.result.latency.median_ms if e.result.latency else None),
-             str(len(e.result.samples_ms)), str(len(e.runs)), _spread(e), e.recorded_at, (e.commit or "-")[:12])
-            for case_id, e in sorted(baseline.cases.items())
-        ]
-        for line in columns(("case", "median", "samples kept", "runs", "run spread", "recorded_at", "commit"), rows):
-            print(f"  {line}")
+        status = max(status, _judged(baseline, args))
     return status
 
 
-def _spread(entry: BaselineEntry) -> str:
-    """How far the runs' medians lie apart: (max - min) / min, or "-" with one run."""
-    medians = [m for m in (r.median_of(entry.result.judged_metric) for r in entry.runs) if m is not None]
-    if len(medians) < 2 or not min(medians) > 0:
-        return "-"
-    return f"{100 * (max(medians) / min(medians) - 1):.2f}%"
+def _judged(baseline: BaselineFile, args: argparse.Namespace) -> int:
+    """Each case's figures as the gate judges them (cli/baseline_view.py), the runs' cards, what is left out;
+    2 when --card names no card of this file (the other files are still shown)."""
+    from perfguard.cli import baseline_view as bv
+
+    card = None
+    if args.card:
+        card = bv.find_card(baseline, args.card)
+        if card is None:
+            print(f"perfguard: no run of {baseline.device.slug}'s baseline comes from a card or host {names.shown(args.card)} "
+                  "(or more than one does); `perfguard baseline show` lists its cards", file=sys.stderr)
+            return 2
+    threshold = defaults.THRESHOLD_PCT if args.threshold is None else args.threshold
+    views = [bv.case_view(case_id, e, threshold, card) for case_id, e in sorted(baseline.cases.items())]
+    letters = bv.card_letters(baseline)
+    for line in bv.viewpoint(card, threshold):
+        print(f"  {line}")
+    for line in bv.legend(baseline, letters):
+        print(f"  card {line}")
+    for line in columns(bv.HEADER, [bv.row(v, letters) for v in views]):
+        print(f"  {line}")
+    for line in bv.left_out_lines(views):
+        print(f"  {line}")
+    return 0
 
 
 def _baseline_accept(args: argparse.Namespace) -> int:
@@ -256,8 +268,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     baseline = command(commands, "baseline", "list, accept or merge baselines")
     actions = baseline.add_subparsers(title="actions", metavar="ACTION", required=True)
-    listing = command(actions, "show", "list the baselines and their cases")
+    listing = command(actions, "show", "list the baselines and their cases as the gate judges them",
+                      "Per case: the centre and the spread of the runs the gate judges a run against, its tolerance "
+                      "and the smallest change it detects, the runs it leaves out and why, and the cards the runs "
+                      "came from; by default for a run from a card the baseline has not seen (the fleet's view).")
     listing.add_argument("--device", metavar="SLUG", help="only this device's file, e.g. nvidia-h200")
+    listing.add_argument("--card", metavar="ID", help="judge as for a run from this card (its UUID, short UUID or a "
+                         "prefix; on a CPU its host): its own runs judge it where it has enough")
+    add_option(listing, "perfguard-threshold", default=None,
+               help=f"the threshold the tolerances start from, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     accept = command(actions, "accept", "add runs' measured cases to their device's baseline, one run per record "
                      "(e.g. the records of a CI matrix over several runners)")
     accept.add_argument("runs", metavar="RUN.json", nargs="+", help="run records (reports/perfguard.json), each one run")

@@ -216,8 +216,10 @@ class Recorder:
         terminalreporter.section("perfguard")
         # The new cases' remedy is in the gate lines below (plugin/strict.py), with their names.
         # A regressed case's lines are in its failure above, unless an update keeps it from failing.
+        # The table fits pytest's own width (its terminal writer's, which honours COLUMNS): no row wraps.
+        width = self.config.get_terminal_writer().fullwidth
         for line, style in summary(self.results.values(), self.devices.values(), self.record, self.fits,
-                                   new_hint=False, failed_above=not self.options.update):
+                                   new_hint=False, failed_above=not self.options.update, width=width):
             write(line, **style)
         for fact in self.facts:
             if not fact.fails:

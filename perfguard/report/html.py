@@ -21,9 +21,8 @@ from perfguard import units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, view, words, work
-from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
-                                     scaling_cells)
-from perfguard.report.advice import ROUGH, cpu_line, rough
+from perfguard.report import notes as run_notes
+from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, launch_line, ranked_scalings, regime_line, rough, scaling_cells
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
@@ -122,12 +121,12 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
         notes.append(f"merged from {merged.records} run records; per device and case the latest record wins")
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
-    notes += [line for line in map(run_line, records) if line]
+    notes += run_notes.run_lines(records)
     notes += case_lines(e.result for e in merged.entries() if e.result)
     notes += [line for line in [regime_line(e.result for e in merged.entries() if e.result)] if line]
     advice, scaling = _advice(merged, devices, fits)
     clocks = clock_line(e.result for e in merged.entries() if e.result)
-    cpu = [line for line in (cpu_line(r.results, r.options) for r in records) if line]
+    cpu = run_notes.once([run_notes.cpu_note([e.result for e in merged.entries() if e.result], records)])
     context = {
         "headline": headline,
         "devices": devices,
@@ -240,16 +239,18 @@ ATTENTION = ("error", "regressed", "unstable", "improved", "missing")
 ATTENTION_ITEMS = 12
 
 
-def _attention(rows: list[Row], multi: bool) -> tuple[list[tuple[str, str, str, str, str]], int]:
-    """What needs a person, first: (key, case id, device, status, what moved), at most ATTENTION_ITEMS, and how many in all."""
+def _attention(rows: list[Row], multi: bool) -> tuple[list[tuple[str, str, str, str, list[str]]], int]:
+    """What needs a person, first: (key, case id, device, status, what moved: a line per verdict), at most
+    ATTENTION_ITEMS, and how many in all. Each verdict's whole line, "metric status:" and all: the
+    badge says the case's status, not which of its figures moved."""
     items = []
     for row in rows:
         for device, e in row.panels:
             if e is None or e.status not in ATTENTION:
                 continue
-            said = [message(v) for v in e.verdicts if v.status == e.status]
+            said = [words.line(v) for v in e.verdicts if v.status == e.status]
             error = (e.result.error or "").strip().splitlines() if e.result is not None else []
-            text = "; ".join(said) or (error[0] if error else "")
+            text = said or error[:1]
             items.append((view.rank(e.status), row.key, row.case_id, device.info.name if multi else "", e.status, text))
     items.sort(key=lambda item: item[0])
     return [item[1:] for item in items[:ATTENTION_ITEMS]], len(items)

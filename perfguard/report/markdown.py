@@ -7,7 +7,8 @@ left out and counted ("… and 812 more: see the HTML report"), the least pressi
 
 Every string of a record (ids, names, messages, dates, versions, commits, operators) is record text,
 and records come from pull requests' artifacts: each enters the text through the one function `_md`,
-which cuts it to FIELD_CHARS (a 100k-character id would otherwise push every later row past the limit) and
+which cuts it (an id to FIELD_CHARS: a 100k-character one would otherwise push every later row past the
+limit; a verdict's words, only past WORDS_CHARS and between words, so never in a figure) and
 escaped for GitHub: a case named `<img src=x>` shows as text, and a URL or an `@name` in an error is
 neither a link nor a mention (a zero-width space after the `@`, the `:` of `://`, `www` and the `#`
 of `#123` breaks GitHub's autolinks, mentions and cross-references; code spans need none of that).
@@ -21,10 +22,8 @@ from typing import TYPE_CHECKING
 
 from perfguard import units
 from perfguard.model import RunRecord
-from perfguard.report import inert, view, words, work
-from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
-                                     scaling_lines)
-from perfguard.report.advice import ROUGH, cpu_line, rough
+from perfguard.report import inert, notes, view, words, work
+from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, launch_line, ranked_scalings, regime_line, rough, scaling_lines
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -32,8 +31,12 @@ if TYPE_CHECKING:
 
 LIMIT_BYTES = 60_000
 RESERVE_BYTES = 2_000  # kept for headings, the "… and N more" lines and the closing tags
-ITEM_CHARS = 400  # one case's line at most (an error's first line can be long)
-FIELD_CHARS = 300  # one id, name or message at most, before escaping (a verdict with four version changes is ~250)
+ITEM_CHARS = 400  # an error's line at most (its first line can be long)
+FIELD_CHARS = 300  # one id, name or error at most, before escaping
+# A verdict's words (and perfguard's other lines: notes, advice) are never cut in the figures: perfguard's longest (a counter's, five names and four
+# version changes) is under 1,000 characters. Past this only record text inside them (a baseline's path)
+# is hostile, and the cut falls between words.
+WORDS_CHARS = 2_000
 # Where GitHub would make a link, a mention or a cross-reference out of plain text: `@name`,
 # `user@host`, `scheme://`, `www.`, `#123`. A zero-width space goes at each of these points.
 _AUTOLINKED = re.compile(r"(?<=@)(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=#)(?=\d)", re.IGNORECASE)
@@ -64,13 +67,12 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         out.force(_device_line(d))
     if merged.records > 1:
         out.force("", f"_Merged from {merged.records} run records; per device and case the latest record wins._")
-    for line in filter(None, map(run_line, records)):
-        out.force("", f"**{_md(line)}**")
+    for line in notes.run_lines(records):
+        out.force("", f"**{_md(line, limit=WORDS_CHARS)}**")
     # The gate's settings and what kept cases from being judged (plugin/strict.py), as the run printed them.
-    gate = [line for r in records if isinstance(r.options.get("gate"), list) for line in r.options["gate"]
-            if isinstance(line, str)]
+    gate = notes.gate_lines(records)
     if gate:
-        out.force("", *(f"- {_md(line)}" for line in gate))
+        out.force("", *(f"- {_md(line, limit=WORDS_CHARS)}" for line in gate))
     multi = len(devices) > 1
     entries = sorted(merged.entries(), key=lambda e: (view.rank(e.status), e.case_id, e.device))
     for status, title in SECTIONS:
@@ -81,24 +83,24 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         cap = LISTED.get(status, len(chosen))
         shown = 0
         for e in chosen[:cap]:
-            if not out.add(_clip(_item(e, merged.devices[e.device], multi))):
+            if not out.add(_item(e, merged.devices[e.device], multi)):
                 break
             shown += 1
         if shown < len(chosen):
             out.force(f"- … and {len(chosen) - shown} more: see the HTML report")
     results = [e.result for e in entries if e.result is not None]
-    for advice in (launch_line(results), regime_line(results), clock_line(results), *(cpu_line(r.results, r.options) for r in records)):
+    for advice in (launch_line(results), regime_line(results), clock_line(results), notes.cpu_note(results, records)):
         if advice:
-            out.force("", f"_{_md(advice)}_")
-    notes = case_lines(results)
-    if notes:
-        out.force("", *(f"- {_md(line)}" for line in notes))
+            out.force("", f"_{_md(advice, limit=WORDS_CHARS)}_")
+    cases = case_lines(results)
+    if cases:
+        out.force("", *(f"- {_md(line, limit=WORDS_CHARS)}" for line in cases))
     if fits is None:
         fits = ranked_scalings(results, [d.info for d in devices])
     if fits:
         out.force("", f"### Scaling ({len(fits)})", "")
         for line in scaling_lines(fits, limit=NAMED):
-            if not out.add(_clip(f"- {_md(line)}")):
+            if not out.add(f"- {_md(line, limit=WORDS_CHARS)}"):
                 break
     # The table keeps a case's devices together, in the order of its most pressing verdict.
     _table(out, [e for by_device in merged.cases.values() for e in by_device.values()], merged.devices, multi)
@@ -116,17 +118,21 @@ def _device_line(d: Device) -> str:
 
 
 def _item(e: Entry, device: Device, multi: bool) -> str:
+    """A case's list item: its first verdict's words in full on the item's line (with where a regression
+    spends its time), each further one folded onto a line of its own below it, never cut."""
     where = f" on {_md(device.info.name)}" if multi else ""
     head = f"- {_md(e.case_id, code=True)}{where}"
     r = e.result
     if e.status == "error":
-        return f"{head}: {_md((r.error or 'errored').splitlines()[0] if r else 'errored')}"
+        return _clip(f"{head}: {_md((r.error or 'errored').splitlines()[0] if r else 'errored')}")
     if e.status == "new":
         gbps, tflops = view.metric(r, "gbps"), view.metric(r, "tflops")
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
                 + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
     lines = [words.line(v) for v in e.verdicts if v.status == e.status] or [words.line(v) for v in e.verdicts]
-    return f"{head}: " + "; ".join(_md(m) for m in lines) + (_top_operator(e) if e.status == "regressed" else "")
+    first, *more = [_md(m, limit=WORDS_CHARS) for m in lines]
+    top = _top_operator(e) if e.status == "regressed" else ""
+    return "\n".join([f"{head}: {first}{top}", *(f"  - {line}" for line in more)])
 
 
 def _top_operator(e: Entry) -> str:
@@ -195,17 +201,23 @@ def _clip(line: str) -> str:
     return line if len(line) <= ITEM_CHARS else line[: ITEM_CHARS - 1].rstrip("\\") + "…"
 
 
-def _cut(s: object) -> str:
+def _cut(s: object, limit: int = FIELD_CHARS) -> str:
+    """`s` on one line, at most `limit` characters: past it, cut at the last space before it (a figure
+    and its unit stay together unless one word is longer than the limit)."""
     s = inert.printable(str(s).replace("\r", " ").replace("\n", " "))
-    return s if len(s) <= FIELD_CHARS else s[: FIELD_CHARS - 1] + "…"
+    if len(s) <= limit:
+        return s
+    kept = s[: limit - 1]
+    space = kept.rfind(" ", 0, len(kept) - 1)
+    return (kept[:space] if space > limit // 2 else kept).rstrip(" ;,") + "…"
 
 
-def _md(value: object, *, code: bool = False, table: bool = False) -> str:
-    """The one way record text enters the Markdown: cut to FIELD_CHARS on one line, control characters
+def _md(value: object, *, code: bool = False, table: bool = False, limit: int = FIELD_CHARS) -> str:
+    """The one way record text enters the Markdown: cut to `limit` on one line, control characters
     shown as escapes, then either as text (no HTML, no emphasis, no links, no mentions) or, `code`, as
     an inline code span that holds any text (HTML inside a code span is shown, not rendered; GitHub
     links and mentions nothing in it); `table`: also safe inside a table cell."""
-    s = _cut(value)
+    s = _cut(value, limit)
     if code:
         ticks = "`"
         while ticks in s:

@@ -10,8 +10,7 @@ from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.model import tally as model_tally
-from perfguard.report import work
-from perfguard.report import words
+from perfguard.report import fitting, words, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -36,7 +35,9 @@ STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True},
 LISTED_INCONCLUSIVE = 5
 
 
-def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = ()) -> list[str]:
+def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), verdicts: Iterable[Verdict] = (),
+          width: int | None = None) -> list[str]:
+    """The table of cases in `width` characters (None: the terminal's; report/fitting.py says what goes)."""
     verdicts, results = list(verdicts), list(results)
     status = case_status(verdicts)
     judged = {r.id: r.judged_metric for r in results}
@@ -75,10 +76,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         )
     lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
     if rows:
-        header = (*COLUMNS, "card") if cards else COLUMNS
-        widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-        for row in [header, *rows]:
-            lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        lines += fitting.fit((*COLUMNS, "card") if cards else COLUMNS, rows, width).lines()
     return lines + errors
 
 
@@ -94,23 +92,24 @@ def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
     return {case: min((v.status for v in deciding(vs)), key=ORDER.index) for case, vs in by_case.items()}
 
 
-def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None) -> list[str]:
-    """A stored record's summary as plain lines (`perfguard show`, `perfguard ab`)."""
-    return [line for line, _style in summary(record.results, record.devices, record, fits)]
+def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None, width: int | None = None) -> list[str]:
+    """A stored record's summary as plain lines (`perfguard show`, `perfguard ab`), its table in `width`."""
+    return [line for line, _style in summary(record.results, record.devices, record, fits, width=width)]
 
 
 def summary(
     results: Iterable[CaseResult], devices: Iterable[DeviceInfo], record: RunRecord | None,
-    fits: Sequence[Scaling] | None = None, new_hint: bool = True, failed_above: bool = False,
+    fits: Sequence[Scaling] | None = None, new_hint: bool = True, failed_above: bool = False, width: int | None = None,
 ) -> list[tuple[str, dict[str, bool]]]:
     """The table, then one line counting each verdict, then the line of every verdict that is not `same`;
     `fits` as in `html.render_html`. `new_hint=False` leaves out the line telling how to record the new
     cases, for a caller that says it itself (the pytest summary's gate lines, plugin/strict.py).
     `failed_above`: each regressed verdict's line is already in its case's failure (a pytest run that
-    fails them), so a case's regressions are one line here, what moved and by how much."""
+    fails them), so a case's regressions are one line here, what moved and by how much. `width`: the
+    table's, as in `table`."""
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
-    lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts)]
+    lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts, width)]
     status = run_line(record) if record else None
     if status:
         lines.insert(0, (status, {"red": True, "bold": True}))
@@ -126,7 +125,7 @@ def summary(
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
     if verdicts:
         tally = model_tally(verdicts)
-        lines.append(("verdicts: " + ", ".join(f"{n} {s}" for s, n in tally.items()), {"bold": True}))
+        lines.append((verdict_count(verdicts, tally), {"bold": True}))
         listed = [v for v in verdicts
                   if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None)]
         if failed_above:
@@ -149,6 +148,14 @@ def summary(
             n = len({v.case_id for v in quiet if change in v.env_mismatch})
             lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
     return lines
+
+
+def verdict_count(verdicts: Sequence[Verdict], tally: dict[str, int]) -> str:
+    """"22 verdicts (one per metric) for 4 cases: 0 regressed, ...": a case has a verdict per figure it is
+    judged by (its times, memory, each work counter), so the count is not the number of cases."""
+    cases = units.plural(len({v.case_id for v in verdicts}), "case")
+    return (f"{units.plural(len(verdicts), 'verdict')} (one per metric) for {cases}: "
+            + ", ".join(f"{n} {s}" for s, n in tally.items()))
 
 
 def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:

@@ -1,0 +1,40 @@
+"""What records say about their runs, said once however many records a report merges.
+
+`perfguard report A.json B.json` merges records of one suite: a CI matrix's jobs, xdist workers, a
+rerun. Each carries the gate's settings (plugin/strict.py) and, on a CPU, the same caveat about its
+figures; read record by record, each line came out once per record. Here a line that several records
+carry is one line, and the CPU note is one note about the results the report shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from perfguard.model import CaseResult, RunRecord
+from perfguard.report.advice import cpu_line, run_line
+
+
+def once(lines: Iterable[str | None]) -> list[str]:
+    """The lines in their order, each once, None and "" left out."""
+    return [line for line in dict.fromkeys(lines) if line]
+
+
+def gate_lines(records: Sequence[RunRecord]) -> list[str]:
+    """The gate's lines the runs printed (settings, what kept cases from being judged), each once."""
+    return once(line for r in records if isinstance(r.options.get("gate"), list) for line in r.options["gate"]
+                if isinstance(line, str))
+
+
+def run_lines(records: Sequence[RunRecord]) -> list[str]:
+    """The line of each record of a run that did not complete, each distinct line once."""
+    return once(map(run_line, records))
+
+
+def cpu_note(results: Iterable[CaseResult], records: Sequence[RunRecord]) -> str | None:
+    """The CPU caveat about `results` (the merged cases a report shows), with the settings (torch's
+    threads, xdist workers) the records measured under where they all agree; what they disagree on
+    is left unsaid rather than said once per record."""
+    timed = [r for r in records if any(x.timer == "host-clock" for x in r.results)] or list(records)
+    agreed = {key: value for key, value in (timed[0].options.items() if timed else ())
+              if all(r.options.get(key, object()) == value for r in timed[1:])}
+    return cpu_line(results, agreed)
