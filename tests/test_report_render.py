@@ -17,7 +17,8 @@ import pytest
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.errors import ReportError
-from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, Verdict, dumps
+from perfguard.model import CaseResult, CountChange, DeviceInfo, Memory, Metrics, NextStep, RunRecord, Verdict, dumps
+from perfguard.report import words
 from perfguard.report import html as html_report
 from perfguard.report.html import render_html
 from perfguard.report.markdown import LIMIT_BYTES, render_markdown
@@ -390,13 +391,11 @@ def test_a_report_of_several_records_says_each_gate_line_and_the_cpu_note_once(t
 
 def _regressed_twice(case_id: str) -> tuple[Verdict, Verdict]:
     """A case whose latency and ATen operators both regressed, the operators' line long, as a model's is."""
-    ops = ", ".join(f"+1 × aten::op{i}" for i in range(12))
     counted = Verdict(case_id, "aten_ops", "regressed", 40.0, 52.0, 30.0, 0.0, "baselines/nvidia-h200.json", (),
-                      f"aten_ops regressed: ATen operators per call 40 → 52: {ops} against baselines/nvidia-h200.json; "
-                      "counts are exact, so any growth fails; allow it with counters=... on the case")
-    slower = dataclasses.replace(verdict(case_id, "regressed", 20.0),
-                                 message="latency regressed: 500 µs → 600 µs (+20.0%), outside ±2.0%: judged by the "
-                                         "fleet's 10 runs on 3 cards, run-to-run spread ±0.41%")
+                      "grew", (NextStep("allow_counter"), NextStep("accept")),
+                      counts=tuple(CountChange(f"aten::op{i}", 1.0) for i in range(12)), allowance="0", allowed_more=0.0)
+    slower = dataclasses.replace(verdict(case_id, "regressed", 20.0), reason="outside", baseline_runs=10, judged_by="fleet",
+                                 judged_sources=3, noise_pct=0.41, tolerance_pct=2.0)
     return counted, slower
 
 
@@ -404,14 +403,14 @@ def test_the_markdown_gives_every_verdicts_words_in_full_each_on_its_own_line():
     counted, slower = _regressed_twice("gpt2_forward[batch=1]")
     markdown = render_markdown([record(result("gpt2_forward[batch=1]"), verdicts=(counted, slower))])
     for v in (counted, slower):
-        assert v.message.replace("_", "\\_") in markdown, v.metric
+        assert words.line(v).replace("_", "\\_") in markdown, v.metric
     (item,) = [line for line in markdown.splitlines() if "gpt2" in line and "regressed:" in line]
-    assert "  - latency regressed: 500 µs → 600 µs (+20.0%)" in markdown  # folded below the item, not cut
+    assert "  - latency regressed: 500.0 µs → 600.0 µs (+20.0%)" in markdown  # folded below the item, not cut
 
 
 def test_the_htmls_needs_attention_names_the_metric_and_status_of_each_verdict():
     counted, slower = _regressed_twice("gpt2_forward[batch=1]")
     page = render_html([record(result("gpt2_forward[batch=1]"), verdicts=(counted, slower))])
     attention = page.split("<h2>Needs attention</h2>", 1)[1].split("</section>", 1)[0]
-    assert "latency regressed: 500 µs → 600 µs (+20.0%)" in attention
+    assert "latency regressed: 500.0 µs → 600.0 µs (+20.0%)" in attention
     assert "aten_ops regressed: ATen operators per call 40 → 52" in attention

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from perfguard import units
 from perfguard.analysis import noise
-from perfguard.model import TIME_LABELS, BaselineEntry, BaselineFile, CaseResult, RunSummary
+from perfguard.model import TIME_LABELS, BaselineEntry, BaselineFile, CaseResult, RunSummary, names
 
 # The stand-in's source when no --card is named: no run of a baseline comes from it.
 UNSEEN = "a card not in the baseline"
@@ -113,8 +113,10 @@ def left_out_lines(views: Sequence[CaseView]) -> list[str]:
     recorded without that time."""
     lines = []
     for v in views:
-        for described in v.estimate.left_out if v.estimate else ():
-            lines.append(f"{v.case_id}: left out {described}, far from the others")
+        for run, change in v.estimate.left_out if v.estimate else ():
+            where = names.shown(noise.run_source(run) or "an unknown machine")
+            lines.append(f"{v.case_id}: left out the run of {run.recorded_at} on {where} ({change:+.1f}% from "
+                         "the others' median), far from the others")
         if v.without_metric:
             lines.append(f"{v.case_id}: left out {units.plural(v.without_metric, 'run')} that did not measure "
                          f"{TIME_LABELS.get(v.metric, v.metric)}")
