@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import subprocess
 import sys
@@ -302,3 +303,42 @@ def test_a_side_pools_its_rounds_callers_times_too():
     caller = pooled.timings["caller_latency"]
     assert caller.samples_ms == (2.0,) * 3 + (4.0,) * 5 and caller.summary.median_ms == 4.0
     assert pooled.metrics.eager_latency_ms == 4.0  # the derived figures read the pooled caller's time
+
+
+def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_passes(repo, inner_args, forked):
+    """Issue 28: ab prints one command; run as printed, it writes the acceptance file a reviewer sees, and
+    the next ab passes the case as `accepted` (and no more than the accepted figure)."""
+    import re
+    import shlex
+
+    out, _ = ab_forked(repo, inner_args, forked)
+    assert out.returncode == 1 and statuses(repo)["nap"] == "regressed", out.stdout
+    match = re.search(r"^perfguard: to accept these changes: `(?P<command>.+)`$", out.stdout, re.M)
+    assert match, out.stdout
+    assert match["command"] == "perfguard accept reports/perfguard.json --case nap"
+    argv = shlex.split(match["command"])
+    accepted = repo / "baselines" / "accepted-changes.json"
+    try:
+        done = subprocess.run([sys.executable, "-m", "perfguard.cli", *argv[1:]], cwd=repo, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "accepted 'nap' latency: " in done.stdout and accepted.is_file()
+        entry = json.loads(accepted.read_text())["changes"][0]
+        assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "latency", "intended (perfguard accept)")
+        again, _ = ab_forked(repo, inner_args, forked)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert statuses(repo)["nap"] == "accepted"
+        assert "nap: latency accepted: " in again.stdout and "accepted: 'intended (perfguard accept)'" in again.stdout
+        assert "to accept these changes" not in again.stdout
+    finally:
+        accepted.unlink(missing_ok=True)
+
+
+def test_an_accept_that_names_no_case_or_a_case_that_did_not_regress_writes_nothing(repo, on_two_shards):
+    for args, says in ((["reports/perfguard.json"], "name the case(s) whose change is intended with --case ID"),
+                       (["reports/perfguard.json", "--case", "steady"], "'steady': nothing regressed in"),
+                       (["reports/perfguard.json", "--case", "nap", "--metric", "kernels"], "'nap': 'kernels' did not regress")):
+        done = subprocess.run([sys.executable, "-m", "perfguard.cli", "accept", *args], cwd=repo, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+        assert not (repo / "baselines" / "accepted-changes.json").exists()

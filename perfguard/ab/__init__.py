@@ -55,6 +55,7 @@ class Settings:
     threshold_pct: float | None = None
     fail_inconclusive: bool = False
     counter_allowance: Mapping[str, str] | None = None  # the run's (--counter-allowance); a case's counters= overrides it
+    baselines: str = defaults.BASELINES_DIR  # where the head's acceptance file lies (store/acceptances.py)
 
 
 def run_ab(
@@ -93,7 +94,7 @@ def run_ab(
         plan = shards_.plan(settings.shards or max(1, len(visible)), visible)
         loop = _Loop(settings, sides, plan, pytest_args, tmp, start or rounds_.launch, out, began)
         judged = loop.run()
-    return _finish(judged, loop, sides, settings, Path(report_dir), out, time.monotonic() - began)
+    return _finish(judged, loop, sides, settings, Path(report_dir), out, time.monotonic() - began, here / settings.baselines)
 
 
 class _Loop:
@@ -197,12 +198,18 @@ class _Loop:
 
 
 def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Settings, report_dir: Path,
-            out: Callable[[str], None], wall_s: float) -> int:
-    from perfguard.analysis import pooling, verdict
+            out: Callable[[str], None], wall_s: float, baselines: Path) -> int:
+    from perfguard.analysis import acceptance, pooling, verdict
+    from perfguard.report import words
     from perfguard.report.advice import ranked_scalings
+    from perfguard.report.commands import Invocation
     from perfguard.report.terminal import record_lines
+    from perfguard.store import acceptances
 
-    verdicts = tuple(sorted(judged.verdicts, key=lambda v: (v.case_id, v.metric)))
+    # The head's acceptance file: the changes its pull request says are intended, reviewed in its diff.
+    accepted = acceptances.load(baselines)
+    marked, spent = acceptance.apply(judged.verdicts, accepted, {r.id: r.device for r in judged.head.results})
+    verdicts = tuple(sorted(marked, key=lambda v: (v.case_id, v.metric)))
     rounds = len(loop.runs["head"])
     summary = {"rounds": rounds, "cases_per_round": loop.sizes, "max_rounds": settings.max_rounds,
                "budget_s": settings.budget_s, "wall_s": round(wall_s, 1), "gpus": len(loop.plan), "stopped": loop.stopped}
@@ -218,6 +225,12 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
         f"({loop.sizes[0] if loop.sizes else 0} case(s) in each of the first {min(rounds, settings.rounds)}{later}), "
         f"{wall_s:.0f} s of a {settings.budget_s:g} s budget; stopped: {loop.stopped}")
     out("perfguard ab: " + ", ".join(f"{n} {status}" for status, n in tally.items()))
+    for c in spent:
+        out(f"perfguard ab: {acceptances.path_in(settings.baselines)}: the accepted {c.metric} of {c.case_id!r} is spent: "
+            "the base holds it already; remove the entry")
+    accept = words.accept_line(verdicts, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
+    if accept:
+        out(accept)
     return exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
 
 

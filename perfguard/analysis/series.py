@@ -59,27 +59,16 @@ class Admission:
     def _admit(self, case_id: str, entry: BaselineEntry | None, candidates: Sequence[Candidate]) -> Admitted:
         existing = () if entry is None or self.restart else entry.runs
         fresh = self._once(case_id, existing, candidates)
-        if case_id in self.accepted:
-            fresh = [dataclasses.replace(c, summary=dataclasses.replace(c.summary, accepted=self.accepted[case_id]))
-                     for c in fresh]
         if not existing:
             kept = self._among_themselves(case_id, fresh)
             return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
         assert entry is not None
+        if case_id in self.accepted and fresh:
+            return self._accepted(case_id, entry, fresh)
         joined, outside = [], []
         for c in fresh:
-            why = self._outside(c, entry)
+            why = self._times_outside(c, entry) or self._counted_grew(c, entry)
             (outside if why else joined).append((c, why))
-        if case_id in self.accepted and fresh:
-            kept = self._among_themselves(case_id, fresh) if outside else fresh
-            if not outside:  # the times did not move: the accepted run joins them, its counts and memory the entry's now
-                self.lines.append(f"{case_id}: accepted ({self.accepted[case_id]}): {units.plural(len(kept), 'run')} "
-                                  f"from {fresh[0].origin} joined its series, whose times it did not move")
-                return Admitted((*existing, *(c.summary for c in kept)), kept[-1] if kept else None)
-            self.lines.append(f"{case_id}: accepted ({self.accepted[case_id]}): its series starts again with "
-                              f"{units.plural(len(kept), 'run')} from {outside[0][0].origin} ({outside[0][1]}); "
-                              f"its {units.plural(len(existing), 'run')} before dropped (they stay in version control)")
-            return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
         if outside and self.force:
             kept = self._among_themselves(case_id, fresh)
             why = outside[0][1]
@@ -142,15 +131,38 @@ class Admission:
             self.lines.append(f"{case_id}: {why}, from {fresh[i].origin}, left out: far from the others")
         return [c for i, c in enumerate(fresh) if i not in far]
 
-    def _outside(self, c: Candidate, entry: BaselineEntry) -> str:
-        """Why the candidate lies outside the case's tolerance, or grew what is counted, or "" when neither:
-        a routine update never takes in a regression (more kernels, syncs, memory) the gate would fail."""
-        threshold = c.result.threshold if c.result.threshold is not None else self.threshold_pct
+    def _accepted(self, case_id: str, entry: BaselineEntry, fresh: Sequence[Candidate]) -> Admitted:
+        """A change a person named: where its times moved, the series starts again with the new runs (the old
+        ones describe the old code); where only what is counted grew, the runs join the series and the entry
+        takes their counts. The run that carries the change keeps the reason; a run that changes nothing
+        (the next update, the acceptance file still naming the case) joins as any run does."""
+        reason = self.accepted[case_id]
+        moved = [(c, why) for c in fresh if (why := self._times_outside(c, entry))]
+        grew = [(c, why) for c in fresh if (why := self._counted_grew(c, entry))]
+        marked = [dataclasses.replace(c, summary=dataclasses.replace(c.summary, accepted=reason)) if moved or grew else c
+                  for c in fresh]
+        if moved:
+            kept = self._among_themselves(case_id, marked)
+            self.lines.append(f"{case_id}: accepted ({reason}): its series starts again with {units.plural(len(kept), 'run')} "
+                              f"from {moved[0][0].origin} ({moved[0][1]}); its {units.plural(len(entry.runs), 'run')} before "
+                              "dropped (they stay in version control)")
+            return Admitted(tuple(c.summary for c in kept), kept[-1] if kept else None)
+        if grew:
+            self.lines.append(f"{case_id}: accepted ({reason}): {units.plural(len(marked), 'run')} from {marked[0].origin} "
+                              f"joined its series, whose times it did not move; the entry holds its counts now ({grew[0][1]})")
+        return Admitted((*entry.runs, *(c.summary for c in marked)), marked[-1])
+
+    def _counted_grew(self, c: Candidate, entry: BaselineEntry) -> str:
+        """What the candidate counts more of than the entry (kernels, syncs, memory), or "": a routine update
+        never takes in a regression the gate would fail."""
         counted = [v for v in (*counting.compare_counters(c.result, entry.result),
                                *memory_verdicts.memory_verdicts(_Bare(), c.result, entry.result, defaults.MEMORY_THRESHOLD_PCT))
                    if v.status == "regressed"]
-        if counted:
-            return ", ".join(f"{v.metric} grew" for v in counted)
+        return ", ".join(f"{v.metric} grew" for v in counted)
+
+    def _times_outside(self, c: Candidate, entry: BaselineEntry) -> str:
+        """Why the candidate lies outside the case's tolerance, or "" when it does not."""
+        threshold = c.result.threshold if c.result.threshold is not None else self.threshold_pct
         # The times the gate would judge this run by, no other: a device-regime case's busy time, which
         # the gate does not judge, jumps 8% between processes for a single kernel (priors.BUSY_KERNEL_PCT)
         # and refused good runs of 12 cases in 5 updates on one H200.

@@ -5,6 +5,7 @@
     perfguard baseline show [--device SLUG] [--baselines DIR]
     perfguard baseline accept RUN.json [RUN.json ...] [--case ID ...] [--restart] [--keep-runs N] [--baselines DIR]
     perfguard baseline merge FILE.json [FILE.json ...] [--keep-runs N] [--baselines DIR]
+    perfguard accept RUN.json --case ID [--metric M] [--reason TEXT] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]
@@ -29,7 +30,7 @@ import sys
 from collections.abc import Sequence
 
 from perfguard import __version__, inert
-from perfguard.cli import history, measuring, records
+from perfguard.cli import accepting, history, measuring, records
 from perfguard.cli.common import read_record
 from perfguard.errors import PerfguardError
 
@@ -78,6 +79,6 @@ def _parser() -> argparse.ArgumentParser:
     # Before the required COMMAND: argparse's version action prints and exits without one.
     parser.add_argument("--version", action="version", version=f"perfguard {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for module in (records, measuring, history):
+    for module in (records, accepting, measuring, history):
         module.add_commands(commands)
     return parser

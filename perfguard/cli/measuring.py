@@ -49,7 +49,7 @@ def _ab(args: argparse.Namespace) -> int:
 
     settings = Settings(rounds=args.rounds, max_rounds=args.max_rounds, budget_s=args.budget, shards=args.gpus,
                         threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive,
-                        counter_allowance=args.counter_allowance)
+                        counter_allowance=args.counter_allowance, baselines=args.baselines)
     try:
         return run_ab(args.base, args.pytest_args, settings, report_dir=args.report)
     except KeyboardInterrupt:
@@ -96,6 +96,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
                "or the case's own)")
     add_option(ab, "perfguard-counter-allowance")
+    add_option(ab, "perfguard-baselines", help="the folder whose accepted-changes.json (`perfguard accept`) says which "
+               "changes of the head are intended (default: baselines)")
     add_option(ab, "perfguard-report", help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the "
                f"reports (default: {defaults.REPORT_DIR})")
     ab.set_defaults(command=_ab)

@@ -5,9 +5,11 @@ besides times in `measured` and what a baseline keeps in `baseline`), and the on
 
 from __future__ import annotations
 
+from perfguard.model.acceptance import AcceptedChange, Acceptances
 from perfguard.model.codec import (
     dumps,
     from_jsonable,
+    loads_acceptances,
     loads_baseline,
     loads_record,
     round_sig,
@@ -76,6 +78,8 @@ from perfguard.model.verdicts import (
 )
 
 __all__ = [
+    "AcceptedChange",
+    "Acceptances",
     "Action",
     "Admit",
     "Admitted",
@@ -127,6 +131,7 @@ __all__ = [
     "from_jsonable",
     "identity",
     "judged_metric",
+    "loads_acceptances",
     "loads_baseline",
     "loads_record",
     "round_sig",

@@ -19,6 +19,7 @@ from perfguard.errors import BaselineError
 from perfguard.model import migration
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
+from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
 from perfguard.model.baseline import BaselineFile, run_summary
 from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
 
@@ -91,6 +92,20 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
         }
         baseline = dataclasses.replace(baseline, cases=cases)
     return baseline
+
+
+def loads_acceptances(text: str, source: str) -> Acceptances:
+    """Parse an acceptance file (model/acceptance.py) as strictly as a record; every string is checked as a record's."""
+    data = _parse(text, source)
+    if not isinstance(data, dict) or data.get("schema_version") != ACCEPTANCE_SCHEMA:
+        raise BaselineError(f"{source}: not a perfguard acceptance file of schema {ACCEPTANCE_SCHEMA}; restore it from "
+                            "version control, or write it with `perfguard accept`")
+    accepted = from_jsonable(Acceptances, data, source)
+    for change in accepted.changes:
+        if not math.isfinite(change.figure) or change.figure < 0:
+            raise BaselineError(f"{source}: the accepted figure of {shown(change.case_id)} {shown(change.metric)} is "
+                                f"{change.figure!r}, not a figure perfguard measures; was the file edited by hand?")
+    return accepted
 
 
 def _parse(text: str, source: str) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfguard.errors import BaselineError
-from perfguard.model import BaselineFile, DeviceInfo
+from perfguard.model import Acceptances, BaselineFile, DeviceInfo
 from perfguard.plugin.options import Options
 
 _BASELINES = pytest.StashKey["Baselines"]()
@@ -25,6 +25,7 @@ class Baselines:
         self.folder = folder
         self.root = root
         self._files: dict[str, BaselineFile | None | BaselineError] = {}
+        self._accepted: Acceptances | BaselineError | None = None
 
     @classmethod
     def of(cls, config: pytest.Config) -> Baselines:
@@ -43,6 +44,18 @@ class Baselines:
             except BaselineError as exc:
                 self._files[device.slug] = exc
         return self._files[device.slug]
+
+    def accepted(self) -> Acceptances | BaselineError:
+        """The acceptance file beside the baselines (store/acceptances.py), or the error that keeps it from
+        being read: then no change is accepted, and each case that would have been says so."""
+        if self._accepted is None:
+            from perfguard.store import acceptances
+
+            try:
+                self._accepted = acceptances.load(self.folder)
+            except BaselineError as exc:
+                self._accepted = exc
+        return self._accepted
 
     def label(self, device: DeviceInfo) -> str:
         """The device's file as a verdict names it: relative to the rootdir where it lies under it."""

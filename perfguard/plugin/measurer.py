@@ -130,7 +130,7 @@ class Measurer:
     ) -> tuple[CaseResult, str | None, bool]:
         """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
         (the result to keep, why the case fails or None, whether a metric regressed)."""
-        from perfguard.analysis import decide
+        from perfguard.analysis import acceptance, decide
         from perfguard.analysis.remeasure import latency_regressed
         from perfguard.analysis.verdict import compare_case
 
@@ -147,13 +147,18 @@ class Measurer:
         verdicts = judge(result)
         if latency_regressed(verdicts) and not self.options.update and self.options.confirm:
             result, verdicts = self._confirm(measure, result, verdicts, judge)
+        accepted = self.baselines.accepted()
+        # An acceptance file that cannot be read accepts nothing, and a failure says why it did not.
+        unread = [f"{result.id}: not accepted: {accepted}"] if isinstance(accepted, BaselineError) else []
+        if not unread:
+            verdicts, _ = acceptance.apply(verdicts, accepted, {result.id: device.slug})
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
         regressed = any(v.status == "regressed" for v in verdicts)
         failing = decide.failing(verdicts, fail_inconclusive=self.options.fail_inconclusive)
         if failing and not self.options.update:
             lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in failing]
             accept = words.accept_line(failing, self.invocation)
-            return result, "\n".join(lines + ([accept] if accept else [])), regressed
+            return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed
         return result, None, regressed
 
     def _confirm(

@@ -20,8 +20,8 @@ import pytest
 
 import perfguard
 from perfguard import ab_env, inert
-from perfguard.errors import ConfigError, PerfguardError
-from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable
+from perfguard.errors import BaselineError, ConfigError, PerfguardError
+from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable, names
 from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.interrupt import Deferred
 from perfguard.plugin.options import Options
@@ -154,8 +154,11 @@ class Recorder:
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
         # old runs describe other code, or this run is off, and mixed in it would read as noise.
         run = Invocation(baselines=self.options.baselines_arg, report=self.options.report_arg)
+        # The cases the acceptance file names (a reviewed pull request) start their new series with no force.
+        accepted = self.baselines.accepted()
+        named = {c.case_id: c.reason for c in accepted.changes} if not isinstance(accepted, BaselineError) else {}
         admission = Admission(
-            force=self.options.force_update, threshold_pct=self.options.threshold_pct,
+            force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named,
             remedy=lambda case_id: f"if the change is intended, accept it: `{run.accept([case_id])}`")
         self.admission = admission
         self.admission_lines = admission.lines
@@ -167,6 +170,22 @@ class Recorder:
             if self._attempt(lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
                                                   keep_runs=self.options.keep_runs, admit=admission), path):
                 self.updated.append(path)
+
+    def _acceptance_lines(self) -> list[str]:
+        """What the acceptance file beside the baselines says of this run: that it cannot be read, or which of
+        its entries are spent (the baseline holds their figures now)."""
+        from perfguard.analysis import acceptance
+        from perfguard.store.acceptances import path_in
+
+        accepted = self.baselines.accepted()
+        if isinstance(accepted, BaselineError):
+            return [f"not accepted: {accepted}"]
+        if not accepted.changes or self.record is None:
+            return []
+        _, spent = acceptance.apply(self.record.verdicts, accepted, {r.id: r.device for r in self.record.results})
+        where = path_in(self.options.baselines_arg)
+        return [f"{where}: the accepted {c.metric} of {names.shown(c.case_id)} is spent: the baseline holds it now; "
+                "remove the entry" for c in spent]
 
     def record_interrupt(self) -> None:
         """Once Ctrl-C came at the run's end: the record on disk says `interrupted` (rewritten if it was
@@ -239,6 +258,8 @@ class Recorder:
             if self.record and not self.options.update else None
         if accept:
             write(accept, bold=True)
+        for line in self._acceptance_lines():
+            write(f"perfguard: {line}", yellow=True)
         for line in self.admission_lines:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:

@@ -45,6 +45,8 @@ from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import followed, refuse_file_for_folder, refuse_links_out, temp_prefix, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
+ACCEPTED_NAME = "accepted-changes.json"  # store/acceptances.py's file, beside the baselines and not one of them
+
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
 LOCK_TIMEOUT_S = 60.0
@@ -72,7 +74,7 @@ def list_files(directory: Path | str) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
+    return sorted(p for p in directory.glob("*.json") if not p.name.startswith(".") and p.name != ACCEPTED_NAME)
 
 
 def load(directory: Path | str, device_or_slug: DeviceInfo | str) -> BaselineFile | None:

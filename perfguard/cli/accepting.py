@@ -1,0 +1,73 @@
+"""`perfguard accept RUN.json --case ID`: a pull request's intended change, as a reviewed line.
+
+It writes the named cases' regressions of a run record (perfguard ab's head, or a gate run's) into
+`baselines/accepted-changes.json`, which the reviewer sees in the diff: case, metric, the accepted
+figure, the figure it was judged against, the reason and the revision. `perfguard ab` and main's gate
+read it (analysis/acceptance.py). For the baseline itself, `perfguard baseline accept` is the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+
+from perfguard import units
+from perfguard.cli.common import add_option, command, read_record
+from perfguard.errors import ConfigError
+from perfguard.model import COUNTER_KINDS, AcceptedChange, names
+
+
+def _accept(args: argparse.Namespace) -> int:
+    from perfguard.store import acceptances
+
+    if not args.case:
+        raise ConfigError(f"name the case(s) whose change is intended with --case ID (the regressed ones are in "
+                          f"`perfguard show {args.run}`); nothing was written")
+    record = read_record(args.run)
+    devices = {r.id: r.device for r in record.results}
+    unknown = [c for c in args.case if c not in devices]
+    if unknown:
+        raise ConfigError(f"no case {', '.join(names.shown(c) for c in unknown)} in {args.run}; see `perfguard show {args.run}`")
+    regressed = [v for v in record.verdicts if v.case_id in args.case and v.status == "regressed"
+                 and (not args.metric or v.metric in args.metric)]
+    for case_id in args.case:
+        for metric in args.metric or ():
+            if not any(v.case_id == case_id and v.metric == metric for v in regressed):
+                raise ConfigError(f"{names.shown(case_id)}: {names.shown(metric)} did not regress in {args.run}, so there "
+                                  "is nothing of it to accept; nothing was written")
+        if not any(v.case_id == case_id for v in regressed):
+            raise ConfigError(f"{names.shown(case_id)}: nothing regressed in {args.run}, so there is nothing to accept; "
+                              "nothing was written")
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    reason = args.reason or "intended (perfguard accept)"
+    changes = [AcceptedChange(case_id=v.case_id, metric=v.metric, device=devices[v.case_id], figure=float(v.current or 0.0),
+                              baseline=v.baseline, reason=reason, commit=record.commit, accepted_at=now) for v in regressed]
+    path = acceptances.add(args.baselines, changes)
+    for c in changes:
+        print(f"accepted {names.shown(c.case_id)} {c.metric}: {_figure(c.metric, c.baseline)} → {_figure(c.metric, c.figure)} "
+              f"({reason}) in {path}")
+    print(f"commit {path} with the change: the reviewer sees it in the diff, and perfguard ab and the gate accept "
+          "these figures (and no more) from then on")
+    return 0
+
+
+def _figure(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric in COUNTER_KINDS:
+        return units.size(value) if metric == "copy_bytes" else units.count(value)
+    if metric in ("peak_memory", "footprint", "retained_memory"):
+        return units.size(value)
+    return units.precise_duration(value)
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    accept = command(commands, "accept", "write a run's intended regressions into the acceptance file a reviewer sees",
+                     "For a pull request: perfguard ab and main's gate then pass the named cases at these figures.")
+    accept.add_argument("run", metavar="RUN.json", help="the run record that failed (perfguard ab's reports/perfguard.json)")
+    accept.add_argument("--case", metavar="ID", action="append", help="a case whose change is intended (repeatable)")
+    accept.add_argument("--metric", metavar="METRIC", action="append",
+                        help="only this figure of the case (latency, kernels, ...); an error if it did not regress")
+    accept.add_argument("--reason", metavar="TEXT", help="why the change is intended, kept in the file")
+    add_option(accept, "perfguard-baselines")
+    accept.set_defaults(command=_accept)
