@@ -142,3 +142,44 @@ def test_a_bad_accept_is_one_line_and_changes_nothing(accepted, args, says):
     assert done.returncode == 2 and says in done.stderr, (done.stdout, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
     assert accepted["baseline"].read_bytes() == before
+
+
+def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_entry_is_spent(tmp_path, run_pytest, fake_clock):
+    # A pull request accepted its change with `perfguard accept` (the file in its diff); after the merge,
+    # main's gate passes it, main's update starts the case's new series without force, and the next run
+    # says the entry is spent.
+    (tmp_path / "conftest.py").write_text(fake_clock)
+    (tmp_path / "test_ops.py").write_text(textwrap.dedent(SUITE))
+    for _ in range(2):
+        assert run_pytest(tmp_path, *MEASURE, "--perfguard-update").ret == 0
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    assert run_pytest(tmp_path, *MEASURE).ret == 1
+    done = perfguard_command(f"perfguard accept reports/perfguard.json --case '{CHANGED}' --reason 'a fused epilogue'", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "baselines" / "accepted-changes.json").is_file()
+    gate = run_pytest(tmp_path, *MEASURE)
+    text = "\n".join(gate.outlines)
+    assert gate.ret == 0, text[-3000:]
+    assert f"{CHANGED}: aten_ops accepted: " in text and "accepted: 'a fused epilogue'" in text
+    update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
+    assert update.ret == 0 and f"{CHANGED}: accepted (a fused epilogue): its series starts again" in "\n".join(update.outlines)
+    (path,) = store.list_files(tmp_path / "baselines")
+    assert store.load_file(path).cases[CHANGED].runs[0].accepted == "a fused epilogue"
+    after = "\n".join(run_pytest(tmp_path, *MEASURE).outlines)
+    assert f"the accepted aten_ops of '{CHANGED}' is spent: the baseline holds it now; remove the entry" in after
+
+
+def test_an_acceptance_covers_its_figure_and_no_more():
+    from perfguard.analysis.acceptance import apply
+    from perfguard.model import AcceptedChange, Acceptances, Verdict
+
+    accepted = Acceptances((AcceptedChange("mm", "kernels", "cpu-x", 6.0, 5.0, "fused"),
+                            AcceptedChange("mm", "latency", "cpu-x", 2.0, 1.0, "fused")))
+    kernels = [Verdict("mm", "kernels", "regressed", 5.0, n, None, 0.0, None, reason="grew") for n in (6.0, 7.0)]
+    times = [Verdict("mm", "latency", "regressed", 1.0, ms, None, 1.0, None, reason="outside", tolerance_pct=5.0)
+             for ms in (2.09, 2.2)]
+    marked, spent = apply([*kernels, *times], accepted, {"mm": "cpu-x"})
+    assert [v.status for v in marked] == ["accepted", "regressed", "accepted", "regressed"]
+    assert marked[0].accepted_reason == "fused" and not spent
+    other_card, _ = apply(kernels, accepted, {"mm": "nvidia-h200"})  # an acceptance is for the device it names
+    assert [v.status for v in other_card] == ["regressed", "regressed"]

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from perfguard.analysis.memory_verdicts import MEMORY_FLOOR_BYTES, MEMORY_METRICS
-from perfguard.model import TIME_METRICS, AcceptedChange, Acceptances, NextStep, Verdict
+from perfguard.model import COUNTER_KINDS, TIME_METRICS, AcceptedChange, Acceptances, NextStep, Verdict
 
 
 def within(v: Verdict, change: AcceptedChange) -> bool:
@@ -43,6 +43,11 @@ def apply(verdicts: Sequence[Verdict], accepted: Acceptances, devices: Mapping[s
                     dataclasses.replace(v, current=v.baseline), change) and v.baseline >= _before(change):
                 spent.append(change)
             out.append(v)
+    # A count the baseline holds as accepted has no verdict at all (counts that did not move say nothing).
+    compared = {(devices.get(v.case_id, ""), v.case_id) for v in verdicts if v.compared}
+    judged = {(devices.get(v.case_id, ""), v.case_id, v.metric) for v in verdicts}
+    spent += [c for c in accepted.changes if c.metric in COUNTER_KINDS and (c.device, c.case_id) in compared
+              and (c.device, c.case_id, c.metric) not in judged]
     return out, spent
 
 
