@@ -152,7 +152,7 @@ def missed(runs: list) -> None:
     print("\nthe 1% cases not caught, and why")
     for n, (record, _, _) in enumerate(runs):
         for v in record.verdicts:
-            if v.metric == "latency" and level_of(v.case_id) == 1 and v.status != "regressed":
+            if v.metric == "gpu_time" and level_of(v.case_id) == 1 and v.status != "regressed":
                 print(f"run {n + 1}: {v.case_id} {v.status}: measured {pct(v.change_pct, '+')}, spread {pct(v.noise_pct)}, "
                       f"tolerance {pct(v.tolerance_pct)}, detectable {pct(v.detectable_pct)}, {v.baseline_runs} rounds")
 
@@ -165,7 +165,7 @@ def changes(runs: list) -> None:
     by_case: dict[tuple[str, int], dict[int, list[float]]] = {}
     for record, _, _ in runs:
         for v in record.verdicts:
-            if v.metric == "latency" and v.change_pct is not None:
+            if v.metric == "gpu_time" and v.change_pct is not None:
                 op, size = v.case_id.split("[size=", 1)
                 case = (op, int(size.split("-level=", 1)[0]))
                 by_case.setdefault(case, {}).setdefault(level_of(v.case_id), []).append(v.change_pct)
@@ -186,7 +186,7 @@ def table(runs: list) -> dict:
           f"{'caught, spread<=0.2%':>20}  {f'of those, moved >= {MOVED} L':>25}  {'inconclusive':>12}  {'same':>5}")
     summary: dict = {"levels": {}, "runs": []}
     for level in LEVELS:
-        vs = [v for record, _, _ in runs for v in record.verdicts if v.metric == "latency" and level_of(v.case_id) == level]
+        vs = [v for record, _, _ in runs for v in record.verdicts if v.metric == "gpu_time" and level_of(v.case_id) == level]
         if not vs:
             continue
         caught = sum(v.status == "regressed" for v in vs)

@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             if result.status != "ok":
                 error = (result.error or "").splitlines()[0]
                 break
-            pg.append(result.latency.median_ms)
+            pg.append(result.judged_time.median_ms)
             pg_wall.append(result.wall_s)
-            stops.append(result.latency.stop_reason)
+            stops.append(result.judged_time.stop_reason)
             util.append(result.metrics.bandwidth_util)
             fn = inst.spec.setup(**inst.setup_kwargs("cuda"))
             db.append(do_bench(fn, return_mode="median"))

@@ -57,7 +57,7 @@ def _pytest(args: list[str], out: Path, env: dict[str, str] | None = None) -> tu
 
 def _tally(path: Path) -> dict[str, object]:
     record = read_record(path / "perfguard.json")
-    latency = [v for v in record.verdicts if v.metric == "latency"]
+    latency = [v for v in record.verdicts if v.metric == "gpu_time"]
     statuses = [v.status for v in record.verdicts]
     return {
         "comparisons": len(statuses),
@@ -109,7 +109,7 @@ def inject(args: argparse.Namespace) -> dict[str, object]:
         cases = {}
         for v in record.verdicts:
             case = cases.setdefault(v.case_id, {})
-            if v.metric == "latency":
+            if v.metric == "gpu_time":
                 case.update(latency=v.status, change_pct=v.change_pct, detectable_pct=v.detectable_pct,
                             confirmed=v.confirmed, median_ms=v.current)
             elif v.metric == "peak_memory":  # not the caller's time, nor the footprint or retained memory
@@ -132,8 +132,8 @@ def _inject_line(name: str, cases: dict[str, dict[str, object]]) -> str:
     factor = float(name[1:])
     limit = 2.0 if factor < 1.04 else 10.0 if factor > 1.09 else 5.0
     eligible = [c for c in cases.values() if c.get("detectable_pct") is not None and c["detectable_pct"] <= limit]
-    caught = sum(c["latency"] == "regressed" for c in eligible)
-    everywhere = sum(c.get("latency") == "regressed" for c in cases.values())
+    caught = sum(c["gpu_time"] == "regressed" for c in eligible)
+    everywhere = sum(c.get("gpu_time") == "regressed" for c in cases.values())
     return (f"caught {caught}/{len(eligible)} with detectable <= {limit:g}%, {everywhere}/{len(cases)} in all; "
             f"median change {_median([c['change_pct'] for c in cases.values() if c.get('change_pct') is not None]) or 0:+.2f}%")
 

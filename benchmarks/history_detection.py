@@ -76,7 +76,7 @@ def record(commit: str, day: int, cases: list[tuple[str, float, int, float]], rn
         samples = tuple((MEDIAN_MS * figure * row).tolist())
         results.append(CaseResult(id=f"{name}[noise={noise}-seed={seed}]", name=name, status="ok",
                                   params={"noise": noise, "seed": seed}, device=CPU.slug, timer="perf-counter",
-                                  timings={"latency": timing(samples)}))
+                                  timings={"gpu_time": timing(samples)}))
     return RunRecord(created_at=f"2026-11-{day:02d}T13:00:00+00:00", perfguard_version="0.1.0", devices=(CPU,),
                      results=tuple(results), commit=commit)
 

@@ -101,7 +101,7 @@ def main() -> None:
     if "--host" in sys.argv:
         host_clocks(fn)
     kernels = kernel_sum_ms(fn)
-    lat, caller = result.latency, result.timings["caller_latency"].summary
+    lat, caller = result.judged_time, result.timings["caller_time"].summary
     print(f"{datetime.date.today()} {device.name}: {instance.id} regime {result.regime}, "
           f"GPU {lat.median_ms:.4f} ms ±{lat.ci_half_width_pct:.2f}% (n={lat.n}, {lat.stop_reason}, {result.dropped_samples} dropped), "
           f"caller {caller.median_ms:.4f} ms ±{caller.ci_half_width_pct:.2f}% (n={caller.n}), GPU idle {result.metrics.launch_overhead_share:.0%}; "

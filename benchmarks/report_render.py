@@ -49,12 +49,12 @@ def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
         metrics = Metrics(gbps=nbytes / seconds / 1e9, bandwidth_util=nbytes / seconds / 1e9 / H200.peak_bandwidth_gbps,
                           tflops=flops / seconds / 1e12 if flops else None,
                           arithmetic_intensity=flops / nbytes if flops else None,
-                          eager_latency_ms=median + 0.012, launch_overhead_ms=0.012,
+                          caller_ms=median + 0.012, launch_overhead_ms=0.012,
                           launch_overhead_share=0.012 / (median + 0.012))
         results.append(CaseResult(
             id=case_id, name=op, status="ok", nodeid=f"suites/test_{op}.py::{case_id}", params={"n": n, "variant": i},
             device=H200.slug, device_uuid="GPU-0", timer="cuda-events", bytes=nbytes, flops=flops,
-            timings={"latency": timing(xs)}, metrics=metrics,
+            timings={"gpu_time": timing(xs)}, metrics=metrics,
             memory=Memory(peak_allocated_bytes=n * 2, peak_reserved_bytes=n * 4, setup_allocated_bytes=n * 4,
                           nvml_used_delta_bytes=0, fragmentation=0.3, alloc_retries=0),
             telemetry=Telemetry(1965, 1980, 1979.5, 41, 44, 350.0, 420.0, ("sw_power_cap",)), setup_s=0.01, wall_s=0.2))
@@ -67,7 +67,7 @@ def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
         if status in ("regressed", "unstable"):
             judged.update(remeasured_ms=(median * 1.001, median * (1.002 if status == "regressed" else 0.95)),
                           confirmed=status == "regressed")
-        verdicts.append(Verdict(case_id, "latency", status, median / (1 + change / 100) if compared else None, median,
+        verdicts.append(Verdict(case_id, "gpu_time", status, median / (1 + change / 100) if compared else None, median,
                                 change if compared else None, 5.0, "baselines/nvidia-h200.json", (),
                                 f"latency {status}: synthetic ({change:+.1f}%)", **judged))
         if compared:

@@ -223,7 +223,7 @@ def judge(out: Path, runs: int) -> None:
         first = counted[0]
         same = all({k: getattr(c, k) for k in COUNTER_KINDS} == {k: getattr(first, k) for k in COUNTER_KINDS} for c in counted)
         busy = [r.median_of("busy_time") for r in results if r.median_of("busy_time")]
-        caller = [r.median_of("caller_latency") for r in results if r.median_of("caller_latency")]
+        caller = [r.median_of("caller_time") for r in results if r.median_of("caller_time")]
         spread = f"{100 * (max(busy) / min(busy) - 1):.2f}%" if len(busy) > 1 else "-"
         span = lambda xs: f"{min(xs):.4f}-{max(xs):.4f}" if xs else "-"  # noqa: E731
         print(f"{case_id:22} {results[0].regime:13} {first.total('kernels'):8.0f} {first.total('syncs'):6.0f} "

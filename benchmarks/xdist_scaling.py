@@ -103,9 +103,9 @@ def main() -> int:
     few, many = counts[0], counts[-1]
     one, several = runs[few, last][2], runs[many, last][2]
 
-    a = {r.id: r for r in one.results if r.latency}
-    b = {r.id: r for r in several.results if r.latency}
-    rows = [(case, a[case].latency.median_ms, b[case].latency.median_ms, a[case], b[case]) for case in sorted(a.keys() & b.keys())]
+    a = {r.id: r for r in one.results if r.judged_time}
+    b = {r.id: r for r in several.results if r.judged_time}
+    rows = [(case, a[case].judged_time.median_ms, b[case].judged_time.median_ms, a[case], b[case]) for case in sorted(a.keys() & b.keys())]
     width = max((len(row[0]) for row in rows), default=4)
     print(f"\n{'case':<{width}}  {f'-n {few} ms':>9}  {f'-n {many} ms':>9}  {'ratio':>6}  GPU -n {few}  GPU -n {many}")
     for case, m1, m2, r1, r2 in rows:

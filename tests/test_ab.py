@@ -25,7 +25,7 @@ import pytest
 
 from perfguard import ab, cli
 from perfguard.analysis.pooling import pool_case, pool_records
-from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing, loads_record
+from perfguard.model import CaseResult, DeviceInfo, TimeSummary, RunRecord, Telemetry, Timing, loads_record
 
 SUITE = textwrap.dedent(
     """
@@ -145,11 +145,11 @@ def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, on_tw
     out, _, verdicts = on_two_shards
     assert out.returncode == 1, out.stdout + out.stderr
     assert verdicts["nap"] == "regressed"
-    assert "nap: latency regressed" in out.stdout and "against base HEAD~1" in out.stdout
+    assert "nap: gpu_time regressed" in out.stdout and "against base HEAD~1" in out.stdout
     head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
     base = loads_record((repo / "reports" / "perfguard-base.json").read_text(), "base")
     heads, bases = ({r.id: r for r in record.results} for record in (head, base))
-    assert heads["nap"].latency.median_ms > 1.2 * bases["nap"].latency.median_ms
+    assert heads["nap"].judged_time.median_ms > 1.2 * bases["nap"].judged_time.median_ms
     assert head.options["ab"]["rounds"] == 4 and head.options["ab"]["gpus"] == 2
     assert (repo / "reports" / "perfguard.html").is_file() and (repo / "reports" / "perfguard.md").is_file()
     assert len(worktrees(repo)) == 1  # the base's worktree is gone
@@ -158,7 +158,7 @@ def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, on_tw
 def test_unchanged_cases_are_same_once_their_rounds_can_tell(on_two_shards):
     out, _, verdicts = on_two_shards
     assert verdicts["steady"] == "same" and verdicts["steady_tight"] == "same", out.stdout
-    assert "steady_tight: latency" not in out.stdout  # a `same` verdict gets no line of its own
+    assert "steady_tight: gpu_time" not in out.stdout  # a `same` verdict gets no line of its own
 
 
 def test_rounds_alternate_sides_and_only_the_undecided_case_runs_again(on_two_shards):
@@ -199,13 +199,13 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
     assert set(statuses(repo).values()) == {"inconclusive"}
     assert len(launched) == 4  # two rounds a side, no third
     assert "would overrun the budget" in out.stdout and "3 inconclusive" in out.stdout
-    assert "steady_tight: latency inconclusive" in out.stdout and "--budget" in out.stdout
+    assert "steady_tight: gpu_time inconclusive" in out.stdout and "--budget" in out.stdout
 
 
 def _verdicts(tally):
     from perfguard.model import Verdict
 
-    return [Verdict(f"c{i}", "latency", status, 1.0, 1.0, 0.0, 1.0, None) for status, n in tally.items() for i in range(n)]
+    return [Verdict(f"c{i}", "gpu_time", status, 1.0, 1.0, 0.0, 1.0, None) for status, n in tally.items() for i in range(n)]
 
 
 @pytest.mark.parametrize(("tally", "code"), [
@@ -269,16 +269,16 @@ CPU = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a")
 
 
 def result(samples: list[float], **telemetry: object) -> CaseResult:
-    lat = Latency(median_ms=0, mean_ms=0, min_ms=0, max_ms=0, p10_ms=0, p90_ms=0, iqr_ms=0, ci_low_ms=0,
+    lat = TimeSummary(median_ms=0, mean_ms=0, min_ms=0, max_ms=0, p10_ms=0, p90_ms=0, iqr_ms=0, ci_low_ms=0,
                   ci_high_ms=0, n=len(samples), stop_reason="budget")
-    return CaseResult(id="c", name="c", status="ok", device="cpu-a", bytes=1e6, timings={"latency": Timing(lat, tuple(samples))},
+    return CaseResult(id="c", name="c", status="ok", device="cpu-a", bytes=1e6, timings={"gpu_time": Timing(lat, tuple(samples))},
                       telemetry=Telemetry(**telemetry), wall_s=0.5)
 
 
 def test_a_side_pools_its_rounds_samples_and_recomputes_the_figures():
     pooled = pool_case([result([1.0, 1.0, 1.0]), result([3.0, 3.0], throttled=True, throttle_reasons=("hw_slowdown",))], CPU)
     assert pooled.samples_ms == (1.0, 1.0, 1.0, 3.0, 3.0)
-    assert (pooled.latency.median_ms, pooled.latency.n, pooled.latency.stop_reason) == (1.0, 5, "budget")
+    assert (pooled.judged_time.median_ms, pooled.judged_time.n, pooled.judged_time.stop_reason) == (1.0, 5, "budget")
     assert pooled.metrics.gbps == pytest.approx(1e6 / 1e-3 / 1e9)  # from the pooled median
     assert pooled.telemetry.throttled and pooled.telemetry.throttle_reasons == ("hw_slowdown",)
     assert pooled.wall_s == 1.0
@@ -297,12 +297,12 @@ def test_a_round_that_errored_is_left_out_of_the_pool():
 def test_a_side_pools_its_rounds_callers_times_too():
     def with_caller(samples):
         r = result([1.0] * 3)
-        return dataclasses.replace(r, timings={**r.timings, "caller_latency": Timing(r.latency, samples)})
+        return dataclasses.replace(r, timings={**r.timings, "caller_time": Timing(r.judged_time, samples)})
 
     pooled = pool_case([with_caller((2.0,) * 3), with_caller((4.0,) * 5)], CPU)
-    caller = pooled.timings["caller_latency"]
+    caller = pooled.timings["caller_time"]
     assert caller.samples_ms == (2.0,) * 3 + (4.0,) * 5 and caller.summary.median_ms == 4.0
-    assert pooled.metrics.eager_latency_ms == 4.0  # the derived figures read the pooled caller's time
+    assert pooled.metrics.caller_ms == 4.0  # the derived figures read the pooled caller's time
 
 
 def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_passes(repo, inner_args, forked):
@@ -322,13 +322,13 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         done = subprocess.run([sys.executable, "-m", "perfguard.cli", *argv[1:]], cwd=repo, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "accepted 'nap' latency: " in done.stdout and accepted.is_file()
+        assert "accepted 'nap' gpu_time: " in done.stdout and accepted.is_file()
         entry = json.loads(accepted.read_text())["changes"][0]
-        assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "latency", "intended (perfguard accept)")
+        assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "gpu_time", "intended (perfguard accept)")
         again, _ = ab_forked(repo, inner_args, forked)
         assert again.returncode == 0, again.stdout + again.stderr
         assert statuses(repo)["nap"] == "accepted"
-        assert "nap: latency accepted: " in again.stdout and "accepted: 'intended (perfguard accept)'" in again.stdout
+        assert "nap: gpu_time accepted: " in again.stdout and "accepted: 'intended (perfguard accept)'" in again.stdout
         assert "to accept these changes" not in again.stdout
     finally:
         accepted.unlink(missing_ok=True)

@@ -34,7 +34,7 @@ def script(name: str, *args: str, capsys) -> tuple[int, str, str]:
 
 
 def verdict(op: str, level: int, status: str, change: float, spread: float) -> Verdict:
-    return Verdict(f"{op}[size=268435456-level={level}]", "latency", status, 1.0, 1 + change / 100, change, 1.0, None, (),
+    return Verdict(f"{op}[size=268435456-level={level}]", "gpu_time", status, 1.0, 1 + change / 100, change, 1.0, None, (),
                    "legacy", baseline_runs=7, noise_pct=spread, tolerance_pct=0.8, detectable_pct=1.0)
 
 

@@ -15,7 +15,7 @@ from perfguard.ab.sides import Side
 from perfguard.analysis import paired
 from perfguard.analysis.ab_verdict import judge_rounds
 from perfguard.errors import ConfigError
-from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing
+from perfguard.model import CaseResult, DeviceInfo, TimeSummary, RunRecord, Telemetry, Timing
 from perfguard.report import words
 
 
@@ -95,10 +95,10 @@ CPU = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a")
 
 
 def result(case: str, median: float, **telemetry: object) -> CaseResult:
-    lat = Latency(median_ms=median, mean_ms=median, min_ms=median, max_ms=median, p10_ms=median, p90_ms=median,
+    lat = TimeSummary(median_ms=median, mean_ms=median, min_ms=median, max_ms=median, p10_ms=median, p90_ms=median,
                   iqr_ms=0, ci_low_ms=median, ci_high_ms=median, n=50, stop_reason="precision")
     return CaseResult(id=case, name=case, status="ok", device="cpu-a", nodeid=f"t.py::{case}", timer="cuda-events",
-                      timings={"latency": Timing(lat, (median,) * 50)}, telemetry=Telemetry(**telemetry) if telemetry else None)
+                      timings={"gpu_time": Timing(lat, (median,) * 50)}, telemetry=Telemetry(**telemetry) if telemetry else None)
 
 
 def record(*results: CaseResult) -> RunRecord:
@@ -111,7 +111,7 @@ def test_judged_rounds_give_paired_verdicts_and_name_the_undecided():
     bases = [record(result("fast", fast[0][k]), result("noisy", noisy[0][k])) for k in range(5)]
     heads = [record(result("fast", fast[1][k]), result("noisy", noisy[1][k])) for k in range(5)]
     judged = judge_rounds(bases, heads, baseline_file="base main")
-    by_case = {v.case_id: v for v in judged.verdicts if v.metric == "latency"}
+    by_case = {v.case_id: v for v in judged.verdicts if v.metric == "gpu_time"}
     assert by_case["fast"].status == "regressed" and by_case["fast"].baseline_runs == 5
     assert "paired on one card" in words.line(by_case["fast"]) and "against base main" in words.line(by_case["fast"])
     assert by_case["noisy"].status == "inconclusive"
@@ -122,7 +122,7 @@ def test_a_slowdown_measured_while_throttled_is_unstable_not_regressed():
     bases = [record(result("c", 1.0 + 0.0001 * k)) for k in range(5)]
     heads = [record(result("c", 1.2 + 0.0001 * k, throttled=k == 2, throttle_reasons=("hw_slowdown",) if k == 2 else ()))
              for k in range(5)]
-    (v,) = [v for v in judge_rounds(bases, heads).verdicts if v.metric == "latency"]
+    (v,) = [v for v in judge_rounds(bases, heads).verdicts if v.metric == "gpu_time"]
     assert v.status == "unstable" and "hw_slowdown" in words.line(v)
 
 

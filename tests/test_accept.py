@@ -88,7 +88,7 @@ def test_the_intended_change_fails_on_its_counter_and_its_time_and_prints_one_co
     assert failed.ret == 1, failed.outlines[-30:]
     text = "\n".join(failed.outlines)
     assert f"{CHANGED}: aten_ops regressed: ATen operators per call" in text and "+1 × aten::neg" in text
-    assert f"{CHANGED}: latency regressed: " in text
+    assert f"{CHANGED}: gpu_time regressed: " in text
     assert accepted["command"] == f"perfguard baseline accept reports/perfguard.json --case '{CHANGED}'"
     assert text.count(accepted["command"]) >= 2  # in the case's failure, and once in the perfguard summary
 
@@ -100,7 +100,7 @@ def test_the_printed_command_works_as_printed_and_starts_a_new_series_with_its_r
     entry = accepted["after"].cases[CHANGED]
     assert len(entry.runs) == 1 and entry.runs[0].accepted == "accepted with perfguard baseline accept"
     assert entry.result.counters.total("aten_ops") == accepted["before"].cases[CHANGED].result.counters.total("aten_ops") + 1
-    assert entry.result.latency.median_ms == pytest.approx(40.001)
+    assert entry.result.judged_time.median_ms == pytest.approx(40.001)
     # Other cases are not weakened: steady's series is byte for byte what it was.
     assert accepted["after"].cases["steady"] == accepted["before"].cases["steady"]
 
@@ -131,7 +131,7 @@ def test_a_routine_update_does_not_take_in_a_counted_regression(tmp_path, run_py
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--metric", "latency"], "--metric and --reason say what of a named case to accept: name the case(s) with --case ID"),
+    (["--metric", "gpu_time"], "--metric and --reason say what of a named case to accept: name the case(s) with --case ID"),
     (["--case", "nope"], "no case nope in"),
     (["--case", "steady", "--metric", "aten_ops"], "'steady': 'aten_ops' did not change against baselines"),
 ])
@@ -174,9 +174,9 @@ def test_an_acceptance_covers_its_figure_and_no_more():
     from perfguard.model import AcceptedChange, Acceptances, Verdict
 
     accepted = Acceptances((AcceptedChange("mm", "kernels", "cpu-x", 6.0, 5.0, "fused"),
-                            AcceptedChange("mm", "latency", "cpu-x", 2.0, 1.0, "fused")))
+                            AcceptedChange("mm", "gpu_time", "cpu-x", 2.0, 1.0, "fused")))
     kernels = [Verdict("mm", "kernels", "regressed", 5.0, n, None, 0.0, None, reason="grew") for n in (6.0, 7.0)]
-    times = [Verdict("mm", "latency", "regressed", 1.0, ms, None, 1.0, None, reason="outside", tolerance_pct=5.0)
+    times = [Verdict("mm", "gpu_time", "regressed", 1.0, ms, None, 1.0, None, reason="outside", tolerance_pct=5.0)
              for ms in (2.09, 2.2)]
     marked, spent = apply([*kernels, *times], accepted, {"mm": "cpu-x"})
     assert [v.status for v in marked] == ["accepted", "regressed", "accepted", "regressed"]

@@ -139,9 +139,9 @@ def test_a_callable_failing_during_measurement_errors_only_itself(bad_run):
     }
     for r in record.results:
         if r.status == "error":
-            assert r.latency is None and r.samples_ms == (), r.id
+            assert r.judged_time is None and r.samples_ms == (), r.id
         else:
-            assert r.latency.n >= 10, r.id
+            assert r.judged_time.n >= 10, r.id
 
 
 # --- non-finite timings -----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ GOOD = (1.000, 1.003, 0.997, 1.002)  # the four good runners' medians, ms
 def result(median_ms: float, card: str) -> CaseResult:
     samples = tuple(float(x) for x in median_ms * np.random.default_rng(7).lognormal(0.0, 0.001, 200))
     return CaseResult(id=CASE, name="copy", status="ok", device=H200.slug, device_uuid=card, timer="cuda-events",
-                      regime="device", timings={"latency": timing(samples)}, metrics=Metrics(bound="memory"))
+                      regime="device", timings={"gpu_time": timing(samples)}, metrics=Metrics(bound="memory"))
 
 
 def record(folder: Path, name: str, median_ms: float, runner: int, day: int, **fields) -> str:
@@ -71,7 +71,7 @@ def test_a_runner_twice_as_slow_is_left_out_and_named(tmp_path, good, good_figur
     figure, lines = accept(tmp_path / "b", capsys, *good, slow)
     assert figure <= 1.5 * good_figure
     (line,) = [line for line in lines if "left out" in line]
-    assert line.startswith(f"{CASE}: latency the run of 2026-11-15T12:00:00+00:00 on 'GPU-5' (+")
+    assert line.startswith(f"{CASE}: gpu_time the run of 2026-11-15T12:00:00+00:00 on 'GPU-5' (+")
     assert line.endswith(f"from {slow}, left out: far from the others")
     assert len(store.load(tmp_path / "b", H200).cases[CASE].runs) == 4
 
@@ -91,7 +91,7 @@ def test_a_disturbed_run_is_left_out_in_a_batch_and_not_added_to_a_series(tmp_pa
     figure, lines = accept(tmp_path / "good", capsys, disturbed)
     assert figure == pytest.approx(good_figure)
     (line,) = [line for line in lines if line.startswith(f"{CASE}: ")]
-    assert f"from {disturbed} not added: latency +39.9% from the centre of the fleet's 4 runs on 4 cards" in line
+    assert f"from {disturbed} not added: gpu_time +39.9% from the centre of the fleet's 4 runs on 4 cards" in line
     assert line.endswith(f"if the change is intended, name it: `perfguard baseline accept {disturbed} --case '{CASE}'`")
 
 

@@ -29,7 +29,7 @@ WHEN = "2026-11-29T12:00:00+00:00"
 def result(case_id: str, scale: float = 1.0, n: int = 50, status: str = "ok") -> CaseResult:
     samples = tuple(scale * (1.0 + 0.001 * ((i * 7919) % 97) / 3.0) for i in range(n))
     return CaseResult(id=case_id, name=case_id.split("[")[0], status=status, device="nvidia-h200",
-                      device_uuid="GPU-1234", timer="cuda-events", timings={"latency": timing(samples)})
+                      device_uuid="GPU-1234", timer="cuda-events", timings={"gpu_time": timing(samples)})
 
 
 def write_baseline(directory: Path, *results: CaseResult) -> Path:
@@ -48,7 +48,7 @@ def test_update_then_load_round_trips(tmp_path):
     entry = baseline.cases["vector_add[n=1024]"]
     assert (entry.recorded_at, entry.commit, entry.fingerprint) == (WHEN, "abc123", H200.fingerprint())
     assert entry.result.samples_ms == tuple(round_sig(x) for x in result("x").samples_ms)
-    assert entry.result.latency.median_ms == pytest.approx(result("x").latency.median_ms)
+    assert entry.result.judged_time.median_ms == pytest.approx(result("x").judged_time.median_ms)
     # The file belongs to the GPU model, not to the card that happened to record it.
     assert baseline.device.slug == "nvidia-h200" and baseline.device.uuid is None and baseline.device.index is None
     assert entry.result.device_uuid is None
@@ -61,7 +61,7 @@ def test_update_merges_into_the_file_keeping_other_cases(tmp_path):
     assert sorted(cases) == ["a", "b", "c"]
     assert cases["a"].commit == "abc123"
     assert cases["b"].commit == "def456"
-    assert cases["b"].result.latency.median_ms == pytest.approx(result("b", scale=2.0).latency.median_ms)
+    assert cases["b"].result.judged_time.median_ms == pytest.approx(result("b", scale=2.0).judged_time.median_ms)
 
 
 def test_only_measured_cases_are_stored(tmp_path):
@@ -73,7 +73,7 @@ def test_samples_are_capped_but_the_summary_keeps_every_sample(tmp_path):
     write_baseline(tmp_path, result("long", n=1000))
     entry = store.load(tmp_path, H200).cases["long"]
     assert len(entry.result.samples_ms) == MAX_BASELINE_SAMPLES
-    assert entry.result.latency.n == 1000
+    assert entry.result.judged_time.n == 1000
 
 
 def test_file_is_sorted_and_rounded_so_resaving_identical_data_is_an_empty_diff(tmp_path):
@@ -112,7 +112,7 @@ def _other_gpu(data):
 
 
 def _latency(data):
-    return data["cases"]["a"]["result"]["timings"]["latency"]["summary"]
+    return data["cases"]["a"]["result"]["timings"]["gpu_time"]["summary"]
 
 
 BAD_FILES = {
@@ -133,13 +133,13 @@ BAD_FILES = {
     "not UTF-8": (lambda text: text.encode().replace(b"abc123", b"\xff\xfe").decode("latin-1"), "UTF-8"),
     # Values, not only types: each of these read `unstable` ("0.000 ns → 2.082 ms (+inf%)") and passed.
     "zero median": (_edit(lambda d: _latency(d).update(median_ms=0)),
-                    "BaselineFile.cases['a'].result.timings['latency'].summary.median_ms is 0.0"),
-    "negative samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["latency"].update(samples_ms=[-1.0, 1.0])),
-                         "BaselineFile.cases['a'].result.timings['latency'].samples_ms holds -1.0"),
-    "empty samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["latency"].update(samples_ms=[])),
-                      "BaselineFile.cases['a'].result.timings['latency'].samples_ms is empty"),
+                    "BaselineFile.cases['a'].result.timings['gpu_time'].summary.median_ms is 0.0"),
+    "negative samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["gpu_time"].update(samples_ms=[-1.0, 1.0])),
+                         "BaselineFile.cases['a'].result.timings['gpu_time'].samples_ms holds -1.0"),
+    "empty samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["gpu_time"].update(samples_ms=[])),
+                      "BaselineFile.cases['a'].result.timings['gpu_time'].samples_ms is empty"),
     "negative minimum": (_edit(lambda d: _latency(d).update(min_ms=-0.5)),
-                         "BaselineFile.cases['a'].result.timings['latency'].summary.min_ms is -0.5"),
+                         "BaselineFile.cases['a'].result.timings['gpu_time'].summary.min_ms is -0.5"),
     "no latency": (_edit(lambda d: d["cases"]["a"]["result"].update(timings={})),
                    "BaselineFile.cases['a'].result is not a measured case"),
     "slug that is a path": (_edit(lambda d: d["device"].update(slug="../nvidia-h200")),
@@ -181,8 +181,8 @@ def test_each_update_adds_one_run_per_case_with_its_host_and_card(tmp_path):
     assert [r.recorded_at for r in entry.runs] == ["2026-11-01", "2026-11-02", "2026-11-03"]
     assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
     assert {r.device_uuid for r in entry.runs} == {"GPU-1234"} and entry.runs[-1].commit == "c3"
-    assert entry.runs[1].median_of("latency") == pytest.approx(result("a", scale=1.01).latency.median_ms, rel=1e-5)
-    assert entry.result.latency.median_ms == pytest.approx(entry.runs[-1].median_of("latency"))  # the newest run's samples
+    assert entry.runs[1].median_of("gpu_time") == pytest.approx(result("a", scale=1.01).judged_time.median_ms, rel=1e-5)
+    assert entry.result.judged_time.median_ms == pytest.approx(entry.runs[-1].median_of("gpu_time"))  # the newest run's samples
     assert store.load(tmp_path, H200).device.host is None  # the file belongs to the model, not to a machine
 
 
@@ -200,7 +200,7 @@ def test_a_run_outside_its_tolerance_is_not_added_and_the_others_join(tmp_path):
     assert [r.recorded_at for r in cases["a"].runs] == [WHEN]
     assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
     (line,) = admission.lines
-    assert line.startswith("a: the run of later from this run not added: latency +100.0% from the centre of")
+    assert line.startswith("a: the run of later from this run not added: gpu_time +100.0% from the centre of")
 
 
 def test_a_forced_update_starts_the_series_of_a_run_outside_its_tolerance_again_and_the_others_keep_theirs(tmp_path):
@@ -211,7 +211,7 @@ def test_a_forced_update_starts_the_series_of_a_run_outside_its_tolerance_again_
     assert [r.recorded_at for r in cases["a"].runs] == ["later"]
     assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
     (line,) = admission.lines
-    assert line.startswith("a: its series starts again with 1 run from this run (latency +100.0%") and line.endswith(
+    assert line.startswith("a: its series starts again with 1 run from this run (gpu_time +100.0%") and line.endswith(
         "its 1 run before dropped")
 
 
@@ -229,12 +229,12 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
     old["schema_version"] = 1
     for entry in old["cases"].values():
         del entry["runs"]
-        timing = entry["result"].pop("timings")["latency"]  # version 1's result: latency and samples_ms
+        timing = entry["result"].pop("timings")["gpu_time"]  # version 1's result: latency and samples_ms
         entry["result"].update(latency=timing["summary"], samples_ms=timing["samples_ms"], caller=None, caller_samples_ms=[])
     path.write_text(json.dumps(old))
     (run,) = store.load(tmp_path, H200).cases["a"].runs
     assert (run.recorded_at, run.commit) == (WHEN, "abc123")
-    assert run.median_of("latency") == pytest.approx(result("a").latency.median_ms, rel=1e-5)
+    assert run.median_of("gpu_time") == pytest.approx(result("a").judged_time.median_ms, rel=1e-5)
     store.update(tmp_path, H200, [result("a")], commit=None, recorded_at="later")
     assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
     assert len(store.load(tmp_path, H200).cases["a"].runs) == 2
@@ -243,9 +243,9 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
 def test_a_run_whose_median_is_zero_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     data = json.loads(path.read_text())
-    data["cases"]["a"]["runs"][0]["timings"]["latency"]["median_ms"] = 0
+    data["cases"]["a"]["runs"][0]["timings"]["gpu_time"]["median_ms"] = 0
     path.write_text(json.dumps(data))
-    with pytest.raises(BaselineError, match=r"runs\[0\].timings\['latency'\].median_ms is 0.0; a run.s median is above 0"):
+    with pytest.raises(BaselineError, match=r"runs\[0\].timings\['gpu_time'\].median_ms is 0.0; a run.s median is above 0"):
         store.load(tmp_path, H200)
 
 
@@ -288,17 +288,17 @@ def test_read_only_baselines_folder_gives_a_clear_error_and_keeps_the_file(tmp_p
 CHILD = r"""
 import os, sys, time
 from perfguard import store
-from perfguard.model import CaseResult, DeviceInfo, Latency, Timing
+from perfguard.model import CaseResult, DeviceInfo, TimeSummary, Timing
 
 mode, directory = sys.argv[1], sys.argv[2]
 device = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
 samples = tuple(1.0 + 1e-4 * i for i in range(200))
-latency = Latency(median_ms=1.01, mean_ms=1.01, min_ms=1.0, max_ms=1.02, p10_ms=1.002, p90_ms=1.018, iqr_ms=0.01,
+latency = TimeSummary(median_ms=1.01, mean_ms=1.01, min_ms=1.0, max_ms=1.02, p10_ms=1.002, p90_ms=1.018, iqr_ms=0.01,
                   ci_low_ms=1.009, ci_high_ms=1.011, n=200, stop_reason="converged")
 
 def result(case_id):
     return CaseResult(id=case_id, name="case", status="ok", device="nvidia-h200",
-                      timings={"latency": Timing(latency, samples)})
+                      timings={"gpu_time": Timing(latency, samples)})
 
 if mode == "many-updates":  # one small update per case, as xdist workers finishing cases would
     prefix, count, go = sys.argv[3], int(sys.argv[4]), sys.argv[5]

@@ -47,7 +47,7 @@ def test_a_calibration_survives_baseline_updates_and_an_update_keeps_it(tmp_path
     from perfguard.model import CaseResult
 
     samples = (1.0, 1.01, 1.02)  # a baseline keeps measurements: a median and the samples behind it
-    result = CaseResult(id="nap", name="nap", status="ok", device="nvidia-h200", timings={"latency": timing(samples)})
+    result = CaseResult(id="nap", name="nap", status="ok", device="nvidia-h200", timings={"gpu_time": timing(samples)})
     store.update(tmp_path, H200, [result], commit=None, recorded_at="t0")
     store.calibrate(tmp_path, CALIBRATION.apply_to(H200), CALIBRATION)
     store.update(tmp_path, CALIBRATION.apply_to(H200), [dataclasses.replace(result, id="other", name="other")],

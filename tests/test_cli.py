@@ -23,7 +23,7 @@ def result(case_id: str, rng: np.random.Generator, slowdown: float = 1.0, status
         return CaseResult(id=case_id, name=case_id, status=status, device=CPU.slug, error="setup raised ValueError")
     samples = tuple(float(x) for x in rng.lognormal(np.log(0.5), 0.02, 100) * slowdown)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=CPU.slug, timer="host-clock",
-                      timings={"latency": timing(samples)})
+                      timings={"gpu_time": timing(samples)})
 
 
 def record(path: Path, *results: CaseResult, commit: str = "0123456789abcdef", **fields) -> Path:
@@ -48,13 +48,13 @@ def test_show_prints_the_table_of_a_record(tmp_path, rng, capsys):
 
 
 def test_show_lists_the_verdicts_a_record_carries(tmp_path, rng, capsys):
-    verdict = Verdict(case_id="a", metric="latency", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
+    verdict = Verdict(case_id="a", metric="gpu_time", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
                       threshold_pct=5.0, baseline_file="baselines/x.json",
                       env_mismatch=(), reason="outside")
     run = record(tmp_path / "run.json", result("a", rng), verdicts=(verdict,))
     assert main(["show", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "1 regressed" in out and "a: latency regressed: 1.000 ms → 1.200 ms (+20.0%)" in out
+    assert "1 regressed" in out and "a: gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%)" in out
 
 
 def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path, rng, capsys):
@@ -158,7 +158,7 @@ def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng,
     head = record(tmp_path / "head.json", result("a", rng), result("b", rng, 3.0), result("added", rng))
     assert main(["compare", str(base), str(head)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("regressed  b: latency regressed:") and str(base) in lines[0]
+    assert lines[0].startswith("regressed  b: gpu_time regressed:") and str(base) in lines[0]
     assert any(line.startswith("missing    gone") for line in lines)
     assert any(line.startswith("new        added") for line in lines)
     # "a" did not move, but one host-clock run cannot see a 1% change: inconclusive, not same.
@@ -217,7 +217,7 @@ def test_the_module_runs_as_a_command_without_importing_pytest(tmp_path, rng):
             "assert 'pytest' not in sys.modules and 'torch' not in sys.modules; sys.exit(rc)")
     done = subprocess.run([sys.executable, "-c", code, "compare", str(base), str(head)], capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
-    assert "latency regressed" in done.stdout
+    assert "gpu_time regressed" in done.stdout
     done = subprocess.run([sys.executable, "-m", "perfguard.cli", "show", str(tmp_path / "absent.json")],
                           capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.startswith("perfguard: ") and "absent.json" in done.stderr

@@ -31,7 +31,7 @@ def gpu_counters(mul=12.0, gemm=128.0, syncs=None, **fields) -> Counters:
 
 
 def result(counters, regime="device", **fields) -> CaseResult:
-    timings = {"caller_latency" if regime == "caller" else "latency": timing([1.0] * 20)}
+    timings = {"caller_time" if regime == "caller" else "gpu_time": timing([1.0] * 20)}
     return CaseResult(id="gpt", name="gpt", status="ok", device="nvidia-h200", regime=regime, timings=timings,
                       counters=counters, **fields)
 
@@ -97,7 +97,7 @@ def test_under_other_software_a_changed_count_is_not_compared_never_same():
 def test_a_baseline_without_counters_judges_none_and_fails_nothing():
     assert compare_counters(result(gpu_counters()), result(None)) == []
     (v,) = compare_case(result(gpu_counters()), result(None))
-    assert v.metric == "latency" and v.status == "inconclusive"  # one run cannot see 1%
+    assert v.metric == "gpu_time" and v.status == "inconclusive"  # one run cannot see 1%
 
 
 def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_comes_from_it():
@@ -106,10 +106,10 @@ def test_a_caller_regime_case_is_judged_by_its_busy_time_and_the_idle_share_come
 
     gpu = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
     base = dataclasses.replace(result(gpu_counters(), regime="caller"),
-                               timings={"caller_latency": timing([4.1] * 20), "busy_time": timing([1.15] * 5, "counted")})
+                               timings={"caller_time": timing([4.1] * 20), "busy_time": timing([1.15] * 5, "counted")})
     slower = dataclasses.replace(base, timings={**base.timings, "busy_time": timing([1.40] * 5, "counted")})
     verdicts = by_metric(compare_case(slower, base))
-    assert verdicts["busy_time"].status == "regressed" and verdicts["caller_latency"].status == "inconclusive"
+    assert verdicts["busy_time"].status == "regressed" and verdicts["caller_time"].status == "inconclusive"
     assert "GPU busy time 1.150 ms → 1.400 ms" in words.line(verdicts["busy_time"])
     idle = metrics.complete(base, gpu).metrics.launch_overhead_share
     assert idle == pytest.approx(1 - 1.15 / 4.1)  # not 0.0%: the GPU was busy 1.15 ms of 4.1 ms
@@ -128,12 +128,12 @@ def busy_case(busy_ms, card="GPU-a", rng=None, kernels=175.0, **fields):
     samples = tuple(float(x) for x in busy_ms * rng.lognormal(0.0, 0.001, 5))
     counters = Counters(calls=5, kernels={GEMM: kernels}, device=True)
     return dataclasses.replace(result(counters, regime="caller"), device_uuid=card, timings={
-        "caller_latency": timing([3.3] * 20), "busy_time": timing(samples, "counted")}, **fields)
+        "caller_time": timing([3.3] * 20), "busy_time": timing(samples, "counted")}, **fields)
 
 
 def busy_baseline(medians=BUSY_RUNS_MS, card="GPU-a", **fields):
     runs = tuple(RunSummary(recorded_at=f"2026-12-01T10:0{i}:00+00:00", device_uuid=card, host="vm",
-                            timings={"busy_time": RunTime(m, n=5), "caller_latency": RunTime(3.3 + 0.4 * (i % 2), n=400)})
+                            timings={"busy_time": RunTime(m, n=5), "caller_time": RunTime(3.3 + 0.4 * (i % 2), n=400)})
                  for i, m in enumerate(medians))
     return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint={},
                          result=busy_case(medians[-1], card, **fields), runs=runs)
@@ -162,7 +162,7 @@ def test_busy_times_prior_narrows_with_the_kernels_a_call_launches_and_ignores_t
     assert prior(13) == pytest.approx(priors.BUSY_KERNEL_PCT / 13**0.5)  # a few kernels: about 1.1%
     assert prior(5000) == priors.BUSY_FLOOR_PCT
     # Launch-bound by the host's share of the caller's time, which busy time leaves out: no matter.
-    assert prior(175, metrics=Metrics(bound="latency", launch_overhead_share=0.56)) == prior(175)
+    assert prior(175, metrics=Metrics(bound="launch", launch_overhead_share=0.56)) == prior(175)
 
 
 @pytest.mark.parametrize("spread", [0.0016, 0.0033])  # the median and the worst seen between processes of a card

@@ -37,18 +37,18 @@ def test_no_declared_bytes_means_no_bandwidth():
 
 
 def test_launch_overhead_is_eager_latency_minus_device_time():
-    m = derive(median_ms=0.005, bytes_moved=None, flops=None, device=GPU, eager_latency_ms=0.020)
-    assert m.eager_latency_ms == 0.020
+    m = derive(median_ms=0.005, bytes_moved=None, flops=None, device=GPU, caller_ms=0.020)
+    assert m.caller_ms == 0.020
     assert m.launch_overhead_ms == pytest.approx(0.015)
     assert m.launch_overhead_share == pytest.approx(0.75)
 
 
 def test_an_eager_latency_under_the_device_time_is_no_overhead_not_a_negative_one():
-    m = derive(median_ms=1.0, bytes_moved=None, flops=None, device=GPU, eager_latency_ms=0.99)
+    m = derive(median_ms=1.0, bytes_moved=None, flops=None, device=GPU, caller_ms=0.99)
     assert m.launch_overhead_ms == 0.0
     assert m.launch_overhead_share == 0.0
 
 
 def test_without_an_eager_latency_there_is_no_overhead_figure():
     m = derive(median_ms=1.0, bytes_moved=1e6, flops=None, device=CPU)
-    assert (m.eager_latency_ms, m.launch_overhead_ms, m.launch_overhead_share) == (None, None, None)
+    assert (m.caller_ms, m.launch_overhead_ms, m.launch_overhead_share) == (None, None, None)

@@ -118,8 +118,8 @@ class Run:
         path = self.path / self.report / "perfguard.json"
         return loads_record(path.read_text(), str(path))
 
-    def latency(self) -> dict[str, Verdict]:
-        return {v.case_id: v for v in self.record().verdicts if v.metric == "latency"}
+    def gpu_time(self) -> dict[str, Verdict]:
+        return {v.case_id: v for v in self.record().verdicts if v.metric == "gpu_time"}
 
     def stored(self) -> BaselineFile:
         baseline = store.load_file(self.baseline)
@@ -277,20 +277,20 @@ def test_each_update_adds_a_run_and_keeps_the_newest_runs_samples(gate):
     measured = {r.id: r for r in again.record().results}
     first = {r.id: r for r in gate["recorded"].record().results}
     for case_id, entry in baseline.cases.items():
-        assert [r.median_of("latency") for r in entry.runs] == pytest.approx(
-            [first[case_id].latency.median_ms, measured[case_id].latency.median_ms], rel=1e-5), case_id
+        assert [r.median_of("gpu_time") for r in entry.runs] == pytest.approx(
+            [first[case_id].judged_time.median_ms, measured[case_id].judged_time.median_ms], rel=1e-5), case_id
         assert {r.host for r in entry.runs} == {device.host}, case_id
-        assert entry.result.latency == measured[case_id].latency, case_id
+        assert entry.result.latency == measured[case_id].judged_time, case_id
         assert 10 <= len(entry.result.samples_ms) <= 200, case_id
         assert entry.fingerprint == device.fingerprint(), case_id
-        assert entry.result.latency.median_ms == pytest.approx(20.001), case_id  # a 20 ms sleep on the run's clock
+        assert entry.result.judged_time.median_ms == pytest.approx(20.001), case_id  # a 20 ms sleep on the run's clock
     assert dumps(baseline) == again.baseline.read_text()  # sorted and rounded: re-saving it is an empty diff
 
 
 def test_the_second_recording_of_unchanged_code_is_inconclusive_where_one_run_cannot_see_the_threshold(gate):
     # One run of a host-clock case: its tolerance (72%) is far wider than 1%, so "same" would claim a
     # change of 1% was looked for and not found. lenient's own threshold (2000%) is wider still.
-    verdicts = gate["again"].latency()
+    verdicts = gate["again"].gpu_time()
     statuses = {c: v.status for c, v in verdicts.items()}
     assert statuses == {**dict.fromkeys(RECORDED, "inconclusive"), "lenient": "same"}, [words.line(v) for v in verdicts.values()]
     for v in verdicts.values():
@@ -323,7 +323,7 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
     run = gate["rerun"]
     run.result.assert_outcomes(passed=6)
     assert run.result.ret == pytest.ExitCode.OK
-    verdicts = run.latency()
+    verdicts = run.gpu_time()
     ran = [c for c in RECORDED if c != "retired"]
     assert {c: verdicts[c].status for c in ran} == {**dict.fromkeys(ran, "inconclusive"), "lenient": "same"}, \
         [words.line(verdicts[c]) for c in ran]
@@ -339,26 +339,26 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
 def test_a_case_not_in_the_baseline_passes_as_new(gate):
     run = gate["rerun"]
     run.result.stdout.fnmatch_lines(["test_fresh.py::fresh PASSED*"])
-    fresh = run.latency()["fresh"]
+    fresh = run.gpu_time()["fresh"]
     assert (fresh.status, fresh.baseline, fresh.tolerance_pct) == ("new", None, None)
-    assert fresh.current == {r.id: r for r in run.record().results}["fresh"].latency.median_ms
+    assert fresh.current == {r.id: r for r in run.record().results}["fresh"].judged_time.median_ms
     assert "fresh" not in run.stored().cases  # and it is not recorded without --perfguard-update
 
 
 def test_a_baseline_case_that_did_not_run_is_missing_and_fails_nothing(gate):
     run = gate["rerun"]
-    retired = run.latency()["retired"]
+    retired = run.gpu_time()["retired"]
     assert retired.status == "missing" and retired.current is None
     runs = gate["again"].stored().cases["retired"].runs
-    assert retired.baseline == pytest.approx(sum(r.median_of("latency") for r in runs) / 2, rel=1e-5)  # the centre of its 2 runs
+    assert retired.baseline == pytest.approx(sum(r.median_of("gpu_time") for r in runs) / 2, rel=1e-5)  # the centre of its 2 runs
     assert "retired" not in {r.id for r in run.record().results}
-    run.result.stdout.fnmatch_lines([f"retired: latency missing: in {run.label} (* ms) but did not run"])
+    run.result.stdout.fnmatch_lines([f"retired: gpu_time missing: in {run.label} (* ms) but did not run"])
 
 
 def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it(gate):
     run = gate["rerun"]
     (device,) = run.record().devices
-    verdicts = run.latency()
+    verdicts = run.gpu_time()
     steady = verdicts["steady"]
     assert steady.status == "inconclusive"
     assert steady.env_mismatch == (f"torch 1.0.0 → {device.torch}",)
@@ -370,7 +370,7 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
 # --- a slowdown ---------------------------------------------------------------------------------------
 
 REGRESSED = re.compile(
-    r"^(?P<case>\S+): latency regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
+    r"^(?P<case>\S+): gpu_time regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
     r"outside ±(?P<tolerance>[\d.]+)%: judged by this host's 2 runs, run-to-run spread ±[\d.]+%; smallest detectable change [\d.]+% "
     r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)\n"
     # every failure ends with the one command that accepts it, which works as printed (test_accept.py)
@@ -384,7 +384,7 @@ def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_i
     run.result.stdout.fnmatch_lines(
         ["FAILED test_gate.py::slowed*", "FAILED test_gate.py::strict*", "FAILED test_gate.py::test_dozing*"], consecutive=False
     )
-    verdicts = run.latency()
+    verdicts = run.gpu_time()
     statuses = {c: v.status for c, v in verdicts.items()}
     assert statuses["slowed"] == statuses["strict"] == statuses["test_dozing"] == "regressed"
     assert statuses["steady"] == statuses["retired"] == "inconclusive"
@@ -398,8 +398,8 @@ def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_i
 def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_the_file(gate):
     run = gate["slowdown"]
     runs = gate["again"].stored().cases["slowed"].runs
-    old = sum(r.median_of("latency") for r in runs) / 2
-    new = {r.id: r for r in run.record().results}["slowed"].latency.median_ms
+    old = sum(r.median_of("gpu_time") for r in runs) / 2
+    new = {r.id: r for r in run.record().results}["slowed"].judged_time.median_ms
     message = failure_text(run.result, "slowed")
     match = REGRESSED.match(message)
     assert match, message
@@ -408,7 +408,7 @@ def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_
     assert float(match["new"]) == pytest.approx(new, rel=5e-4)
     assert float(match["change"]) == pytest.approx(100 * (new / old - 1), abs=0.051)
     assert float(match["change"]) == pytest.approx(100 * (80.001 / 20.001 - 1), abs=0.051)  # 20 ms -> 80 ms
-    verdict = run.latency()["slowed"]
+    verdict = run.gpu_time()["slowed"]
     assert (verdict.baseline, verdict.current, verdict.baseline_file) == (pytest.approx(old, rel=1e-5), new, run.label)
     assert float(match["tolerance"]) == pytest.approx(verdict.tolerance_pct, abs=0.051)
     assert words.line(verdict) == message.splitlines()[0].removeprefix("slowed: ")
@@ -416,22 +416,22 @@ def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_
     # pytest's own short summary is cut off: it quotes the message whole only where $CI is set.
     out = run.result.stdout.str().partition("short test summary info")[0]
     assert out.count(message) == 1, out
-    assert f"slowed: regressed: latency {float(match['change']):+.1f}%" in out
+    assert f"slowed: regressed: gpu_time {float(match['change']):+.1f}%" in out
 
 
 def test_a_slowdown_in_a_test_using_the_perf_fixture_fails_that_test_with_the_same_line(gate):
     run = gate["slowdown"]
     message = failure_text(run.result, "test_dozing")
-    assert REGRESSED.match(message) and message.startswith("test_dozing: latency regressed: "), message
+    assert REGRESSED.match(message) and message.startswith("test_dozing: gpu_time regressed: "), message
     assert "Traceback" not in message and "perfguard/plugin" not in message
 
 
 def test_a_run_wide_threshold_above_the_slowdown_lets_it_pass_but_a_cases_own_threshold_wins(gate):
     run = gate["lenient_ini"]
-    assert run.latency()["strict"].status == "regressed", words.line(run.latency()["strict"])
+    assert run.gpu_time()["strict"].status == "regressed", words.line(run.gpu_time()["strict"])
     run.result.assert_outcomes(passed=5, failed=1)
     assert run.record().options["threshold_pct"] == 2000
-    verdicts = run.latency()
+    verdicts = run.gpu_time()
     for case_id in ("slowed", "test_dozing", "lenient"):
         assert verdicts[case_id].status == "same", words.line(verdicts[case_id])
         assert verdicts[case_id].threshold_pct == 2000 and verdicts[case_id].change_pct > 150, case_id
@@ -454,12 +454,12 @@ def test_a_forced_update_accepts_a_slowdown_without_failing_and_starts_its_runs_
     assert sorted(after.cases) == sorted(RECORDED)
     measured = {r.id: r for r in run.record().results}["slowed"]
     slowed = after.cases["slowed"]
-    assert slowed.result.latency == measured.latency and slowed.recorded_at == run.record().created_at
+    assert slowed.result.latency == measured.judged_time and slowed.recorded_at == run.record().created_at
     # Its old runs described the old code: the series restarts with this run alone.
-    assert [r.median_of("latency") for r in slowed.runs] == pytest.approx([measured.latency.median_ms], rel=1e-5)
+    assert [r.median_of("gpu_time") for r in slowed.runs] == pytest.approx([measured.judged_time.median_ms], rel=1e-5)
     for case_id in set(RECORDED) - {"slowed"}:
         assert to_jsonable(after.cases[case_id]) == to_jsonable(before.cases[case_id]), case_id
-    statuses = {c: v.status for c, v in run.latency().items()}
+    statuses = {c: v.status for c, v in run.gpu_time().items()}
     assert statuses == {"slowed": "regressed"}  # the cases -k left out are counted, not listed as missing
     run.result.stdout.fnmatch_lines([f"perfguard: {len(RECORDED) - 1} baseline case(s) not selected in this run*"])
 
@@ -467,8 +467,8 @@ def test_a_forced_update_accepts_a_slowdown_without_failing_and_starts_its_runs_
 def test_after_accepting_the_same_slow_code_passes(gate):
     run = gate["after_accepting"]
     run.result.assert_outcomes(passed=1, deselected=len(RECORDED) - 1)
-    assert run.latency()["slowed"].status == "inconclusive", words.line(run.latency()["slowed"])  # one run: it cannot see 1%
-    assert run.latency()["slowed"].change_pct == pytest.approx(0.0, abs=0.01)
+    assert run.gpu_time()["slowed"].status == "inconclusive", words.line(run.gpu_time()["slowed"])  # one run: it cannot see 1%
+    assert run.gpu_time()["slowed"].change_pct == pytest.approx(0.0, abs=0.01)
     assert run.baseline.read_bytes() == run.before
 
 
@@ -482,7 +482,7 @@ def test_an_update_refuses_a_run_outside_its_cases_tolerance_with_one_line_and_a
     lines = [line for line in run.result.outlines if line.startswith("perfguard: slowed: ")]
     assert len(lines) == 1, run.result.outlines
     assert re.fullmatch(
-        r"perfguard: slowed: the run of \S+ from this run not added: latency \+300\.0% from the centre of this host's 2 runs, "
+        r"perfguard: slowed: the run of \S+ from this run not added: gpu_time \+300\.0% from the centre of this host's 2 runs, "
         r"outside its tolerance of ±[\d.]+%, so the code changed or the run is off; if the change is intended, accept it: "
         r"`perfguard baseline accept reports/perfguard.json --case slowed`", lines[0]), lines[0]
     assert not [line for line in run.result.outlines if line.startswith("perfguard: steady: ")]
@@ -491,7 +491,7 @@ def test_an_update_refuses_a_run_outside_its_cases_tolerance_with_one_line_and_a
 def test_a_forced_update_says_which_series_started_again(gate):
     run = gate["accepted"]
     (line,) = [line for line in run.result.outlines if line.startswith("perfguard: slowed: ")]
-    assert re.fullmatch(r"perfguard: slowed: its series starts again with 1 run from this run \(latency \+300\.0% from the "
+    assert re.fullmatch(r"perfguard: slowed: its series starts again with 1 run from this run \(gpu_time \+300\.0% from the "
                         r"centre of this host's 2 runs, outside its tolerance of ±[\d.]+%: the code changed\); "
                         r"its 2 runs before dropped", line), line
 
@@ -502,7 +502,7 @@ def test_a_forced_update_says_which_series_started_again(gate):
 def test_a_one_run_baseline_and_a_30_percent_slowdown_read_inconclusive_never_same(gate):
     run = gate["blind"]
     assert run.result.ret == pytest.ExitCode.OK  # inconclusive passes by default
-    slowed = run.latency()["slowed"]
+    slowed = run.gpu_time()["slowed"]
     assert slowed.status == "inconclusive" and slowed.change_pct == pytest.approx(30.0, abs=0.01), words.line(slowed)
     assert slowed.tolerance_pct > 30 > slowed.threshold_pct
     for part in ("within ±", "wider than the 1% threshold, so a change of 1% would pass unseen",
@@ -510,7 +510,7 @@ def test_a_one_run_baseline_and_a_30_percent_slowdown_read_inconclusive_never_sa
         assert part in words.line(slowed), part
     assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 5 inconclusive, 0 improved, 0 missing, 0 new, 1 same"
     # Five inconclusive verdicts: each one's line in the terminal, yellow like unstable ones.
-    run.result.stdout.fnmatch_lines(["slowed: latency inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±*"])
+    run.result.stdout.fnmatch_lines(["slowed: gpu_time inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±*"])
     markdown = (run.path / "reports" / "perfguard.md").read_text()
     assert "### Inconclusive (5)" in markdown and "+30.0%" in markdown
     html = (run.path / "reports" / "perfguard.html").read_text()
@@ -522,7 +522,7 @@ def test_fail_inconclusive_fails_a_case_the_gate_cannot_see_with_its_line(gate, 
     run = gate[scenario]
     assert run.result.ret == pytest.ExitCode.TESTS_FAILED
     message = failure_text(run.result, "slowed")
-    assert message.startswith("slowed: latency inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±"), message
+    assert message.startswith("slowed: gpu_time inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±"), message
     assert "to decide it: " in message
     if scenario == "blind_failing":  # every case whose tolerance is wider than its threshold fails; lenient's is not
         run.result.assert_outcomes(passed=1, failed=5)
@@ -599,7 +599,7 @@ def test_two_runs_updating_one_baseline_at_once_keep_both_cases(tmp_path, run_py
     assert sorted(baseline.cases) == ["alpha", "beta"]
     for name in ("alpha", "beta"):
         record = loads_record((tmp_path / "reports" / name / "perfguard.json").read_text(), name)
-        assert baseline.cases[name].result.latency == record.results[0].latency
+        assert baseline.cases[name].result.latency == record.results[0].judged_time
     assert not [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 

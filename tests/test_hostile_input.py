@@ -34,7 +34,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 def measured(case_id: str = "add[n=1]", device: str = CPU.slug, **fields) -> CaseResult:
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=device, timer="host-clock",
-                      timings={"latency": timing(SAMPLES)}, **fields)
+                      timings={"gpu_time": timing(SAMPLES)}, **fields)
 
 
 def run(*results: CaseResult, devices: tuple[DeviceInfo, ...] = (CPU,), **fields) -> RunRecord:
@@ -142,7 +142,7 @@ def test_the_markdown_links_and_mentions_nothing_and_a_huge_id_hides_no_row():
 
 
 def _status(top: dict, result: dict) -> None:
-    same = Verdict("add[n=1]", "latency", "same", 1.0, 1.0, 0.0, 5.0, None, (), "within")
+    same = Verdict("add[n=1]", "gpu_time", "same", 1.0, 1.0, 0.0, 5.0, None, (), "within")
     top["verdicts"] = [{**json.loads(dumps(same)), "status": "exploded"}]
 
 
@@ -153,14 +153,14 @@ HOSTILE = {  # how the file is made hostile (its top object, its one result) →
                                ".params is nested more than 16 levels deep"),
     "unknown verdict status": (_status, "RunRecord.verdicts[0].status 'exploded' is none of"),
     "unknown case status": (lambda top, r: r.update(status="exploded"), ".status 'exploded' is none of"),
-    "zero median": (lambda top, r: r["timings"]["latency"]["summary"].update(median_ms=0), ".summary.median_ms is 0.0"),
-    "negative sample": (lambda top, r: r["timings"]["latency"]["samples_ms"].__setitem__(3, -1.0), ".samples_ms holds -1.0"),
-    "huge integer": (lambda top, r: r["timings"]["latency"]["summary"].update(n=10**30), ".summary.n is 1000000000000000000000000000000"),
+    "zero median": (lambda top, r: r["timings"]["gpu_time"]["summary"].update(median_ms=0), ".summary.median_ms is 0.0"),
+    "negative sample": (lambda top, r: r["timings"]["gpu_time"]["samples_ms"].__setitem__(3, -1.0), ".samples_ms holds -1.0"),
+    "huge integer": (lambda top, r: r["timings"]["gpu_time"]["summary"].update(n=10**30), ".summary.n is 1000000000000000000000000000000"),
     "unknown timing regime": (lambda top, r: r.update(regime="<img src=x>"), ".regime '<img src=x>' is none of"),
     # Finite, so JSON and the codec take them; past any measurement, and 1e308 overflowed the report's arithmetic.
-    "a CI bound of 1e308 ms": (lambda top, r: r["timings"]["latency"]["summary"].update(ci_high_ms=1e308),
+    "a CI bound of 1e308 ms": (lambda top, r: r["timings"]["gpu_time"]["summary"].update(ci_high_ms=1e308),
                                ".summary.ci_high_ms holds 1e+308, past any figure perfguard measures (a time of 1e6 s)"),
-    "a sample of 1e7 s": (lambda top, r: r["timings"]["latency"]["samples_ms"].__setitem__(0, 1e10),
+    "a sample of 1e7 s": (lambda top, r: r["timings"]["gpu_time"]["samples_ms"].__setitem__(0, 1e10),
                           ".samples_ms holds 10000000000.0, past any figure perfguard measures (a time of 1e6 s)"),
     "a peak of 1e16 bytes": (lambda top, r: r.update(memory={"peak_allocated_bytes": 10**16}),
                              ".memory.peak_allocated_bytes holds 10000000000000000, past any figure perfguard measures "
@@ -207,8 +207,8 @@ def test_every_command_refuses_a_hostile_file_in_one_line_and_writes_nothing(tmp
 
 @pytest.mark.parametrize("unmeasured", ["busy_time", "no samples"])
 def test_an_update_never_writes_a_baseline_it_would_refuse_to_read(tmp_path, unmeasured):
-    summary = measured().latency
-    timings = {"busy_time": Timing(summary, SAMPLES)} if unmeasured == "busy_time" else {"latency": Timing(summary, ())}
+    summary = measured().judged_time
+    timings = {"busy_time": Timing(summary, SAMPLES)} if unmeasured == "busy_time" else {"gpu_time": Timing(summary, ())}
     with pytest.raises(BaselineError) as info:
         store.update(tmp_path, CPU, [dataclasses.replace(measured(), timings=timings)], commit=None, recorded_at=WHEN)
     message = str(info.value)
@@ -238,13 +238,13 @@ SUITE = """
 
 def _zero_median(text: str) -> str:
     data = json.loads(text)
-    data["cases"]["nap"]["result"]["timings"]["latency"]["summary"]["median_ms"] = 0
+    data["cases"]["nap"]["result"]["timings"]["gpu_time"]["summary"]["median_ms"] = 0
     return json.dumps(data)
 
 
 BASELINES = {  # the file's text from a good baseline's → what the case's one line names
     "JSON nested 100k deep": (lambda text: DEEP, "nested too deeply"),
-    "zero median": (_zero_median, "BaselineFile.cases['nap'].result.timings['latency'].summary.median_ms is 0.0"),
+    "zero median": (_zero_median, "BaselineFile.cases['nap'].result.timings['gpu_time'].summary.median_ms is 0.0"),
     "good, beside a killed update's leftovers": (lambda text: text, None),
 }
 
@@ -339,7 +339,7 @@ def test_a_baseline_run_whose_callers_time_is_not_positive_is_refused(tmp_path, 
 
     entry = BaselineEntry(WHEN, None, {}, measured(), runs=(run_summary(measured(), WHEN),))
     top = json.loads(dumps(BaselineFile(device=CPU, cases={"add[n=1]": entry})))
-    top["cases"]["add[n=1]"]["runs"][0]["timings"]["caller_latency"] = {"median_ms": -1.0, "n": 10}
+    top["cases"]["add[n=1]"]["runs"][0]["timings"]["caller_time"] = {"median_ms": -1.0, "n": 10}
     path = write(tmp_path / "hostile" / f"{CPU.slug}.json", json.dumps(top))
     line = refused(capsys, "baseline", "show", "--baselines", path.parent)
-    assert ".timings['caller_latency'].median_ms is -1.0; a run's median is above 0" in line
+    assert ".timings['caller_time'].median_ms is -1.0; a run's median is above 0" in line

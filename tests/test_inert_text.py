@@ -60,16 +60,16 @@ CPU = DeviceInfo(kind="cpu", name="AMD EPYC", slug="cpu-amd-epyc", driver="d", t
 def measured(case_id: str, ms: float, **fields) -> CaseResult:
     samples = tuple(ms * (1 + 0.001 * (i % 7)) for i in range(50))
     return CaseResult(id=case_id, name=case_id, status="ok", nodeid=f"test_x.py::{case_id}", device=CPU.slug,
-                      timer="host-clock", timings={"latency": timing(samples)},
+                      timer="host-clock", timings={"gpu_time": timing(samples)},
                       params={"n": "4"}, **fields)
 
 
 def record(ms_b: float, created_at: str) -> RunRecord:
     results = (measured("a", 1.0, restored_state=("default dtype",)), measured("b", ms_b),
                CaseResult(id="c", name="c", status="error", device=CPU.slug, error="setup raised ValueError: no"))
-    verdicts = (Verdict("a", "latency", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), "within"),
-                Verdict("b", "latency", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", (), "outside"),
-                Verdict("d", "latency", "missing", 1.0, None, None, 1.0, "baselines/x.json", (), "did_not_run"))
+    verdicts = (Verdict("a", "gpu_time", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), "within"),
+                Verdict("b", "gpu_time", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", (), "outside"),
+                Verdict("d", "gpu_time", "missing", 1.0, None, None, 1.0, "baselines/x.json", (), "did_not_run"))
     return poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
                               verdicts=verdicts, commit="0123abcd",
                               options={"note": "x", "gate": ["gate: threshold 1%"]}))

@@ -163,7 +163,7 @@ def test_a_call_the_profiler_cannot_take_is_a_note_on_the_breakdown_not_a_case_e
         return call
 
     result = measure_cpu(refuses_profiling)
-    assert result.status == "ok" and result.error is None and result.latency is not None
+    assert result.status == "ok" and result.error is None and result.judged_time is not None
     assert result.memory_breakdown == MemoryBreakdown(
         error="memory breakdown failed: RuntimeError: not under the profiler", method="profiler"
     )

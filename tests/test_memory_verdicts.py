@@ -25,7 +25,7 @@ H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
 def result(memory: Memory | None) -> CaseResult:
     samples = tuple(1.0 + 0.001 * i for i in range(20))
     return CaseResult(id="train_step", name="train_step", status="ok", device="nvidia-h200", timer="cuda-events",
-                      timings={"latency": timing(samples)}, memory=memory)
+                      timings={"gpu_time": timing(samples)}, memory=memory)
 
 
 def memory(footprint: int | None = 4_110 * 10**6, retained: int | None = 0, held: int = 3_000 * 10**6) -> Memory:
@@ -99,7 +99,7 @@ def test_a_baseline_from_before_the_figures_gives_new_not_a_failure():
     assert verdicts["peak_memory"].status == "same"
     assert not any(v.status == "regressed" for v in verdicts.values())
     # A run without the figures (a CPU) gets no memory verdicts at all.
-    assert [v.metric for v in compare_case(result(None), result(memory()))] == ["latency"]
+    assert [v.metric for v in compare_case(result(None), result(memory()))] == ["gpu_time"]
 
 
 def baseline_text(mem: Memory) -> str:

@@ -72,7 +72,7 @@ MEASURED_SUITE = """
         assert perf.device == "cpu"
         assert perf.enabled
         result = perf(lambda: time.sleep(0.001), bytes=1_000_000)
-        assert result.status == "ok" and result.latency.n >= 10
+        assert result.status == "ok" and result.judged_time.n >= 10
 
     def test_two_named_measurements(perf):
         perf(lambda: time.sleep(0.001), name="first_nap")
@@ -131,7 +131,7 @@ def test_the_record_holds_every_measured_case_by_id_and_nothing_else(record):
 
 def test_each_case_has_at_least_ten_samples_summarised_in_the_record(record):
     for r in record.results:
-        lat = r.latency
+        lat = r.judged_time
         assert lat.n >= 10, r.id
         assert len(r.samples_ms) == min(lat.n, 1000), r.id
         assert lat.min_ms <= lat.p10_ms <= lat.median_ms <= lat.p90_ms <= lat.max_ms, r.id
@@ -142,21 +142,21 @@ def test_each_case_has_at_least_ten_samples_summarised_in_the_record(record):
 
 def test_the_stop_reason_follows_the_stopping_rule(record):
     for r in record.results:
-        assert r.latency.stop_reason in ("converged", "budget"), r.id
-        if r.latency.stop_reason == "converged":
+        assert r.judged_time.stop_reason in ("converged", "budget"), r.id
+        if r.judged_time.stop_reason == "converged":
             assert ci_half_width_ratio(r.samples_ms) <= 0.005 * 1.01, r.id
         else:  # sampling went on until 90% of the budget was spent
             assert r.wall_s >= 0.9 * BUDGET, r.id
     # Calls alternating 0.5 and 20 ms never give the median a 0.5% interval (its ranks straddle the two,
     # and no load wakes a 0.5 ms sleep 19 ms late every time): the budget ends them.
-    assert by_id(record)["bimodal"].latency.stop_reason == "budget"
+    assert by_id(record)["bimodal"].judged_time.stop_reason == "budget"
 
 
 def test_bandwidth_and_flop_rate_are_the_declared_figures_over_the_median(record):
     for n in (1_000_000, 2_000_000):
         r = by_id(record)[f"sleep_2ms[n={n}]"]
         assert (r.bytes, r.flops) == (3 * n, n)
-        seconds = r.latency.median_ms / 1e3
+        seconds = r.judged_time.median_ms / 1e3
         assert r.metrics.gbps == pytest.approx(3 * n / seconds / 1e9, rel=1e-5)
         assert r.metrics.tflops == pytest.approx(n / seconds / 1e12, rel=1e-5)
         assert r.metrics.arithmetic_intensity == pytest.approx(1 / 3, rel=1e-5)
@@ -166,13 +166,13 @@ def test_bandwidth_and_flop_rate_are_the_declared_figures_over_the_median(record
 def test_gpu_only_figures_are_null_on_a_cpu(record):
     for r in record.results:
         assert r.memory is None and r.telemetry is None, r.id
-        assert r.metrics.bandwidth_util is None and r.metrics.eager_latency_ms is None, r.id
+        assert r.metrics.bandwidth_util is None and r.metrics.caller_ms is None, r.id
 
 
 def test_a_sleep_is_never_measured_shorter_than_it_sleeps(record):
     for n in (1_000_000, 2_000_000):
-        assert by_id(record)[f"sleep_2ms[n={n}]"].latency.median_ms >= 2.0
-    assert by_id(record)["first_nap"].latency.median_ms >= 1.0
+        assert by_id(record)[f"sleep_2ms[n={n}]"].judged_time.median_ms >= 2.0
+    assert by_id(record)["first_nap"].judged_time.median_ms >= 1.0
 
 
 def test_the_record_names_this_cpu_and_the_run(record):
@@ -205,7 +205,7 @@ def test_a_cpu_run_says_its_figures_are_rough_and_marks_the_unsettled_ones(measu
     assert "torch measured with 1 thread(s)" in said[0] and record.options["cpu_threads"] == 1
     rows = {line.split()[0]: line.split()[2] for line in result.outlines if line.split()[:1] and line.split()[0] in MEASURED_IDS}
     assert {case: rows[case].startswith("~") for case in MEASURED_IDS} == {
-        r.id: r.latency.stop_reason != "converged" for r in record.results}
+        r.id: r.judged_time.stop_reason != "converged" for r in record.results}
 
 
 THREADS = """
@@ -242,7 +242,7 @@ def test_a_cuda_only_case_is_skipped_on_a_cpu_with_a_reason_naming_it(measured, 
 def test_the_perf_fixture_is_recorded_under_the_tests_name(record):
     r = by_id(record)["test_fixture_form"]
     assert (r.name, r.nodeid, r.bytes) == ("test_fixture_form", "test_cases.py::test_fixture_form", 1_000_000)
-    assert r.metrics.gbps == pytest.approx(1e6 / (r.latency.median_ms / 1e3) / 1e9, rel=1e-5)
+    assert r.metrics.gbps == pytest.approx(1e6 / (r.judged_time.median_ms / 1e3) / 1e9, rel=1e-5)
     assert by_id(record)["second_nap"].nodeid == "test_cases.py::test_two_named_measurements"
 
 

@@ -196,7 +196,7 @@ def test_a_baseline_keeps_no_profile(tmp_path):
     from perfguard.analysis.stats import timing
 
     samples = (0.25, 0.26, 0.25, 0.27)  # a baseline holds measurements: a median and the samples behind it
-    measured = dataclasses.replace(PROFILED, device=cpu().slug, timings={"latency": timing(samples)})
+    measured = dataclasses.replace(PROFILED, device=cpu().slug, timings={"gpu_time": timing(samples)})
     path = store.update(tmp_path, cpu(), [measured], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
     assert store.load_file(path).cases["mm"].result.profile is None
     assert '"profile": null' in path.read_text()
@@ -315,7 +315,7 @@ def test_regressed_profiles_only_the_case_that_regressed(gate):
     # The profiler's own chatter on stderr ("USDT: ... profiler_start") stays out of the failure report.
     assert "Captured stderr" not in "\n".join(result.outlines), "\n".join(result.outlines)
     summary = (path / "reports" / "perfguard.md").read_text()
-    (line,) = [line for line in summary.splitlines() if line.startswith("- `slowed`: latency regressed")]
+    (line,) = [line for line in summary.splitlines() if line.startswith("- `slowed`: gpu\\_time regressed")]
     assert "· top operator `aten::" in line and "self CPU time per call (trace `traces/slowed.json`)" in line
 
 

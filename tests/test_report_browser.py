@@ -49,9 +49,9 @@ def h200_record() -> RunRecord:
         if i == 9:
             r = dataclasses.replace(r, id=HOSTILE, name=HOSTILE, params={"html": HOSTILE})
         status, change = statuses.get(i, ("same", 0.3))
-        median = r.latency.median_ms if r.latency else None
+        median = r.judged_time.median_ms if r.judged_time else None
         verdicts.append(Verdict(
-            r.id, "latency", status, None if change is None else median / (1 + change / 100), median, change,
+            r.id, "gpu_time", status, None if change is None else median / (1 + change / 100), median, change,
             5.0, "baselines/nvidia-h200.json",
             ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else ()))
         results.append(r)
@@ -108,7 +108,7 @@ def test_the_h200_report_has_every_case_sorts_filters_and_opens_details(browser,
     rows[0].click()
     detail = browser.find_element(By.CSS_SELECTOR, f"{ROWS} > tr.detail")
     assert detail.is_displayed() and detail.find_element(By.CSS_SELECTOR, "svg.hist path.bars").is_displayed()
-    assert "latency regressed" in detail.text and "environment:" in detail.text
+    assert "gpu_time regressed" in detail.text and "environment:" in detail.text
     browser.set_window_size(1400, 1600)  # the header, the overview and the open case in one picture
     browser.execute_script("window.scrollTo(0, 0)")
     shot = screenshot(browser, tmp_path, "report-h200.png")

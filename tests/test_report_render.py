@@ -41,14 +41,14 @@ def result(case_id: str, device: DeviceInfo = H200, median_ms: float = 0.5, flop
                       arithmetic_intensity=flops / nbytes if flops else None,
                       bandwidth_util=nbytes / seconds / 1e9 / device.peak_bandwidth_gbps if device.peak_bandwidth_gbps else None)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device=device.slug, timer="cuda-events",
-                      bytes=nbytes, flops=flops, timings={"latency": timing(xs)}, metrics=metrics,
+                      bytes=nbytes, flops=flops, timings={"gpu_time": timing(xs)}, metrics=metrics,
                       memory=Memory(peak_allocated_bytes=2**21), **fields)
 
 
 def verdict(case_id: str, status: str, change: float | None = None, env: tuple[str, ...] = (),
             baseline_file: str = "baselines/nvidia-h200.json") -> Verdict:
     compared = status not in ("new", "missing")
-    return Verdict(case_id, "latency", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
+    return Verdict(case_id, "gpu_time", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
                    5.0, baseline_file, env, "legacy",
                    baseline_runs=3 if compared else 0, noise_pct=0.2 if compared else None,
                    tolerance_pct=5.0 if compared else None, detectable_pct=5.4 if compared else None)
@@ -85,7 +85,7 @@ def test_markdown_lists_regressions_first_then_improvements_new_and_unstable():
     headings = re.findall(r"^### (\w[\w ]*?) \(\d+\)$", md, flags=re.M)
     assert headings == ["Regressions", "Improvements", "New cases", "Unstable"]
     assert md.startswith("## perfguard: 1 regressed, 1 unstable, 1 improved, 1 new, 1 same on NVIDIA H200")
-    assert md.index("`e`: latency regressed: 500.0 µs → 560.0 µs (+12.0%)") < md.index("### Improvements")
+    assert md.index("`e`: gpu\\_time regressed: 500.0 µs → 560.0 µs (+12.0%)") < md.index("### Improvements")
     table = md[md.index("| case |"):]
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:7]] == ["`e`", "`b`", "`d`", "`c`", "`a`"]
 
@@ -174,7 +174,7 @@ def test_merge_takes_the_later_record_per_device_and_case_and_keeps_measured_ove
     early = record(result("a", median_ms=1.0), result("b", median_ms=1.0), created_at="2026-11-29T10:00:00+00:00")
     late = record(result("a", median_ms=2.0), verdicts=(verdict("b", "missing"),), created_at="2026-11-29T11:00:00+00:00")
     merged = merge([late, early])  # out of order on purpose: created_at decides, not argument order
-    assert merged.cases["a"]["nvidia-h200"].result.latency.median_ms == pytest.approx(2.0, rel=0.05)
+    assert merged.cases["a"]["nvidia-h200"].result.judged_time.median_ms == pytest.approx(2.0, rel=0.05)
     assert merged.cases["b"]["nvidia-h200"].result is not None  # worker 2 did not run b; worker 1 measured it
     assert merged.replaced == 1 and list(merged.devices) == ["nvidia-h200"]
 
@@ -227,7 +227,7 @@ def test_the_roofline_of_a_known_gpu_has_its_compute_roofs_and_each_case_its_bou
 
     def case(case_id: str, median_ms: float, nbytes: float, flops: float | None, eager_ms: float, dtype: str) -> CaseResult:
         base = result(case_id, h200, median_ms=median_ms, flops=flops)
-        return dataclasses.replace(base, bytes=nbytes, metrics=derive(base.latency.median_ms, nbytes, flops, h200,
+        return dataclasses.replace(base, bytes=nbytes, metrics=derive(base.judged_time.median_ms, nbytes, flops, h200,
                                                                        eager_ms, dtype))
 
     run = record(case("copy", 0.505, 2 * 2**30, None, 0.52, "float32"),
@@ -237,8 +237,8 @@ def test_the_roofline_of_a_known_gpu_has_its_compute_roofs_and_each_case_its_bou
     for roof in ("memory roof 4,814 GB/s", "bf16, fp16 990 TFLOP/s", "tf32 494 TFLOP/s", "fp32, fp64 67 TFLOP/s"):
         assert roof in page, roof
     assert "compute roof not drawn" not in page
-    assert all(f">{bound}</td>" in page for bound in ("memory", "compute", "latency"))
-    assert "<th>bound<td>latency: launch-bound; capture the calls in a CUDA graph" in page
+    assert all(f">{bound}</td>" in page for bound in ("memory", "compute", "launch"))
+    assert "<th>bound<td>launch-bound; capture the calls in a CUDA graph" in page
     assert re.search(r"matmul: 2\.73e\+03 FLOP/B, 7\d\d TFLOP/s, 7\d\.\d% of its roof", page)
 
 
@@ -337,20 +337,20 @@ def test_a_cpu_run_says_its_figures_are_rough_in_every_report_and_marks_the_unse
     def on_cpu(case_id: str, n: int, stop: str) -> CaseResult:
         r = result(f"{case_id}[n={n}]", CPU, median_ms=0.1 * n, flops=None, params={"n": n})
         xs = tuple(x * (1 + 3 * (i % 2)) for i, x in enumerate(r.samples_ms))  # a host clock's spread
-        return dataclasses.replace(r, timer="host-clock", timings={"latency": timing(xs, stop)})
+        return dataclasses.replace(r, timer="host-clock", timings={"gpu_time": timing(xs, stop)})
 
     cases = [on_cpu("mm", n, "budget") for n in (1, 2, 4)] + [on_cpu("calm", 1, "converged")]
     run = dataclasses.replace(record(*cases, devices=(CPU,)), options={"cpu_threads": 1, "cpu_workers": 2})
     lines = record_lines(run)
     (said,) = [line for line in lines if line.startswith("CPU figures (host clock) are rough")]
-    widest = max(r.latency.ci_half_width_pct for r in cases)
+    widest = max(r.judged_time.ci_half_width_pct for r in cases)
     assert f"3 of 4 case(s) ran out of budget before their interval settled (marked ~), intervals up to ±{widest:.0f}%" in said
     assert "torch measured with 1 thread(s)" in said and "2 xdist workers measured on this CPU at once" in said
     medians = {line.split()[0]: line.split()[2] for line in lines if line.startswith(("mm[", "calm["))}
     assert {case: m.startswith("~") for case, m in medians.items()} == {"mm[n=1]": True, "mm[n=2]": True, "mm[n=4]": True,
                                                                         "calm[n=1]": False}
     (fit,) = scalings(cases, (CPU,))
-    assert "latency ~" in scaling_line(fit)  # a fit of rough medians is marked too
+    assert "time ~" in scaling_line(fit)  # a fit of rough medians is marked too
     markdown = render_markdown([run])
     assert markdown.count("CPU figures (host clock) are rough") == 1 and markdown.count("| ~") == 3
     page = render_html([run])
@@ -362,7 +362,7 @@ def test_a_gpu_run_carries_no_cpu_warning_nor_marks():
     from perfguard.report.advice import cpu_line
     from perfguard.report.terminal import record_lines
 
-    slow = dataclasses.replace(result("slow"), timings={"latency": timing([0.5, 0.9] * 10, "budget")})  # the mark is the host clock's
+    slow = dataclasses.replace(result("slow"), timings={"gpu_time": timing([0.5, 0.9] * 10, "budget")})  # the mark is the host clock's
     run = record(slow)
     assert cpu_line(run.results) is None
     assert not [line for line in record_lines(run) if "CPU figures" in line or "~" in line]
@@ -405,12 +405,12 @@ def test_the_markdown_gives_every_verdicts_words_in_full_each_on_its_own_line():
     for v in (counted, slower):
         assert words.line(v).replace("_", "\\_") in markdown, v.metric
     (item,) = [line for line in markdown.splitlines() if "gpt2" in line and "regressed:" in line]
-    assert "  - latency regressed: 500.0 µs → 600.0 µs (+20.0%)" in markdown  # folded below the item, not cut
+    assert "  - gpu\\_time regressed: 500.0 µs → 600.0 µs (+20.0%)" in markdown  # folded below the item, not cut
 
 
 def test_the_htmls_needs_attention_names_the_metric_and_status_of_each_verdict():
     counted, slower = _regressed_twice("gpt2_forward[batch=1]")
     page = render_html([record(result("gpt2_forward[batch=1]"), verdicts=(counted, slower))])
     attention = page.split("<h2>Needs attention</h2>", 1)[1].split("</section>", 1)[0]
-    assert "latency regressed: 500.0 µs → 600.0 µs (+20.0%)" in attention
+    assert "gpu_time regressed: 500.0 µs → 600.0 µs (+20.0%)" in attention
     assert "aten_ops regressed: ATen operators per call 40 → 52" in attention

@@ -97,7 +97,7 @@ def test_device_detection_takes_the_compute_roofs_from_the_table_and_the_memory_
 def test_a_1gib_copy_is_memory_bound_and_its_efficiency_is_bandwidth_over_the_peak():
     nbytes = 2 * GIB  # read + write
     median_ms = nbytes / 4250e9 * 1e3  # DESIGN §8: about 4250 GB/s
-    m = derive(median_ms, nbytes, None, H200, eager_latency_ms=median_ms + 0.015, dtype="float32")
+    m = derive(median_ms, nbytes, None, H200, caller_ms=median_ms + 0.015, dtype="float32")
     assert m.gbps == pytest.approx(4250)
     assert m.bound == "memory"
     assert m.efficiency == pytest.approx(4250 / 4814) == m.bandwidth_util
@@ -107,7 +107,7 @@ def test_a_1gib_copy_is_memory_bound_and_its_efficiency_is_bandwidth_over_the_pe
 def test_an_8192_cubed_bf16_matmul_at_1_5_ms_is_compute_bound():
     n = 8192
     flops, nbytes = 2 * n**3, 3 * n * n * 2
-    m = derive(1.5, nbytes, flops, H200, eager_latency_ms=1.52, dtype="bfloat16")
+    m = derive(1.5, nbytes, flops, H200, caller_ms=1.52, dtype="bfloat16")
     assert m.arithmetic_intensity == pytest.approx(2730.67, abs=0.01)
     assert m.tflops == pytest.approx(733.0, abs=0.1)
     assert m.bound == "compute"
@@ -116,7 +116,7 @@ def test_an_8192_cubed_bf16_matmul_at_1_5_ms_is_compute_bound():
 
 
 def test_under_the_ridge_point_a_case_with_flops_is_memory_bound_against_the_sloped_roof():
-    m = derive(0.25, 1e9, 1e9, H200, eager_latency_ms=0.27, dtype="bfloat16")  # 1 FLOP/B at 4000 GB/s
+    m = derive(0.25, 1e9, 1e9, H200, caller_ms=0.27, dtype="bfloat16")  # 1 FLOP/B at 4000 GB/s
     assert m.bound == "memory"
     assert m.attainable_tflops == pytest.approx(4.814)  # 1 FLOP/B x 4814 GB/s
     assert m.efficiency == pytest.approx(4000 / 4814)
@@ -145,23 +145,23 @@ def test_without_a_dtype_a_case_is_placed_only_where_every_roof_agrees():
 
 def test_a_6us_add_with_a_launch_share_of_0_7_is_latency_bound():
     n = 2**20
-    m = derive(0.006, 3 * 4 * n, n, H200, eager_latency_ms=0.020, dtype="float32")
+    m = derive(0.006, 3 * 4 * n, n, H200, caller_ms=0.020, dtype="float32")
     assert m.launch_overhead_share == pytest.approx(0.7)
-    assert m.bound == "latency"
+    assert m.bound == "launch"
     assert m.efficiency is not None  # still measured against the roof, for the record
 
 
 def test_either_a_high_launch_share_or_a_time_near_the_launch_floor_makes_a_case_latency_bound():
-    by_share = derive(0.1, 1e8, None, H200, eager_latency_ms=0.4)  # 100 µs of GPU time, 75% overhead
+    by_share = derive(0.1, 1e8, None, H200, caller_ms=0.4)  # 100 µs of GPU time, 75% overhead
     by_floor = derive(0.006, 1e6, None, H200)  # no eager latency known; 6 µs is under the 10 µs floor
-    neither = derive(0.05, 1e8, None, H200, eager_latency_ms=0.06)  # 17% overhead, 50 µs
-    assert (by_share.bound, by_floor.bound, neither.bound) == ("latency", "latency", "memory")
+    neither = derive(0.05, 1e8, None, H200, caller_ms=0.06)  # 17% overhead, 50 µs
+    assert (by_share.bound, by_floor.bound, neither.bound) == ("launch", "launch", "memory")
     assert roofline.LAUNCH_FLOOR_MS == 0.010 and roofline.LAUNCH_SHARE_LIMIT == 0.5
 
 
 def test_a_case_without_bytes_or_flops_is_only_ever_latency_bound():
-    assert derive(1.0, None, None, H200, eager_latency_ms=1.02).bound is None
-    assert derive(0.004, None, None, H200).bound == "latency"
+    assert derive(1.0, None, None, H200, caller_ms=1.02).bound is None
+    assert derive(0.004, None, None, H200).bound == "launch"
     flops_only = derive(1.5, None, 2 * 8192**3, H200, dtype="bfloat16")  # no intensity: no roofline point
     assert (flops_only.bound, flops_only.efficiency) == (None, None)
     assert flops_only.flop_util == pytest.approx(0.7408, abs=1e-4)
@@ -192,7 +192,7 @@ def _record(device: DeviceInfo, metrics: Metrics) -> RunRecord:
 
 
 def test_the_new_figures_round_trip_through_a_record():
-    metrics = derive(1.5, 3 * 8192**2 * 2, 2 * 8192**3, H200, eager_latency_ms=1.52, dtype="bfloat16")
+    metrics = derive(1.5, 3 * 8192**2 * 2, 2 * 8192**3, H200, caller_ms=1.52, dtype="bfloat16")
     back = loads_record(dumps(_record(H200, metrics)), "run.json")
     assert back.devices[0].peak_tflops == {"bf16": 989.5, "fp16": 989.5, "tf32": 494.5, "fp32": 67, "fp64": 67}
     assert back.results[0].metrics.bound == "compute"

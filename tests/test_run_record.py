@@ -11,7 +11,7 @@ import pytest
 from perfguard import BaselineError, CaseResult, DeviceInfo, RunRecord
 from perfguard.model import (
     SCHEMA_VERSION,
-    Latency,
+    TimeSummary,
     Timing,
     Memory,
     Metrics,
@@ -61,13 +61,13 @@ MEASURED = CaseResult(
     bytes=6291460.0,  # figures in a record carry 6 significant digits
     flops=1048580.0,
     threshold=3.0,
-    timings={"latency": Timing(Latency(
+    timings={"gpu_time": Timing(TimeSummary(
         median_ms=0.00512, mean_ms=0.00519, min_ms=0.00498, max_ms=0.0081, p10_ms=0.00501, p90_ms=0.0055,
         iqr_ms=0.00021, ci_low_ms=0.0051, ci_high_ms=0.00514, n=4096, stop_reason="converged",
     ), (0.00512, 0.00498, 0.0081))},
     metrics=Metrics(
         gbps=1228.8, bandwidth_util=0.255233, tflops=0.2048, arithmetic_intensity=0.166667,
-        eager_latency_ms=0.021, launch_overhead_ms=0.01588, launch_overhead_share=0.756190,
+        caller_ms=0.021, launch_overhead_ms=0.01588, launch_overhead_share=0.756190,
     ),
     memory=Memory(
         peak_allocated_bytes=2097152, peak_reserved_bytes=20971520, setup_allocated_bytes=4194304,
@@ -135,14 +135,14 @@ def test_figures_are_rounded_to_six_significant_digits_and_integers_are_kept_exa
         MEASURED,
         bytes=1 / 3,
         flops=123456789.123,
-        timings={"latency": Timing(MEASURED.latency, (2 / 3 * 1e-5, 1.23456789, -9.87654321))},
+        timings={"gpu_time": Timing(MEASURED.judged_time, (2 / 3 * 1e-5, 1.23456789, -9.87654321))},
         memory=dataclasses.replace(MEASURED.memory, peak_allocated_bytes=123456789123),
         params={"scale": 0.1 + 0.2},
     )
     data = json.loads(dumps(result))
     assert data["bytes"] == 0.333333
     assert data["flops"] == 123457000.0
-    assert data["timings"]["latency"]["samples_ms"] == [6.66667e-06, 1.23457, -9.87654]
+    assert data["timings"]["gpu_time"]["samples_ms"] == [6.66667e-06, 1.23457, -9.87654]
     assert data["memory"]["peak_allocated_bytes"] == 123456789123
     assert data["params"] == {"scale": 0.3}
     assert data["telemetry"]["throttled"] is True
@@ -193,7 +193,7 @@ def put(path: list, value, data: dict) -> dict:
     return data
 
 
-LATENCY = ["results", 1, "timings", "latency", "summary"]
+LATENCY = ["results", 1, "timings", "gpu_time", "summary"]
 
 BAD_FILES = {
     "truncated": (lambda: dumps(RECORD)[: len(dumps(RECORD)) // 2], r"not valid JSON .*corrupt or truncated"),
@@ -205,16 +205,16 @@ BAD_FILES = {
     "unknown top field": (lambda: put(["branch"], "main", record_json()), r"unknown field\(s\) branch in RunRecord"),
     "unknown nested field": (
         lambda: put([*LATENCY, "median"], 1.0, record_json()),
-        r"unknown field\(s\) median in RunRecord\.results\[1\]\.timings\['latency'\]\.summary",
+        r"unknown field\(s\) median in RunRecord\.results\[1\]\.timings\['gpu_time'\]\.summary",
     ),
     "missing required field": (lambda: drop(["created_at"], record_json()), r"RunRecord lacks required field 'created_at'"),
-    "missing nested field": (lambda: drop([*LATENCY, "n"], record_json()), r"results\[1\]\.timings\['latency'\]\.summary lacks required field 'n'"),
+    "missing nested field": (lambda: drop([*LATENCY, "n"], record_json()), r"results\[1\]\.timings\['gpu_time'\]\.summary lacks required field 'n'"),
     "text for a number": (lambda: put([*LATENCY, "median_ms"], "fast", record_json()), r"summary\.median_ms should be float, found 'fast'"),
     "float for an int": (lambda: put([*LATENCY, "n"], 10.5, record_json()), r"summary\.n should be int, found 10\.5"),
     "bool for an int": (lambda: put([*LATENCY, "n"], True, record_json()), r"summary\.n should be int, found True"),
-    "text in samples": (lambda: put(["results", 1, "timings", "latency", "samples_ms", 1], "x", record_json()), r"samples_ms\[1\] should be float"),
+    "text in samples": (lambda: put(["results", 1, "timings", "gpu_time", "samples_ms", 1], "x", record_json()), r"samples_ms\[1\] should be float"),
     "an unknown kind of time": (lambda: put(["results", 1, "timings", "wall_time"], {}, record_json()),
-                                r"RunRecord\.results\[1\]\.timings key 'wall_time' is none of 'latency', 'caller_latency', 'busy_time'"),
+                                r"RunRecord\.results\[1\]\.timings key 'wall_time' is none of 'gpu_time', 'caller_time', 'busy_time'"),
     "object for a list": (lambda: put(["devices"], {}, record_json()), r"RunRecord\.devices should be a list, found dict"),
     "list for an object": (lambda: put(["results", 1, "params"], [], record_json()), r"results\[1\]\.params should be an object"),
     "number for a result": (lambda: put(["results", 0], 3, record_json()), r"results\[0\] should be an object, found int"),

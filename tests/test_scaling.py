@@ -23,7 +23,7 @@ def result(name: str, ms: float, held: float | None = None, **params) -> CaseRes
     memory = Memory(peak_allocated_bytes=int(held) - 10**6, setup_allocated_bytes=10**6) if held is not None else None
     case_id = f"{name}[{'-'.join(f'{k}={v}' for k, v in params.items())}]"
     return CaseResult(id=case_id, name=name, status="ok", device="gpu", params=params,
-                      timings={"latency": timing([ms] * 10)}, memory=memory)
+                      timings={"gpu_time": timing([ms] * 10)}, memory=memory)
 
 
 @pytest.mark.parametrize(
@@ -66,10 +66,10 @@ def test_series_hold_the_other_parameters_fixed_and_need_three_values():
     assert [(s.parameter, s.fixed) for s in found] == [("s", (("dtype", "bf16"),)), ("s", (("dtype", "fp16"),))]
     series = found[0]
     assert series.values == (1024, 2048, 4096)
-    assert series.memory.label == "quadratic" and series.latency.label == "quadratic"
+    assert series.memory.label == "quadratic" and series.time.label == "quadratic"
     assert series.bytes_per_unit == pytest.approx(1000 * (4096**2 - 2048**2) / 2048)
     line = scaling_line(series)
-    assert line.startswith("attn over s (dtype=bf16): latency quadratic in s")
+    assert line.startswith("attn over s (dtype=bf16): time quadratic in s")
     assert "memory quadratic" in line and "fits in device memory up to s ≈ 12,000" in line
 
 
@@ -200,7 +200,7 @@ def test_a_measured_run_prints_the_fit_of_a_grid_over_a_size(tmp_path, run_pytes
     run = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.2")
     assert run.ret == 0
     lines = [line for line in run.outlines if line.startswith("scaling: ")]
-    assert lines == ["scaling: nap over n: latency ~linear in n (k=1.00, R²=1.000)"]  # ~: a CPU's fits are rough
+    assert lines == ["scaling: nap over n: time ~linear in n (k=1.00, R²=1.000)"]  # ~: a CPU's fits are rough
 
 
 def test_a_series_that_only_shrinks_gets_no_line():

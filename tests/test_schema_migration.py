@@ -20,7 +20,7 @@ def v2_result(case_id: str, regime: str, gpu_ms: float, caller_ms: float | None)
     judged = caller_ms if regime == "caller" else gpu_ms
     caller = None if caller_ms is None else {**SUMMARY, "median_ms": caller_ms}
     return {"id": case_id, "name": case_id, "status": "ok", "device": "nvidia-h200", "timer": "cuda-events",
-            "regime": regime, "latency": {**SUMMARY, "median_ms": judged}, "samples_ms": [judged] * 3,
+            "regime": regime, "gpu_time": {**SUMMARY, "median_ms": judged}, "samples_ms": [judged] * 3,
             "caller": caller, "caller_samples_ms": [caller_ms] * 3 if caller_ms else []}
 
 
@@ -33,10 +33,10 @@ def test_a_version_2_record_keeps_each_time_under_its_own_kind():
     record = {"schema_version": 2, "created_at": "2026-11-30T10:00:00+00:00", "perfguard_version": "0.1.0",
               "results": [v2_result("queued", "enqueue-bound", 1.2, 4.1), v2_result("synced", "caller", 1.2, 8.4)]}
     queued, synced = loads_record(json.dumps(record), "old.json").results
-    assert {m: t.summary.median_ms for m, t in queued.timings.items()} == {"latency": 1.2, "caller_latency": 4.1}
+    assert {m: t.summary.median_ms for m, t in queued.timings.items()} == {"gpu_time": 1.2, "caller_time": 4.1}
     # In the caller regime schema 2's `latency` was the caller's time: never a GPU time.
-    assert {m: t.summary.median_ms for m, t in synced.timings.items()} == {"caller_latency": 8.4}
-    assert synced.latency.median_ms == 8.4 and synced.judged_metric == "caller_latency"
+    assert {m: t.summary.median_ms for m, t in synced.timings.items()} == {"caller_time": 8.4}
+    assert synced.judged_time.median_ms == 8.4 and synced.judged_metric == "caller_time"
 
 
 def test_a_version_2_baseline_run_timed_as_its_caller_keeps_only_the_callers_time():
@@ -46,9 +46,9 @@ def test_a_version_2_baseline_run_timed_as_its_caller_keeps_only_the_callers_tim
                                 # an older run in the caller regime (its two medians are one figure), then a device one
                                 "runs": [v2_run(4.0, 4.0), v2_run(1.0, 1.5)]}}}
     old, new = loads_baseline(json.dumps(baseline), "nvidia-h200.json").cases["c"].runs
-    assert {m: t.median_ms for m, t in old.timings.items()} == {"caller_latency": 4.0}
-    assert {m: t.median_ms for m, t in new.timings.items()} == {"latency": 1.0, "caller_latency": 1.5}
-    assert new.timings["latency"].n == 40 and new.timings["caller_latency"].n is None  # schema 2 kept no such count
+    assert {m: t.median_ms for m, t in old.timings.items()} == {"caller_time": 4.0}
+    assert {m: t.median_ms for m, t in new.timings.items()} == {"gpu_time": 1.0, "caller_time": 1.5}
+    assert new.timings["gpu_time"].n == 40 and new.timings["caller_time"].n is None  # schema 2 kept no such count
 
 
 def test_the_committed_h200_baseline_loads_migrated_and_writes_back_as_the_current_version():
@@ -60,10 +60,10 @@ def test_the_committed_h200_baseline_loads_migrated_and_writes_back_as_the_curre
     assert set(baseline.cases) == set(raw["cases"])
     for case_id, entry in baseline.cases.items():
         old = raw["cases"][case_id]
-        assert entry.result.latency.median_ms == pytest.approx(old["result"]["latency"]["median_ms"]), case_id
-        assert [r.median_of("latency") for r in entry.runs] == pytest.approx([r["median_ms"] for r in old["runs"]]), case_id
+        assert entry.result.judged_time.median_ms == pytest.approx(old["result"]["gpu_time"]["median_ms"]), case_id
+        assert [r.median_of("gpu_time") for r in entry.runs] == pytest.approx([r["median_ms"] for r in old["runs"]]), case_id
         if old["result"]["caller"]:
-            assert entry.result.median_of("caller_latency") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
+            assert entry.result.median_of("caller_time") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
     text = dumps(baseline)
     assert json.loads(text)["schema_version"] == SCHEMA_VERSION
     assert loads_baseline(text, "again.json") == baseline

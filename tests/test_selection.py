@@ -40,7 +40,7 @@ def test_only_selected_cases_are_missing_and_the_rest_is_one_line(tmp_path, run_
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     assert [v.case_id for v in record.verdicts if v.status == "missing"] == ["gpu_only"]
-    assert [line.split(":")[0] for line in result.outlines if "latency missing" in line] == ["gpu_only"]
+    assert [line.split(":")[0] for line in result.outlines if "gpu_time missing" in line] == ["gpu_only"]
     assert [line for line in result.outlines if "not selected" in line] == [
         "perfguard: 3 baseline case(s) not selected in this run (-k, -m, --deselect or the test paths): not compared"
     ]

@@ -12,11 +12,11 @@ from perfguard.report.terminal import summary
 
 
 def result(case_id: str, ms: float) -> CaseResult:
-    return CaseResult(id=case_id, name=case_id, status="ok", timings={"latency": timing([ms] * 10)})
+    return CaseResult(id=case_id, name=case_id, status="ok", timings={"gpu_time": timing([ms] * 10)})
 
 
 def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:
-    return Verdict(case_id=case_id, metric="latency", status=status, baseline=1.0, current=1.0, change_pct=0.0,
+    return Verdict(case_id=case_id, metric="gpu_time", status=status, baseline=1.0, current=1.0, change_pct=0.0,
                    threshold_pct=5.0, baseline_file="b.json", env_mismatch=env)
 
 
@@ -40,7 +40,7 @@ def test_where_each_regression_failed_its_case_above_a_case_is_one_line_of_what_
                                   change_pct=None)
     record = RunRecord("now", "0", verdicts=(slower, copies, kernels, verdict("b", "improved")))
     lines = [line for line, _ in summary([result("z", 2.0), result("b", 1.0)], (), record, failed_above=True)]
-    assert ("z: regressed: latency +66.7%, copy_bytes 0 B → 256.0 MiB, kernels 261 → 273 "
+    assert ("z: regressed: gpu_time +66.7%, copy_bytes 0 B → 256.0 MiB, kernels 261 → 273 "
             "(each line in its failure above)") in lines
     assert not any("190.0 µs → 317.0 µs" in line for line in lines)
     assert f"b: {words.line(verdict('b', 'improved'))}" in lines  # an improvement fails nothing: its line is here alone
@@ -59,12 +59,12 @@ def test_launch_bound_cases_are_named_with_their_overhead_and_the_remedy():
 
     from perfguard.model import Metrics
 
-    tiny = dataclasses.replace(result("tiny_add", 0.005), metrics=Metrics(bound="latency", launch_overhead_share=0.72))
+    tiny = dataclasses.replace(result("tiny_add", 0.005), metrics=Metrics(bound="launch", launch_overhead_share=0.72))
     big = dataclasses.replace(result("big_copy", 0.5), metrics=Metrics(bound="memory", launch_overhead_share=0.01))
     lines = [line for line, _ in summary([tiny, big], (), None)]
     advice = [line for line in lines if line.startswith("launch-bound")]
     assert advice == ['launch-bound: tiny_add (GPU idle 72% of a call): capture the calls in a CUDA graph (mode="graph") or fuse the kernels']
-    assert "latency" in next(line for line in lines if line.startswith("tiny_add"))
+    assert "gpu_time" in next(line for line in lines if line.startswith("tiny_add"))
     markdown = render_markdown([RunRecord("2026-11-29T00:00:00+00:00", "0", results=(tiny, big))])
     assert "launch-bound: tiny\\_add (GPU idle 72% of a call)" in markdown and "big\\_copy (" not in markdown
     assert not [line for line, _ in summary([big], (), None) if line.startswith("launch-bound")]
@@ -85,7 +85,7 @@ def test_cases_not_timed_as_plain_kernels_are_named_with_their_regime():
 def test_the_table_shows_each_judged_figures_change_beside_what_the_gate_detects():
     # A case read `same` at +17.9% (GPU) and +22.8% (caller), which only the JSON showed.
     same = dataclasses.replace(verdict("wide", "same"), change_pct=17.93, detectable_pct=41.0)
-    caller = dataclasses.replace(verdict("wide", "same"), metric="caller_latency", change_pct=22.81)
+    caller = dataclasses.replace(verdict("wide", "same"), metric="caller_time", change_pct=22.81)
     lines = [line for line, _ in summary([result("wide", 1.0)], (), RunRecord("now", "0", verdicts=(same, caller)))]
     header, row = lines[0].split(), lines[1].split()
     assert header[:7] == ["case", "verdict", "median", "±CI", "change", "detects", "caller"]
@@ -102,6 +102,6 @@ def test_new_cases_get_the_hint_to_record_them_once_per_run():
 
 
 def test_the_verdict_count_says_there_is_one_verdict_per_metric_not_per_case():
-    per_metric = [dataclasses.replace(verdict(c, "same"), metric=m) for c in "ab" for m in ("latency", "kernels", "peak_memory")]
+    per_metric = [dataclasses.replace(verdict(c, "same"), metric=m) for c in "ab" for m in ("gpu_time", "kernels", "peak_memory")]
     lines = [line for line, _ in summary([result("a", 1.0), result("b", 1.0)], (), RunRecord("now", "0", verdicts=tuple(per_metric)))]
     assert "6 verdicts (one per metric) for 2 cases: 0 regressed, 0 unstable, 0 inconclusive, 0 improved, 0 missing, 0 new, 6 same" in lines

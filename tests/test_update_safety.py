@@ -15,7 +15,7 @@ import pytest
 
 from perfguard import store
 from perfguard.errors import BaselineError
-from perfguard.model import CaseResult, DeviceInfo, Latency, Timing, loads_record
+from perfguard.model import CaseResult, DeviceInfo, TimeSummary, Timing, loads_record
 
 NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap(device):\n    return lambda: time.sleep(0.001)\n"
 
@@ -84,12 +84,12 @@ def test_a_baseline_that_cannot_be_written_fails_the_run_with_one_line_and_keeps
 
 
 DEVICE = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
-LATENCY = Latency(median_ms=1.0, mean_ms=1.0, min_ms=0.9, max_ms=1.1, p10_ms=0.95, p90_ms=1.05, iqr_ms=0.05,
+LATENCY = TimeSummary(median_ms=1.0, mean_ms=1.0, min_ms=0.9, max_ms=1.1, p10_ms=0.95, p90_ms=1.05, iqr_ms=0.05,
                   ci_low_ms=0.99, ci_high_ms=1.01, n=10, stop_reason="converged")
 
 
 def result(case_id: str) -> CaseResult:
-    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, timings={"latency": Timing(LATENCY, (1.0,) * 10)})
+    return CaseResult(id=case_id, name=case_id, status="ok", device=DEVICE.slug, timings={"gpu_time": Timing(LATENCY, (1.0,) * 10)})
 
 
 def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp_path, monkeypatch):

@@ -51,7 +51,7 @@ def result(samples, case_id="vector_add[n=1048576]", bound="memory", clock=None,
     samples = tuple(float(x) for x in samples)
     fields.setdefault("telemetry", Telemetry(sm_clock_mhz_mean=clock) if clock else None)
     return CaseResult(id=case_id, name=case_id.split("[")[0], status="ok", device="nvidia-h200", timer="cuda-events",
-                      timings={"latency": timing(samples)}, metrics=Metrics(bound=bound), **fields)
+                      timings={"gpu_time": timing(samples)}, metrics=Metrics(bound=bound), **fields)
 
 
 def run_of(median_ms, rng, n=100, sigma=0.002, **fields) -> CaseResult:
@@ -63,7 +63,7 @@ def entry(medians, rng=None, hosts=("host-a",), clocks=None, case_id="vector_add
     """A baseline entry of one run per median (host and clock cycled), the newest run's samples kept."""
     rng = rng or np.random.default_rng(1)
     runs = tuple(
-        RunSummary(recorded_at=f"2026-11-{i + 1:02d}", timings={"latency": RunTime(float(m), n=400, ci_half_pct=0.05)},
+        RunSummary(recorded_at=f"2026-11-{i + 1:02d}", timings={"gpu_time": RunTime(float(m), n=400, ci_half_pct=0.05)},
                    sm_clock_mhz=clocks[i % len(clocks)] if clocks else None, host=hosts[i % len(hosts)])
         for i, m in enumerate(medians)
     )
@@ -77,7 +77,7 @@ def runs_with_spread(rng, k, spread, median_ms=1.0):
 
 
 def latency(verdicts):
-    (v,) = [v for v in verdicts if v.metric == "latency"]
+    (v,) = [v for v in verdicts if v.metric == "gpu_time"]
     return v
 
 
@@ -121,7 +121,7 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
     # 20,000 calls pin this run's median to ±0.02%; it sits 0.8% above the baseline. A rank test on
     # the calls would call that p=1e-100; between runs of this case 0.8% is ordinary.
     base = entry(runs_with_spread(rng, 5, 0.004), rng)
-    centre = float(np.median([r.median_of("latency") for r in base.runs]))
+    centre = float(np.median([r.median_of("gpu_time") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.008, rng, n=20_000), base, host="host-a"))
     assert v.status == "inconclusive"
     assert "p=" not in words.line(v) and "confidence" not in words.line(v)
@@ -132,11 +132,11 @@ def test_a_precise_run_is_not_evidence_of_a_change_its_runs_do_not_show(rng):
 
 def test_a_three_percent_slowdown_of_a_stable_case_is_caught_and_its_detectable_change_says_so(rng):
     base = entry(runs_with_spread(rng, 5, 0.001), rng)
-    centre = float(np.median([r.median_of("latency") for r in base.runs]))
+    centre = float(np.median([r.median_of("gpu_time") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.03, rng), base, host="host-a", baseline_file=BASELINE_FILE))
     assert v.status == "regressed"
     assert v.detectable_pct <= 2.0 and v.baseline_runs == 5
-    for part in ("latency regressed", "+3.0%", "outside ±", "judged by this host's 5 runs", "smallest detectable change",
+    for part in ("gpu_time regressed", "+3.0%", "outside ±", "judged by this host's 5 runs", "smallest detectable change",
                  BASELINE_FILE, f"threshold {DEFAULT_THRESHOLD_PCT:g}%"):
         assert part in words.line(v), part
 
@@ -286,7 +286,7 @@ def test_a_slowdown_every_re_measurement_agrees_with_is_confirmed_and_lists_them
     kept, verdicts = settle(_measured(base, 1.10, 1.12, 1.11, rng=rng))
     v = latency(verdicts)
     assert v.status == "regressed" and v.confirmed is True
-    assert kept.latency.median_ms == pytest.approx(1.11, rel=0.01)  # the middle measurement
+    assert kept.judged_time.median_ms == pytest.approx(1.11, rel=0.01)  # the middle measurement
     assert sorted(v.remeasured_ms) == pytest.approx([1.10, 1.12], rel=0.01)
     assert "confirmed by 2 re-measurements (the 3 measurements: +11.0%, +10.0%, +12.0%)" in words.line(v)
 
@@ -333,7 +333,7 @@ def test_tiny_memory_changes_below_the_absolute_floor_do_not_flip(rng):
 
 
 def test_memory_is_skipped_when_not_measured(rng):
-    assert [v.metric for v in compare_case(run_of(1.0, rng), entry([1.0], rng))] == ["latency"]
+    assert [v.metric for v in compare_case(run_of(1.0, rng), entry([1.0], rng))] == ["gpu_time"]
 
 
 # --- bookkeeping ------------------------------------------------------------------------------------------
@@ -429,19 +429,19 @@ def caller_run(gpu_ms, caller_ms, rng, regime="device", idle=None, n=60, enqueue
     gpu = run_of(gpu_ms, rng, **fields)
     caller = tuple(float(x) for x in caller_ms * rng.lognormal(0.0, 0.003, n))
     share = idle if idle is not None else max(caller_ms - gpu_ms, 0.0) / caller_ms
-    timings = {**({} if regime == "caller" else {"latency": gpu.timings["latency"]}), "caller_latency": timing(caller)}
+    timings = {**({} if regime == "caller" else {"gpu_time": gpu.timings["gpu_time"]}), "caller_time": timing(caller)}
     return dataclasses.replace(gpu, regime=regime, timings=timings,
                                enqueue_ms=enqueue if enqueue is not None else min(caller_ms, 0.9 * gpu_ms),
                                metrics=dataclasses.replace(gpu.metrics, launch_overhead_share=share))
 
 
 def caller_entry(gpu_medians, caller_medians, rng, hosts=("host-a",), **fields) -> BaselineEntry:
-    base = entry(gpu_medians, rng, hosts=hosts, bound="latency")
+    base = entry(gpu_medians, rng, hosts=hosts, bound="launch")
     regime = fields.get("regime", "device")
     runs = tuple(dataclasses.replace(r, regime=regime, timings={
-        **({} if regime == "caller" else r.timings), "caller_latency": RunTime(float(c), n=60)})
+        **({} if regime == "caller" else r.timings), "caller_time": RunTime(float(c), n=60)})
         for r, c in zip(base.runs, caller_medians))
-    newest = caller_run(gpu_medians[-1], caller_medians[-1], rng, bound="latency", **fields)
+    newest = caller_run(gpu_medians[-1], caller_medians[-1], rng, bound="launch", **fields)
     return dataclasses.replace(base, runs=runs, result=newest)
 
 
@@ -454,49 +454,49 @@ def test_host_work_added_to_a_launch_bound_call_fails_on_the_callers_time_alone(
     # leaves the GPU time as it was and makes the caller wait 27 us.
     rng = np.random.default_rng(3)
     base = caller_entry(runs_with_spread(rng, 5, 0.01, 0.006), runs_with_spread(rng, 5, 0.01, 0.007), rng)
-    verdicts = by_metric(compare_case(caller_run(0.006, 0.027, rng, bound="latency"), base))
-    assert verdicts["latency"].status == "inconclusive"
-    assert verdicts["caller_latency"].status == "regressed"
-    assert "the caller's time" in words.line(verdicts["caller_latency"])
-    unchanged = by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), base))
-    assert unchanged["caller_latency"].status == "inconclusive"
+    verdicts = by_metric(compare_case(caller_run(0.006, 0.027, rng, bound="launch"), base))
+    assert verdicts["gpu_time"].status == "inconclusive"
+    assert verdicts["caller_time"].status == "regressed"
+    assert "the caller's time" in words.line(verdicts["caller_time"])
+    unchanged = by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="launch"), base))
+    assert unchanged["caller_time"].status == "inconclusive"
 
 
 def test_a_host_bound_callers_time_is_judged_with_the_hosts_noise_and_a_device_bound_one_with_the_gpus():
     rng = np.random.default_rng(8)
     device_bound = caller_run(1.0, 1.01, rng, bound="memory", enqueue=0.01)
     base = caller_entry([1.0] * 3, [1.01] * 3, rng, enqueue=0.01)
-    assert noise.estimate(device_bound, base, 1.0, metric="caller_latency").spread_pct < 1.0
-    host_bound = caller_run(1.6, 4.9, rng, bound="latency", enqueue=4.8)
-    assert noise.estimate(host_bound, base, 1.0, metric="caller_latency").spread_pct >= priors.PRIOR_PCT_CALLER_HOST * 0.5
+    assert noise.estimate(device_bound, base, 1.0, metric="caller_time").spread_pct < 1.0
+    host_bound = caller_run(1.6, 4.9, rng, bound="launch", enqueue=4.8)
+    assert noise.estimate(host_bound, base, 1.0, metric="caller_time").spread_pct >= priors.PRIOR_PCT_CALLER_HOST * 0.5
 
 
 def test_a_host_bound_callers_time_on_a_card_the_baseline_has_not_seen_gets_the_hosts_width():
     rng = np.random.default_rng(4)
     base = caller_entry([1.6] * 5, [4.9] * 5, rng, enqueue=4.8)
     base = dataclasses.replace(base, runs=tuple(dataclasses.replace(r, device_uuid="GPU-a") for r in base.runs))
-    current = dataclasses.replace(caller_run(1.6, 4.9, rng, regime="enqueue-bound", bound="latency", enqueue=4.8),
+    current = dataclasses.replace(caller_run(1.6, 4.9, rng, regime="enqueue-bound", bound="launch", enqueue=4.8),
                                   device_uuid="GPU-b")
-    host_bound = noise.estimate(current, base, 1.0, metric="caller_latency")
-    gpu = noise.estimate(current, base, 1.0, metric="latency")
+    host_bound = noise.estimate(current, base, 1.0, metric="caller_time")
+    gpu = noise.estimate(current, base, 1.0, metric="gpu_time")
     assert host_bound.card_pct == priors.CARD_PCT_CALLER_HOST
-    assert gpu.card_pct == priors.CARD_PCT["latency"]
+    assert gpu.card_pct == priors.CARD_PCT["launch"]
     # A host half again as slow is within what a shared VM's host does from one run to the next; four
     # times as slow is not.
-    assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.5, rng, bound="latency", enqueue=4.8),
-                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "inconclusive"
-    assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 4, rng, bound="latency", enqueue=19),
-                                                      device_uuid="GPU-b"), base))["caller_latency"].status == "regressed"
+    assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 1.5, rng, bound="launch", enqueue=4.8),
+                                                      device_uuid="GPU-b"), base))["caller_time"].status == "inconclusive"
+    assert by_metric(compare_case(dataclasses.replace(caller_run(1.6, 4.9 * 4, rng, bound="launch", enqueue=19),
+                                                      device_uuid="GPU-b"), base))["caller_time"].status == "regressed"
 
 
 def test_no_callers_verdict_without_a_baseline_of_it_nor_when_it_is_the_judged_figure():
     rng = np.random.default_rng(5)
-    old = entry([0.006] * 3, rng, bound="latency")  # recorded before the caller's time was measured
-    assert "caller_latency" not in by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="latency"), old))
+    old = entry([0.006] * 3, rng, bound="launch")  # recorded before the caller's time was measured
+    assert "caller_time" not in by_metric(compare_case(caller_run(0.006, 0.007, rng, bound="launch"), old))
     base = caller_entry([0.1] * 3, [0.1] * 3, rng, regime="caller")
     # The caller's time is the judged figure: one time verdict, of that kind.
     times = [v.metric for v in compare_case(caller_run(0.1, 0.1, rng, regime="caller"), base) if v.metric != "peak_memory"]
-    assert times == ["caller_latency"]
+    assert times == ["caller_time"]
 
 
 def test_a_change_of_timing_regime_judges_the_callers_time_against_the_callers_never_the_gpus():
@@ -505,16 +505,16 @@ def test_a_change_of_timing_regime_judges_the_callers_time_against_the_callers_n
     # ahead of it any more, and the caller's time (1.12 ms) is all there is: against the GPU time it
     # would read +12%; against the baseline's caller's time it is the same.
     base = caller_entry([1.0] * 3, [1.1] * 3, rng)
-    verdicts = by_metric(compare_case(caller_run(1.12, 1.1, rng, regime="caller", bound="latency"), base))
-    assert "latency" not in verdicts
-    v = verdicts["caller_latency"]
+    verdicts = by_metric(compare_case(caller_run(1.12, 1.1, rng, regime="caller", bound="launch"), base))
+    assert "gpu_time" not in verdicts
+    v = verdicts["caller_time"]
     assert v.status == "inconclusive" and v.baseline == pytest.approx(1.1), words.line(v)
     assert "timed as caller (the baseline: device), each figure judged against its own kind" in words.line(v)
     # And back: a device-regime run against a caller-regime baseline has no GPU time to be judged by.
     old = caller_entry([1.1] * 3, [1.1] * 3, rng, regime="caller")
-    back = by_metric(compare_case(caller_run(1.0, 1.1, rng, bound="latency"), old))
-    assert back["latency"].status == "new" and "holds no GPU time" in words.line(back["latency"])
-    assert back["caller_latency"].status == "inconclusive"
+    back = by_metric(compare_case(caller_run(1.0, 1.1, rng, bound="launch"), old))
+    assert back["gpu_time"].status == "new" and "holds no GPU time" in words.line(back["gpu_time"])
+    assert back["caller_time"].status == "inconclusive"
 
 
 def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
@@ -522,16 +522,16 @@ def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
     base = caller_entry([0.006] * 5, [0.007] * 5, rng)
     measured = []
     for _ in range(3):
-        r = caller_run(0.006, 0.027, rng, bound="latency")
+        r = caller_run(0.006, 0.027, rng, bound="launch")
         measured.append((r, compare_case(r, base)))
     _, verdicts = settle(measured)
-    caller = by_metric(verdicts)["caller_latency"]
+    caller = by_metric(verdicts)["caller_time"]
     assert caller.status == "regressed" and caller.confirmed and len(caller.remeasured_ms) == 2
-    assert by_metric(verdicts)["latency"].status == "inconclusive" and by_metric(verdicts)["latency"].confirmed is None
+    assert by_metric(verdicts)["gpu_time"].status == "inconclusive" and by_metric(verdicts)["gpu_time"].confirmed is None
     # One re-measurement back at the baseline: not confirmed.
-    fine = caller_run(0.006, 0.007, rng, bound="latency")
+    fine = caller_run(0.006, 0.007, rng, bound="launch")
     _, verdicts = settle([measured[0], (fine, compare_case(fine, base)), measured[1]])
-    assert by_metric(verdicts)["caller_latency"].status == "unstable"
+    assert by_metric(verdicts)["caller_time"].status == "unstable"
 
 
 # --- a card's own runs judge that card ----------------------------------------------------------------
@@ -542,7 +542,7 @@ def fleet_entry(rng, own=4):
     cards = ["GPU-a"] * own + ["GPU-b", "GPU-c"] * 3
     offset = {"GPU-a": 1.0, "GPU-b": 1.015, "GPU-c": 0.985}
     runs = tuple(RunSummary(recorded_at=f"2026-11-{i + 1:02d}", device_uuid=c, host="vm",
-                            timings={"latency": RunTime(float(offset[c] * rng.lognormal(0.0, 0.001)), n=400)})
+                            timings={"gpu_time": RunTime(float(offset[c] * rng.lognormal(0.0, 0.001)), n=400)})
                  for i, c in enumerate(cards))
     return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint=H200.fingerprint(),
                          result=run_of(1.0, rng), runs=runs)

@@ -286,7 +286,7 @@ def _refresh_records(folder: Path, gpu: str, slug: str, statuses: list[str]) -> 
     for run, status in enumerate(statuses, 1):
         samples = tuple(1.0 + run / 1000 + i / 1e5 for i in range(50))
         result = CaseResult(id="add", name="add", status="ok", device=slug, device_uuid=f"GPU-{run}",
-                            timer="cuda-events", timings={"latency": timing(samples)})
+                            timer="cuda-events", timings={"gpu_time": timing(samples)})
         target = folder / f"perfguard-refresh-{gpu}-{run}"
         target.mkdir(parents=True)
         record = RunRecord(created_at=f"2026-11-30T0{run}:00:00+00:00", perfguard_version="0.1.0",

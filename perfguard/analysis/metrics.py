@@ -13,13 +13,13 @@ from perfguard.model import CaseResult, DeviceInfo, Metrics
 def complete(result: CaseResult, device: DeviceInfo) -> CaseResult:
     """`result` with its derived figures, from its median (the judged figure) and its caller's time:
     what the measure layer leaves to analysis (a result without a median is returned as it is)."""
-    if result.latency is None:
+    if result.judged_time is None:
         return result
-    caller = result.median_of("caller_latency")
+    caller = result.median_of("caller_time")
     # The GPU's share of the caller's time: its own time per call, or where nothing could be queued
     # ahead of a call (the caller regime, no GPU time), its busy time: never the caller's time itself.
-    gpu = result.median_of("latency") or result.median_of("busy_time")
-    return dataclasses.replace(result, metrics=derive(result.latency.median_ms, result.bytes, result.flops, device, caller,
+    gpu = result.median_of("gpu_time") or result.median_of("busy_time")
+    return dataclasses.replace(result, metrics=derive(result.judged_time.median_ms, result.bytes, result.flops, device, caller,
                                                       result.params.get("dtype"), gpu_ms=gpu))
 
 
@@ -28,7 +28,7 @@ def derive(
     bytes_moved: float | None,
     flops: float | None,
     device: DeviceInfo,
-    eager_latency_ms: float | None = None,
+    caller_ms: float | None = None,
     dtype: Any = None,
     gpu_ms: float | None = None,
 ) -> Metrics:
@@ -40,11 +40,11 @@ def derive(
     tflops = flops / seconds / 1e12 if flops else None
     intensity = flops / bytes_moved if flops and bytes_moved else None
     overhead = share = None
-    if eager_latency_ms is not None and (gpu_ms is not None or eager_latency_ms != median_ms):
+    if caller_ms is not None and (gpu_ms is not None or caller_ms != median_ms):
         # The caller's time is back-to-back calls on the host clock, without the L2 flush; it can come out
         # under the cold-cache device median, which is no overhead, not a negative one.
-        overhead = max(eager_latency_ms - (gpu_ms if gpu_ms is not None else median_ms), 0.0)
-        share = overhead / eager_latency_ms if eager_latency_ms > 0 else None
+        overhead = max(caller_ms - (gpu_ms if gpu_ms is not None else median_ms), 0.0)
+        share = overhead / caller_ms if caller_ms > 0 else None
     # FLOP utilisation stays against the datasheet, the figure that compares across machines.
     bandwidth, roofs, calibrated = roofline.roofs_of(device)
     roof = roofline.place(
@@ -66,7 +66,7 @@ def derive(
         bandwidth_util=util,
         tflops=tflops,
         arithmetic_intensity=intensity,
-        eager_latency_ms=eager_latency_ms,
+        caller_ms=caller_ms,
         launch_overhead_ms=overhead,
         launch_overhead_share=share,
         bound=roof.bound,

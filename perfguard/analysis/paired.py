@@ -64,7 +64,7 @@ TRUSTED_ROUNDS = 4  # from this many rounds on, the spread is the rounds' own
 # Per side, one standard deviation of a round's median (%), the floor while rounds are few: same card,
 # same job, rounds a minute apart. H200, four fresh processes: memory-bound medians 0.08% (0.1-0.7%
 # at worst), compute-bound under the power cap 1-3%; a shared CPU's host clock moves far more.
-FLOOR_PCT = {"memory": 0.1, "latency": 0.5, "compute": 1.0, None: 0.5}
+FLOOR_PCT = {"memory": 0.1, "launch": 0.5, "compute": 1.0, None: 0.5}
 FLOOR_PCT_HOST_CLOCK = 2.0
 # What a timer can tell apart, ms: CUDA events resolve about 0.5 µs; the host clock about 1 µs.
 RESOLUTION_MS = {"cuda": 0.0005, "cpu": 0.001}

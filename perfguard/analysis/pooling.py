@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from perfguard.analysis import metrics
 from perfguard.analysis.stats import summarize
-from perfguard.model import CaseResult, DeviceInfo, Latency, RunRecord, Telemetry, Timing, thin_timings
+from perfguard.model import CaseResult, DeviceInfo, TimeSummary, RunRecord, Telemetry, Timing, thin_timings
 
 
 def pool_records(records: Sequence[RunRecord]) -> RunRecord:
@@ -73,7 +73,7 @@ def thinned(record: RunRecord) -> RunRecord:
     )
 
 
-def _stops(summaries: Iterable[Latency | None]) -> str:
+def _stops(summaries: Iterable[TimeSummary | None]) -> str:
     return "+".join(sorted({s.stop_reason for s in summaries if s})) or "pooled"
 
 

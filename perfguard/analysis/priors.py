@@ -22,13 +22,13 @@ from perfguard.model import CaseResult
 # Run-to-run relative spread (standard deviation of the median, %) before any runs say otherwise.
 # H200, four fresh processes each: memory-bound median CV 0.08% (0.1-0.7% at worst), compute-bound
 # under the power cap 1-3%. A CPU's host clock on a shared machine moves far more.
-PRIOR_PCT = {"memory": 0.3, "latency": 1.0, "compute": 2.0, None: 1.0}
+PRIOR_PCT = {"memory": 0.3, "launch": 1.0, "compute": 2.0, None: 1.0}
 PRIOR_PCT_HOST_CLOCK = 5.0
 # Absolute offset between hosts: every H200 kernel under ~20 µs was 0.6-1.2 µs slower on one host.
 ABS_FLOOR_MS = {"cuda": 0.0015, "cpu": 0.02}
 # How far cards of one model sit apart beyond that offset (%, one standard deviation): between two
 # H200 hosts, memory-bound medians over ~50 µs differed by up to 1.5-2.2%, compute-bound ones by up to 7%.
-CARD_PCT = {"memory": 0.5, "latency": 1.0, "compute": 1.5, None: 1.0}
+CARD_PCT = {"memory": 0.5, "launch": 1.0, "compute": 1.5, None: 1.0}
 CARD_PCT_HOST_CLOCK = 5.0
 # The caller's time of a call whose host work (its enqueue) is over HOST_BOUND_SHARE of it moves with
 # the host's speed, which on a shared cloud VM is not steady: GPT-2 small's batch-1 forward (5 ms of
@@ -69,14 +69,14 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {
-    "latency": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
-    "caller_latency": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS),
+    "gpu_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"]),
+    "caller_time": Kind(host_timed=True, abs_floor_ms=ABS_FLOOR_CALLER_MS),
     # The union of the call's kernel and copy intervals: the GPU's work, timed on the GPU's clock.
     "busy_time": Kind(host_timed=False, abs_floor_ms=ABS_FLOOR_MS["cuda"], sums_kernels=True),
 }
 
 
-def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
+def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "gpu_time") -> float:
     """s0: the run-to-run spread a case of this kind has before its runs say otherwise, raised to the
     drift within the baseline's newest run (`newest`)."""
     if _host_bound(current, newest, metric):
@@ -91,7 +91,7 @@ def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") 
     return max(prior, drift_pct(stored.samples_ms if stored else ()))
 
 
-def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "latency") -> float:
+def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "gpu_time") -> float:
     """How far cards (on a CPU, hosts) of one model sit apart for a case of this kind, one standard deviation."""
     if _host_bound(current, newest, metric):
         return CARD_PCT_CALLER_HOST
@@ -102,7 +102,7 @@ def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "laten
     return CARD_PCT.get(_bound(current), CARD_PCT[None])
 
 
-def absolute_ms(current: CaseResult, metric: str = "latency") -> float:
+def absolute_ms(current: CaseResult, metric: str = "gpu_time") -> float:
     """The absolute offset between hosts of this kind of time, ms."""
     return ABS_FLOOR_MS["cpu"] if _host_clock(current, metric) else KINDS[metric].abs_floor_ms
 
@@ -112,7 +112,7 @@ def _host_bound(current: CaseResult, newest: CaseResult, metric: str) -> bool:
 
 
 def _host_clock(current: CaseResult, metric: str) -> bool:
-    return current.timer == "host-clock" and metric == "latency"
+    return current.timer == "host-clock" and metric == "gpu_time"
 
 
 def _bound(result: CaseResult) -> str | None:
@@ -132,7 +132,7 @@ def _busy_pct(current: CaseResult, newest: CaseResult, least: float) -> float:
 
 def host_share(result: CaseResult) -> float:
     """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
-    caller = result.median_of("caller_latency")
+    caller = result.median_of("caller_time")
     return result.enqueue_ms / caller if result.enqueue_ms and caller else 0.0
 
 

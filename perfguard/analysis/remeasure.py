@@ -36,7 +36,7 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
     return dataclasses.replace(verdict, confirmed=False, remeasured_ms=others)
 
 
-def latency_regressed(verdicts: Iterable[Verdict]) -> bool:
+def time_regressed(verdicts: Iterable[Verdict]) -> bool:
     """Whether a case's GPU or caller's time reads `regressed`: what a re-measurement must confirm."""
     return any(v.metric in TIME_METRICS and v.status == "regressed" for v in verdicts)
 

@@ -4,7 +4,7 @@ The roofline of a GPU is min(peak FLOP/s, intensity × peak bandwidth): below th
 (peak FLOP/s ÷ bandwidth, in FLOP per byte) a kernel can at best move bytes at the memory's rate;
 above it, at best compute at the dtype's peak. A case is
 
-- `latency`-bound when launch and scheduling, not its bytes or flops, set its time: more than half
+- `launch`-bound when launch and scheduling, not its bytes or flops, set its time: more than half
   of the time a caller sees is not GPU time, or the GPU time is near the launch floor;
 - else `memory`-bound when its intensity is under the ridge point, or it declares bytes and no flops;
 - else `compute`-bound.
@@ -48,7 +48,7 @@ PEAK_OF_DTYPE = {
 class Placement:
     """A case on the roofline; None where the record lacks what a figure needs."""
 
-    bound: str | None = None  # "memory", "compute" or "latency"
+    bound: str | None = None  # "memory", "compute" or "launch"
     attainable_tflops: float | None = None  # the roofline at the case's intensity
     efficiency: float | None = None  # achieved / attainable (0..1, see the module's note on > 1)
 
@@ -128,5 +128,5 @@ def place(
             elif intensity >= max(ridges):
                 wall = "compute"  # against which peak is unknown, so no attainable rate
         efficiency = tflops / attainable if attainable else None
-    bound = "latency" if launch_bound(device_ms, overhead_share) else wall
+    bound = "launch" if launch_bound(device_ms, overhead_share) else wall
     return Placement(bound, attainable, efficiency)

@@ -69,7 +69,7 @@ class Scaling:
     parameter: str
     fixed: tuple[tuple[str, object], ...]  # the other parameters
     values: tuple[float, ...]
-    latency: Growth | None
+    time: Growth | None  # of the judged time
     memory: Growth | None
     bytes_per_unit: float | None  # memory growth per unit of the parameter, from its largest two values
     fits_up_to: float | None  # the largest value whose fitted memory fits in the device's memory
@@ -89,7 +89,7 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
     memory_of = {d.slug: d.memory_bytes for d in devices}
     groups: dict[tuple, list[tuple[float, CaseResult]]] = {}
     for r in results:
-        if r.status != "ok" or r.latency is None:
+        if r.status != "ok" or r.judged_time is None:
             continue
         for p, x in r.params.items():
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
@@ -102,7 +102,7 @@ def scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = ()) 
         xs = [x for x, _ in points]
         if len(set(xs)) < MIN_POINTS:
             continue
-        latency = fit(xs, [r.latency.median_ms for _, r in points])
+        latency = fit(xs, [r.judged_time.median_ms for _, r in points])
         held = [_held(r) for _, r in points]
         memory, memory_from = memory_fit(xs, held) if all(h is not None for h in held) else (None, None)
         saved = [_activations(r) for _, r in points]

@@ -4,8 +4,8 @@ A baseline's tolerances come from the spread of each case's runs, so a run that 
 there widens every later tolerance: a run of changed code mixed with the old code's, a runner twice
 as slow, a disturbed run. So a run joins a case's series only when the gate would have let it pass:
 
-- against a series the case already has, each time the gate judges it by (`latency` or
-  `caller_latency`, and `busy_time` where the call is host-bound: noise.judged_times) within the
+- against a series the case already has, each time the gate judges it by (`gpu_time` or
+  `caller_time`, and `busy_time` where the call is host-bound: noise.judged_times) within the
   tolerance the gate gives it (analysis/noise.py, judged as the gate judges it: by this card's runs
   or the fleet's). A run outside it is not added: the code changed, or the run is off, and perfguard
   cannot tell which from one run. `force` (``--perfguard-update=force``) says the code changed: the

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from perfguard.model import Latency, Timing
+from perfguard.model import TimeSummary, Timing
 
 
 def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -38,11 +38,11 @@ def ci_half_width_ratio(samples: Sequence[float] | np.ndarray, confidence: float
     return (hi - lo) / 2 / med if med > 0 else math.inf
 
 
-def summarize(samples_ms: Sequence[float], stop_reason: str) -> Latency:
+def summarize(samples_ms: Sequence[float], stop_reason: str) -> TimeSummary:
     x = np.asarray(samples_ms, dtype=float)
     lo, hi = median_ci(x)
     p10, p25, p75, p90 = np.percentile(x, [10, 25, 75, 90])
-    return Latency(
+    return TimeSummary(
         median_ms=float(np.median(x)),
         mean_ms=float(x.mean()),
         min_ms=float(x.min()),

@@ -30,7 +30,7 @@ from perfguard.model import (
     BaselineEntry,
     BaselineFile,
     CaseResult,
-    Latency,
+    TimeSummary,
     RunRecord,
     Reason,
     RunSummary,
@@ -289,7 +289,7 @@ def _clock_drop_pct(entry: BaselineEntry, current: CaseResult) -> float | None:
     return 100.0 * (old / new - 1.0) if old and new else None
 
 
-def _half_width(summary: Latency | None) -> float:
+def _half_width(summary: TimeSummary | None) -> float:
     """This run's own 95% half-width of its median, %."""
     if summary is None:
         return 0.0
@@ -334,7 +334,7 @@ def _centre(entry: BaselineEntry, metric: str) -> float:
     return statistics.median(medians) if medians else median_ms(entry.result, metric)
 
 
-def _time_of(result: CaseResult, metric: str) -> tuple[Latency | None, tuple[float, ...]]:
+def _time_of(result: CaseResult, metric: str) -> tuple[TimeSummary | None, tuple[float, ...]]:
     """A time metric's summary and samples (None and none where the result has no such time)."""
     timing = result.timings.get(metric)  # type: ignore[call-overload]
     return (timing.summary, timing.samples_ms) if timing else (None, ())

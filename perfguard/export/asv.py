@@ -40,7 +40,7 @@ class Metric:
 
 
 METRICS = {m.suffix: m for m in (
-    Metric("latency", "time", "seconds", "median per-call time"),
+    Metric("gpu_time", "time", "seconds", "median per-call time"),
     Metric("time_per_gb", "track", "seconds", "seconds per GB of declared bytes = 1 / achieved GB/s (inverted: lower is better)"),
     Metric("time_per_tflop", "track", "seconds", "seconds per TFLOP of declared flops = 1 / achieved TFLOP/s (inverted: lower is better)"),
     Metric("peak_memory", "memory", "bytes", "peak allocated bytes during one call"),
@@ -90,7 +90,7 @@ def export(records: Sequence[tuple[str, RunRecord]], to: Path | str, *, repo: Pa
             resolved[rev] = (full, git.commit_date_ms(top, full))
         full, date = resolved[rev]
         for result in record.results:
-            if result.status != "ok" or result.latency is None:
+            if result.status != "ok" or result.judged_time is None:
                 continue
             device = _device(record, result)
             machine = machine_name(result.device, result.device_uuid or (device.uuid if device else None))
@@ -151,13 +151,13 @@ def machine_name(slug: str, uuid: str | None) -> str:
 
 def _figures(r: CaseResult) -> Iterable[tuple[str, float | int, dict[str, Any]]]:
     """(metric suffix, value in asv's lower-is-better unit, asv stats) of one measured case."""
-    assert r.latency is not None
+    assert r.judged_time is not None
     stats = _latency_stats(r.samples_ms)
-    scales = {"latency": 1e-3, "time_per_gb": 1e-3 / (r.bytes / 1e9) if r.bytes else None,
+    scales = {"gpu_time": 1e-3, "time_per_gb": 1e-3 / (r.bytes / 1e9) if r.bytes else None,
               "time_per_tflop": 1e-3 / (r.flops / 1e12) if r.flops else None}
     for suffix, scale in scales.items():
         if scale is not None:  # ms → seconds, then per unit of declared work
-            yield suffix, r.latency.median_ms * scale, {k: v * scale if k.startswith(("ci", "q")) else v for k, v in stats.items()}
+            yield suffix, r.judged_time.median_ms * scale, {k: v * scale if k.startswith(("ci", "q")) else v for k, v in stats.items()}
     if r.memory is not None and r.memory.peak_allocated_bytes is not None:
         yield "peak_memory", r.memory.peak_allocated_bytes, {}
     busy = r.timings.get("busy_time")

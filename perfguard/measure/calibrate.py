@@ -47,11 +47,11 @@ def calibrate(device: DeviceInfo, measured_at: str, budget_s: float = DEFAULT_BU
     for dtype in GPU_DTYPES if gpu else CPU_DTYPES:
         result = _run(f"calibrate-matmul[dtype={dtype}-n={n}]", _matmul(n, dtype), None, 2 * n**3, device, rule)
         results.append(result)
-        rates[dtype] = 2 * n**3 / (result.latency.median_ms / 1e3) / 1e12
+        rates[dtype] = 2 * n**3 / (result.judged_time.median_ms / 1e3) / 1e12
     calibration = Calibration(
         measured_at=measured_at,
         fingerprint=device.fingerprint(),
-        copy_gbps=2 * copy_bytes / (results[0].latency.median_ms / 1e3) / 1e9,  # read and write
+        copy_gbps=2 * copy_bytes / (results[0].judged_time.median_ms / 1e3) / 1e9,  # read and write
         copy_bytes=copy_bytes,
         tflops=rates,
         matmul_n={dtype: n for dtype in rates},

@@ -135,7 +135,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     timer_name, dropped = timer.name, timer.dropped
     del timer, events  # a captured graph holds its own memory pool
 
-    judged = "caller_latency" if regime == "caller" else "latency"
+    judged = "caller_time" if regime == "caller" else "gpu_time"
     timings = {judged: Timing(latency, thin_samples(samples))}
     mem = None
     if cuda:
@@ -144,7 +144,7 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
                 caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
                 caller_samples, caller_stop = _sample_caller(where, CallerTimer(fn, per_call_s), rule, caller_end, watch)
             check_finite(caller_samples, f"{where} (caller's time)")
-            timings["caller_latency"] = Timing(summarize(caller_samples, caller_stop), thin_samples(caller_samples))
+            timings["caller_time"] = Timing(summarize(caller_samples, caller_stop), thin_samples(caller_samples))
         with nvtx(f"{where}: memory", cuda):
             mem = guard(where, "memory pass", lambda: memory.measure_calls(fn, mem_before))
     wall_s = time.perf_counter() - start

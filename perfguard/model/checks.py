@@ -5,7 +5,7 @@ case compared with it reads `unstable` ("0.000 ns → 2.082 ms (+inf%)") and pas
 is a path, a trace that is a `javascript:` link, a status no renderer knows: each is a file that was
 not written by perfguard as it is, so it is refused with one line naming the file and the field,
 before anything is compared, written or rendered. `codec.loads_record` and `codec.loads_baseline`
-call these; the walk is generic (every Latency and run time, every `*samples_ms` field, wherever it sits), so a
+call these; the walk is generic (every TimeSummary and run time, every `*samples_ms` field, wherever it sits), so a
 field that holds more of them later is checked without a change here.
 """
 
@@ -20,7 +20,7 @@ from perfguard.errors import BaselineError
 from perfguard.model import names
 from perfguard.model.baseline import BaselineFile, RunTime
 from perfguard.model.measured import Memory, Profile
-from perfguard.model.records import CaseResult, DeviceInfo, Latency, RunRecord
+from perfguard.model.records import CaseResult, DeviceInfo, TimeSummary, RunRecord
 
 REFUSED = "refused: re-record the file, or restore it from version control"
 
@@ -125,7 +125,7 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
             value = getattr(obj, name)
             if value is not None and value < 0:
                 yield f"{where}.{name} is {value!r}; a size is never negative"
-    elif isinstance(obj, Latency):
+    elif isinstance(obj, TimeSummary):
         if obj.median_ms <= 0:
             yield f"{where}.median_ms is {obj.median_ms!r}; a measured median is above 0"
         for f in dataclasses.fields(obj):

@@ -93,12 +93,12 @@ class Metrics:
     tflops: float | None = None
     arithmetic_intensity: float | None = None  # flops per byte
     # The caller's time per call (CaseResult.caller's median): back-to-back calls on the host clock.
-    eager_latency_ms: float | None = None
+    caller_ms: float | None = None
     launch_overhead_ms: float | None = None  # the caller's time - the GPU time, never below 0
     # launch overhead / the caller's time: the share of a call the GPU sat idle, waiting for the host
     launch_overhead_share: float | None = None
     # The roofline (perfguard/analysis/roofline.py); None on a CPU or where the peaks are unknown.
-    bound: str | None = None  # "memory", "compute" or "latency" (launch-bound)
+    bound: str | None = None  # "memory", "compute" or "launch" (launch-bound)
     attainable_tflops: float | None = None  # the roofline's rate at this arithmetic intensity
     efficiency: float | None = None  # achieved / attainable (bytes only: GB/s / peak bandwidth)
     flop_util: float | None = None  # achieved TFLOP/s / the device's peak for the case's dtype

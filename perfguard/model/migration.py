@@ -24,7 +24,7 @@ def record(data: dict[str, Any], version: int) -> dict[str, Any]:
     # which those versions did not keep, reads "legacy".
     verdicts = data.get("verdicts")
     if isinstance(verdicts, list):
-        data["verdicts"] = [{k: v for k, v in item.items() if k not in ("p_value", "confidence", "message")}
+        data["verdicts"] = [_verdict({k: v for k, v in item.items() if k not in ("p_value", "confidence", "message")})
                             if isinstance(item, dict) else item for item in verdicts]
     results = data.get("results")
     if isinstance(results, list):
@@ -46,6 +46,32 @@ def baseline(data: dict[str, Any], version: int) -> dict[str, Any]:
     return data
 
 
+# Versions 1-3 called the GPU time "latency" (a word that also named the judged figure, any time
+# summary, the launch-bound regime and the caller's time); version 4 gives each its own name.
+TIME_NAMES = {"latency": "gpu_time", "caller_latency": "caller_time"}
+
+
+def _verdict(verdict: dict[str, Any]) -> dict[str, Any]:
+    metric = verdict.get("metric")
+    return {**verdict, "metric": TIME_NAMES.get(metric, metric)} if isinstance(metric, str) else verdict
+
+
+def _renamed(timings: Any) -> Any:
+    return {TIME_NAMES.get(k, k): v for k, v in timings.items()} if isinstance(timings, dict) else timings
+
+
+def _metrics(metrics: Any) -> Any:
+    """Version 3's `eager_latency_ms` is the caller's time (`caller_ms`); its bound "latency" is "launch"."""
+    if not isinstance(metrics, dict):
+        return metrics
+    metrics = dict(metrics)
+    if "eager_latency_ms" in metrics:
+        metrics["caller_ms"] = metrics.pop("eager_latency_ms")
+    if metrics.get("bound") == "latency":
+        metrics["bound"] = "launch"
+    return metrics
+
+
 def _entry(entry: Any) -> Any:
     if not isinstance(entry, dict):
         return entry
@@ -60,20 +86,23 @@ def _entry(entry: Any) -> Any:
 def _result(result: Any) -> Any:
     """Schema 2's parallel fields (`latency`/`samples_ms`, `caller`/`caller_samples_ms`) as `timings`.
     In the caller regime `latency` was the caller's time, and `caller` the same figure again."""
-    if not isinstance(result, dict) or "timings" in result:
+    if not isinstance(result, dict):
         return result
+    if "timings" in result:
+        return {**result, "timings": _renamed(result["timings"]), "metrics": _metrics(result.get("metrics"))}
     result = dict(result)
+    result["metrics"] = _metrics(result.get("metrics"))
     latency, samples = result.pop("latency", None), result.pop("samples_ms", [])
     caller, caller_samples = result.pop("caller", None), result.pop("caller_samples_ms", [])
     timings: dict[str, Any] = {}
     if result.get("regime") == "caller":
         if latency is not None:
-            timings["caller_latency"] = {"summary": latency, "samples_ms": samples}
+            timings["caller_time"] = {"summary": latency, "samples_ms": samples}
     else:
         if latency is not None:
-            timings["latency"] = {"summary": latency, "samples_ms": samples}
+            timings["gpu_time"] = {"summary": latency, "samples_ms": samples}
         if caller is not None:
-            timings["caller_latency"] = {"summary": caller, "samples_ms": caller_samples}
+            timings["caller_time"] = {"summary": caller, "samples_ms": caller_samples}
     result["timings"] = timings
     return result
 
@@ -83,16 +112,18 @@ def _run(run: Any, regime: Any) -> Any:
     whose two medians are the same figure was timed in the caller regime (its caller's time was
     its judged one), whatever the entry's newest result says; one without a caller's time, by the
     entry's regime."""
-    if not isinstance(run, dict) or "timings" in run:
+    if not isinstance(run, dict):
         return run
+    if "timings" in run:
+        return {**run, "timings": _renamed(run["timings"])}
     run = dict(run)
     median, n, half = run.pop("median_ms", None), run.pop("n", None), run.pop("ci_half_pct", None)
     caller, caller_half = run.pop("caller_median_ms", None), run.pop("caller_ci_half_pct", None)
     judged = {"median_ms": median, "n": n, "ci_half_pct": half}
     if caller == median if caller is not None else regime == "caller":
-        run["timings"] = {"caller_latency": judged}
+        run["timings"] = {"caller_time": judged}
     else:
-        run["timings"] = {"latency": judged}
+        run["timings"] = {"gpu_time": judged}
         if caller is not None:
-            run["timings"]["caller_latency"] = {"median_ms": caller, "ci_half_pct": caller_half}
+            run["timings"]["caller_time"] = {"median_ms": caller, "ci_half_pct": caller_half}
     return run

@@ -70,7 +70,7 @@ class DeviceInfo:
 
 
 @dataclasses.dataclass(frozen=True)
-class Latency:
+class TimeSummary:
     """Summary of the per-call samples, in milliseconds. CI is the 95% interval of the median."""
 
     median_ms: float
@@ -93,16 +93,16 @@ class Latency:
 
 
 # The kinds of time a case can have, each judged only against the same kind in its baseline:
-# - "latency": the device's time per call: GPU time between CUDA events (or per graph replay), or the
+# - "gpu_time": the device's time per call: GPU time between CUDA events (or per graph replay), or the
 #   host clock on a CPU; absent where a call waits for the GPU itself (the "caller" regime);
-# - "caller_latency": the caller's time per call on a GPU, back-to-back calls on the host clock;
+# - "caller_time": the caller's time per call on a GPU, back-to-back calls on the host clock;
 # - "busy_time": the GPU's busy time per call, the union of the call's kernel and copy intervals in
 #   one profiled pass (perfguard/measure/counters.py): what the GPU did, whatever the host's speed.
-TimeMetric = Literal["latency", "caller_latency", "busy_time"]
+TimeMetric = Literal["gpu_time", "caller_time", "busy_time"]
 TIME_METRICS: tuple[TimeMetric, ...] = typing.get_args(TimeMetric)
 TIME_LABELS: dict[str, str] = {
-    "latency": "GPU time",
-    "caller_latency": "the caller's time",
+    "gpu_time": "GPU time",
+    "caller_time": "the caller's time",
     "busy_time": "GPU busy time",
 }
 
@@ -111,7 +111,7 @@ TIME_LABELS: dict[str, str] = {
 class Timing:
     """One kind of time of a case: its summary and its raw samples (thinned), in ms."""
 
-    summary: Latency
+    summary: TimeSummary
     samples_ms: tuple[float, ...] = ()
 
 
@@ -133,7 +133,7 @@ CASE_STATUSES: tuple[CaseStatus, ...] = typing.get_args(CaseStatus)
 
 def judged_metric(regime: str) -> TimeMetric:
     """The time a case is judged by: the caller's where a call waits for the GPU itself, else the device's."""
-    return "caller_latency" if regime == "caller" else "latency"
+    return "caller_time" if regime == "caller" else "gpu_time"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,8 +158,8 @@ class CaseResult:
     memory_threshold: float | None = None
     # The case's allowance for its work counters' growth per call (`counters=` on @perf_case): {"kernels": "2"}
     counter_allowance: dict[str, str] = dataclasses.field(default_factory=dict)
-    # Each kind of time measured (TimeMetric): "latency" (not in the "caller" regime), on a GPU
-    # "caller_latency" (each sample ~10 ms of back-to-back calls, synchronised at its end only:
+    # Each kind of time measured (TimeMetric): "gpu_time" (not in the "caller" regime), on a GPU
+    # "caller_time" (each sample ~10 ms of back-to-back calls, synchronised at its end only:
     # timers.CallerTimer) and "busy_time" (from the counting pass).
     timings: dict[TimeMetric, Timing] = dataclasses.field(default_factory=dict)
     # Host time to enqueue one call, without waiting for the GPU (warm-up's median), ms.
@@ -191,7 +191,7 @@ class CaseResult:
         return judged_metric(self.regime)
 
     @property
-    def latency(self) -> Latency | None:
+    def judged_time(self) -> TimeSummary | None:
         """The judged figure's summary: GPU time, or the caller's time in the "caller" regime."""
         timing = self.timings.get(self.judged_metric)
         return timing.summary if timing else None

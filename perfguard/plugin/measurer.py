@@ -131,7 +131,7 @@ class Measurer:
         """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
         (the result to keep, why the case fails or None, whether a metric regressed)."""
         from perfguard.analysis import acceptance, decide
-        from perfguard.analysis.remeasure import latency_regressed
+        from perfguard.analysis.remeasure import time_regressed
         from perfguard.analysis.verdict import compare_case
 
         baseline = self.baselines.load(device)
@@ -145,7 +145,7 @@ class Measurer:
                                 host=device.host, counter_allowance=self.options.counter_allowance)
 
         verdicts = judge(result)
-        if latency_regressed(verdicts) and not self.options.update and self.options.confirm:
+        if time_regressed(verdicts) and not self.options.update and self.options.confirm:
             result, verdicts = self._confirm(measure, result, verdicts, judge)
         accepted = self.baselines.accepted()
         # An acceptance file that cannot be read accepts nothing, and a failure says why it did not.

@@ -19,7 +19,7 @@ UNNAMED_NOTED = 0.10  # a memory breakdown that leaves this share of its peak un
 
 
 def launch_bound(results: Iterable[CaseResult]) -> list[CaseResult]:
-    return sorted((r for r in results if r.metrics and r.metrics.bound == "latency"), key=lambda r: r.id)
+    return sorted((r for r in results if r.metrics and r.metrics.bound == "launch"), key=lambda r: r.id)
 
 
 def launch_line(results: Iterable[CaseResult]) -> str | None:
@@ -85,7 +85,7 @@ def rough(result: CaseResult) -> bool:
     """Whether a case's latency was timed on a CPU's host clock and its budget ran out before its 95%
     interval settled (on a 2-core VM, 23 of 26 suite cases did, with intervals up to ±575%), so it is
     shown marked."""
-    lat = result.latency
+    lat = result.judged_time
     return result.timer == "host-clock" and lat is not None and lat.stop_reason != "converged"
 
 
@@ -96,12 +96,12 @@ def cpu_line(results: Iterable[CaseResult], options: Mapping[str, object] | None
     A CPU's figures are not GPU figures: the host clock times the op with whatever else the machine
     runs, and on a small VM the spread is wide enough to turn a scaling fit from x^1.45 to cubic
     between two runs. The gate knows (a CPU's tolerances are wide); the reader is told here."""
-    timed = [r for r in results if r.timer == "host-clock" and r.latency is not None]
+    timed = [r for r in results if r.timer == "host-clock" and r.judged_time is not None]
     if not timed:
         return None
     options = options or {}
     unsettled = [r for r in timed if rough(r)]
-    widest = max(r.latency.ci_half_width_pct for r in timed)  # type: ignore[union-attr]
+    widest = max(r.judged_time.ci_half_width_pct for r in timed)  # type: ignore[union-attr]
     text = (f"CPU figures (host clock) are rough: {len(unsettled)} of {len(timed)} case(s) ran out of budget before "
             f"their interval settled (marked {ROUGH}), intervals up to ±{units.number(widest, 0 if widest >= 10 else 1)}%, "
             "and a CPU's medians move between runs with what else the machine runs: read its medians, verdicts and "
@@ -183,8 +183,8 @@ def scaling_lines(fits: Sequence[Scaling], limit: int | None = None) -> list[str
 def scaling_line(s: Scaling) -> str:
     """One line: how latency and memory grow, and how far the parameter can go on this device."""
     parts = []
-    if s.latency:
-        parts.append(f"latency {_marked(s)}{s.latency.label} in {s.parameter} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})")
+    if s.time:
+        parts.append(f"time {_marked(s)}{s.time.label} in {s.parameter} (k={s.time.exponent:.2f}, R²={s.time.r2:.3f})")
     if s.memory:
         parts.append(f"memory {_memory(s)}")
     if s.bytes_per_unit is not None:
@@ -201,7 +201,7 @@ def scaling_cells(s: Scaling) -> tuple[str, str, str, str, str, str]:
     activations' growth, how far it fits."""
     return (
         s.title,
-        f"{_marked(s)}{s.latency.label} (k={s.latency.exponent:.2f}, R²={s.latency.r2:.3f})" if s.latency else "",
+        f"{_marked(s)}{s.time.label} (k={s.time.exponent:.2f}, R²={s.time.r2:.3f})" if s.time else "",
         _memory(s) if s.memory else "",
         units.size(s.bytes_per_unit) if s.bytes_per_unit is not None else "",
         _activations(s) if s.activations else "",

@@ -26,7 +26,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
     r = entry.result
     if r is None:
         return []
-    lat, mem, tel = r.latency, r.memory, r.telemetry
+    lat, mem, tel = r.judged_time, r.memory, r.telemetry
     d = units.duration
 
     def get(obj: Any, name: str) -> Any:
@@ -59,7 +59,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         ("efficiency", units.percent(metric("efficiency"))),
         ("roofs from", str(metric("roofs") or NA)),
     ]
-    caller = r.timings.get("caller_latency")
+    caller = r.timings.get("caller_time")
     launch = [
         ("judged figure", REGIMES.get(r.regime, r.regime or NA)),
         ("caller's time", f"{d(caller.summary.median_ms)} ±{caller.summary.ci_half_width_pct:.2f}% "
@@ -101,7 +101,7 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         run.append(("status", r.status))
     if r.threshold is not None or r.memory_threshold is not None:
         run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
-    named = [("latency", latency), ("gate", gate(entry)), ("throughput", throughput), ("host and launch", launch),
+    named = [("gpu_time", latency), ("gate", gate(entry)), ("throughput", throughput), ("host and launch", launch),
              ("work per call", work.section(r)), ("memory", memory), ("clocks", clocks), ("run", run)]
     return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
 
@@ -120,7 +120,7 @@ def gate(entry: Entry) -> list[tuple[str, str]]:
     if v.remeasured_ms:
         measured = ", ".join(units.duration(ms) for ms in (v.current, *v.remeasured_ms) if ms is not None)
         items.append(("measurements", f"{measured} ({'confirmed' if v.confirmed else 'not confirmed'})"))
-    caller = entry.verdict("caller_latency")
+    caller = entry.verdict("caller_time")
     if caller is not None and caller.tolerance_pct is not None:
         detects = f", detects {caller.detectable_pct:.1f}%" if caller.detectable_pct is not None else ""
         items.append(("caller's time", f"{caller.status}: {caller.change_pct:+.1f}% against ±{caller.tolerance_pct:.1f}%{detects}"
@@ -255,8 +255,8 @@ def _cell(column: str, value: Any) -> str:
 
 
 def _bound(bound: Any) -> str:
-    if bound == "latency":  # what to do about it, since no faster kernel will help
-        return f"latency: launch-bound; {LAUNCH_ADVICE}"
+    if bound == "launch":  # what to do about it, since no faster kernel will help
+        return f"launch-bound; {LAUNCH_ADVICE}"
     return str(bound or NA)
 
 

@@ -63,7 +63,7 @@ COLUMNS = (
     Column("footprint", "footprint", "the most the case held during a call, counted from before its setup: its tensors, "
            "what its calls keep for the next (gradients, caches) and the call's peak; with what a call retains for "
            "good, when it does (a leak); lower is better"),
-    Column("bound", "bound", "roofline bound: memory, compute or latency (launch)", False),
+    Column("bound", "bound", "roofline bound: memory, compute or launch (the host's launches set its time)", False),
 )
 ROUGH_TITLE = "timed on a CPU's host clock; its budget ran out before its interval settled: a rough figure"
 # With several GPUs side by side, each gets the columns that compare across devices; the rest are
@@ -224,7 +224,7 @@ def _roofline(device: Device, rows: list[Row]) -> tuple[Device, charts.Roofline 
     plotted, off = [], []
     for row in rows:
         entry = next((e for d, e in row.panels if d is device), None)
-        if entry is None or entry.result is None or entry.result.latency is None:
+        if entry is None or entry.result is None or entry.result.judged_time is None:
             continue
         ai, tflops = view.metric(entry.result, "arithmetic_intensity"), view.metric(entry.result, "tflops")
         if ai and tflops and ai > 0 and tflops > 0:
@@ -258,11 +258,11 @@ def _attention(rows: list[Row], multi: bool) -> tuple[list[tuple[str, str, str, 
 
 def _histogram(entry: Entry) -> charts.Histogram | None:
     r = entry.result
-    if r is None or r.latency is None:
+    if r is None or r.judged_time is None:
         return None
     v = entry.judged()
     baseline = v.baseline if v is not None and v.status not in ("new", "missing") else None
-    return charts.histogram(r.samples_ms, r.latency.median_ms, (r.latency.ci_low_ms, r.latency.ci_high_ms), baseline)
+    return charts.histogram(r.samples_ms, r.judged_time.median_ms, (r.judged_time.ci_low_ms, r.judged_time.ci_high_ms), baseline)
 
 
 @cache

@@ -42,7 +42,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
     status = case_status(verdicts)
     judged = {r.id: r.judged_metric for r in results}
     gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
-    caller = {v.case_id: v for v in verdicts if v.metric == "caller_latency" and judged.get(v.case_id) != "caller_latency"}
+    caller = {v.case_id: v for v in verdicts if v.metric == "caller_time" and judged.get(v.case_id) != "caller_time"}
     devices = list(devices)
     cards = card_names(results, devices)  # a column only where cases of one model ran on several cards
     rows, errors = [], []
@@ -50,18 +50,18 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         if r.status == "error":
             errors.append(f"error: {(r.error or r.id).splitlines()[0]}")
             continue
-        if r.latency is None:
+        if r.judged_time is None:
             continue
         m = r.metrics
         rows.append(
             (
                 r.id,
                 status.get(r.id, "-"),
-                (ROUGH if rough(r) else "") + units.duration(r.latency.median_ms),
-                f"±{r.latency.ci_half_width_pct:.2f}%",
+                (ROUGH if rough(r) else "") + units.duration(r.judged_time.median_ms),
+                f"±{r.judged_time.ci_half_width_pct:.2f}%",
                 _change(gate.get(r.id)),
                 f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
-                units.duration(r.median_of("caller_latency")) if r.judged_metric != "caller_latency" else "-",
+                units.duration(r.median_of("caller_time")) if r.judged_metric != "caller_time" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
                 work.compact(r.counters),
@@ -159,7 +159,7 @@ def verdict_count(verdicts: Sequence[Verdict], tally: dict[str, int]) -> str:
 
 
 def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:
-    """One line a case: "case: regressed: latency +66.7%, copies 0 → 1 (each line in its failure above)"."""
+    """One line a case: "case: regressed: gpu_time +66.7%, copies 0 → 1 (each line in its failure above)"."""
     by_case: dict[str, list[Verdict]] = {}
     for v in verdicts:
         by_case.setdefault(v.case_id, []).append(v)

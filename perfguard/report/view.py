@@ -222,12 +222,12 @@ def detects(v: Verdict | None) -> str:
 
 
 def ci_text(result: CaseResult | None) -> str:
-    lat = result.latency if result else None
+    lat = result.judged_time if result else None
     return "n/a" if lat is None else f"±{lat.ci_half_width_pct:.2f}%"
 
 
 def median(result: CaseResult | None) -> float | None:
-    return result.latency.median_ms if result and result.latency else None
+    return result.judged_time.median_ms if result and result.judged_time else None
 
 
 def metric(result: CaseResult | None, name: str) -> Any:

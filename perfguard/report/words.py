@@ -26,7 +26,7 @@ NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs
 
 
 def line(v: Verdict, run: Invocation = DEFAULT) -> str:
-    """The verdict's whole line: "latency regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
+    """The verdict's whole line: "gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
     return f"{v.metric} {v.status}: {detail(v, run)}"
 
 
@@ -68,7 +68,7 @@ def _what(v: Verdict) -> str:
 def _figures(v: Verdict) -> str:
     """"1.000 ms → 1.200 ms (+20.0%)", named when it is not the GPU time, with a change of how it was timed."""
     text = f"{_ms(v.baseline)} → {_ms(v.current)}" + (f" ({v.change_pct:+.1f}%)" if v.change_pct is not None else "")
-    if v.metric != "latency":
+    if v.metric != "gpu_time":
         text = f"{TIME_LABELS.get(v.metric, v.metric)} {text}"
     if len(v.regimes) == 2:
         text += f", timed as {v.regimes[1]} (the baseline: {v.regimes[0]}), each figure judged against its own kind"
