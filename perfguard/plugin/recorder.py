@@ -75,6 +75,13 @@ class Recorder:
         ))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and "perfguard" in report.keywords and all(k != RESULT_KEY for k, _ in report.user_properties):
+            # A perf case that failed before it had a result (a wrong declaration fails its setup): an error
+            # result of its own, so that a run whose only case errors still writes its record and reports.
+            self.mark_unfinished()
+            case_id = report.nodeid.rpartition("::")[2]
+            self.results.setdefault(case_id, CaseResult(id=case_id, name=case_id.split("[", 1)[0], status="error",
+                                                        nodeid=report.nodeid, error=_error_of(report)))
         if report.when != "call":
             return
         for key, value in report.user_properties:
@@ -289,6 +296,13 @@ class Recorder:
                 else:
                     selection.left_out.append(case_id)
         return missing
+
+
+def _error_of(report: pytest.TestReport) -> str:
+    """What a failed report says went wrong, in its own words: the message, not the traceback."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = (crash.message if crash is not None else report.longreprtext).strip().removeprefix("Failed: ")
+    return text or f"{report.nodeid} failed in its {report.when}"
 
 
 def _now() -> str:
