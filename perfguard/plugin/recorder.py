@@ -24,7 +24,7 @@ from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Ver
 from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.interrupt import Deferred
 from perfguard.plugin.options import Options
-from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
+from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY, failure_result
 from perfguard.plugin.selection import Selection
 from perfguard.plugin.strict import Fact, Watch
 from perfguard.report import RECORD_ONLY, inert, mark_unfinished, write_run_files
@@ -75,13 +75,10 @@ class Recorder:
         ))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.failed and "perfguard" in report.keywords and all(k != RESULT_KEY for k, _ in report.user_properties):
-            # A perf case that failed before it had a result (a wrong declaration fails its setup): an error
-            # result of its own, so that a run whose only case errors still writes its record and reports.
+        failed = failure_result(report)  # a perf case that failed before it had a result
+        if failed is not None:
             self.mark_unfinished()
-            case_id = report.nodeid.rpartition("::")[2]
-            self.results.setdefault(case_id, CaseResult(id=case_id, name=case_id.split("[", 1)[0], status="error",
-                                                        nodeid=report.nodeid, error=_error_of(report)))
+            self.results.setdefault(failed.id, failed)
         if report.when != "call":
             return
         for key, value in report.user_properties:
@@ -234,12 +231,24 @@ class Recorder:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:
             write(f"perfguard: wrote {path}")
+        for line in self._shared_cpu_lines():
+            write(f"perfguard: {line}", yellow=True)
         for problem in self.problems:
             write(f"perfguard: {problem}", red=True)
         self.record_interrupt()  # a Ctrl-C while the lines above were written
         interrupted = self.interrupt_line()
         if interrupted:
             write(f"perfguard: {interrupted}", red=True, bold=True)
+
+    def _shared_cpu_lines(self) -> list[str]:
+        """A baseline written while several xdist workers measured on one CPU, a line each: they timed each
+        other's work, so its runs are far wider than the CPU's own noise, and every later verdict against
+        it would be too lenient. Its own line, after the files written."""
+        if self.cpu_workers < 2:
+            return []
+        return [f"{_shown(path, self.config.rootpath)} was written from {self.cpu_workers} xdist workers measuring on "
+                "this CPU at once, which timed each other's work: its tolerances are too wide to judge by; record "
+                "it again without xdist (-n 0)" for path in self.updated]
 
     def _facts(self, verdicts: list[Verdict], interrupted: bool) -> list[Fact]:
         """What a person must see about the gate (plugin/strict.py); an interrupted run's cases that did not
@@ -298,11 +307,12 @@ class Recorder:
         return missing
 
 
-def _error_of(report: pytest.TestReport) -> str:
-    """What a failed report says went wrong, in its own words: the message, not the traceback."""
-    crash = getattr(report.longrepr, "reprcrash", None)
-    text = (crash.message if crash is not None else report.longreprtext).strip().removeprefix("Failed: ")
-    return text or f"{report.nodeid} failed in its {report.when}"
+def _shown(path: Path, root: Path) -> str:
+    """A path as a person in the rootdir would type it."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def _now() -> str:
