@@ -7,8 +7,8 @@ script but the report's own. The driver is Debian's
 /usr/bin/chromedriver, named explicitly, so Selenium never downloads one. Where either is absent
 (a fresh machine: the README's test command installs neither) each test is skipped by the `browser`
 fixture, so the file's tests are still collected (its work unit is one the scheduler hands out first,
-tests/conftest.py) and the run's end says why in one line; `.ci/run` runs the tests once without
-chromium and once with it.
+tests/conftest.py) and the run's end says why in one line; `.ci/run` runs the tests once where no
+chromium can be found and once with it.
 Each test saves a screenshot in its tmp_path; `PERFGUARD_SCREENSHOT=FILE.png` also copies the
 H200 report's screenshot there (the README's `benchmarks/report.png` is made that way).
 """
@@ -25,7 +25,10 @@ import pytest
 from perfguard.model import CaseResult, Profile, RunRecord, Verdict, loads_baseline
 from perfguard.report.html import render_html
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+# Debian's paths; PERFGUARD_TEST_BROWSER_DIR names another folder holding both, or an empty one to hide them
+# (.ci/run's first test run, which shows the fresh state on a machine that has chromium too).
+BROWSER_DIR = Path(os.environ.get("PERFGUARD_TEST_BROWSER_DIR") or "/usr/bin")
+CHROMIUM, CHROMEDRIVER = BROWSER_DIR / "chromium", BROWSER_DIR / "chromedriver"
 NO_BROWSER = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e '.[test]')")
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
