@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from perfguard import defaults
+from perfguard import parsers
 from perfguard.errors import ConfigError
 from perfguard import inert
 
@@ -59,7 +59,7 @@ class CaseSpec:
     mode: str = "eager"
     threshold: float | None = None
     memory_threshold: float | None = None
-    # How much each work counter may grow per call without failing (defaults.counter_allowance's form).
+    # How much each work counter may grow per call without failing (parsers.counter_allowance's form).
     counters: Mapping[str, str] = dataclasses.field(default_factory=dict)
     budget_s: float | None = None
     memory_breakdown: bool = False
@@ -257,7 +257,7 @@ def build_spec(
             raise ConfigError(f"{where}: counters must be a mapping such as {{'kernels': 2}} or a string such as '10%', "
                               f"got {opts['counters']!r}")
         try:
-            opts["counters"] = defaults.counter_allowance(opts["counters"])
+            opts["counters"] = parsers.counter_allowance(opts["counters"])
         except ValueError as exc:
             raise ConfigError(f"{where}: counters {exc}") from None
     else:

@@ -1,14 +1,15 @@
 """perfguard's options, declared once: each one's name, parser, default and help.
 
-The pytest plugin offers every option here as `--perfguard-NAME` and as an ini key (plugin/options.py);
+The pytest plugin offers every option here as `--perfguard-NAME` and as an ini key (plugin/register.py);
 the console command offers the ones it shares under a short spelling of its own (`--threshold`,
 `--keep-runs`; cli/common.add_option). Both take a value through the option's one parser (from
-perfguard.defaults), so a value one of them accepts the other accepts, and a value one refuses the
+perfguard.parsers), so a value one of them accepts the other accepts, and a value one refuses the
 other refuses with the same words. A command may give its own default and help where it means the
 option otherwise (calibrate's budget is per measurement, not per case), never its own parser.
 
 Standard library only, like perfguard.defaults: the console command builds its help from it without
-loading pytest, torch or numpy.
+loading pytest, torch or numpy. Every pytest run where perfguard is installed loads it, so it holds
+the parsers' names, not the parsers (benchmarks/unused_cost.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ class Option:
     name: str  # pytest's spelling without the dashes, also its ini key: "perfguard-threshold"
     help: str
     default: Any = None
-    parse: Callable[[Any], Any] | None = None  # raw text or ini value -> the value; ValueError says what was expected
+    # The name of its parser in perfguard.parsers: raw text or ini value -> the value; ValueError says
+    # what was expected. A name, not the function: every pytest run loads this table, few parse a value.
+    parser: str | None = None
     metavar: str | None = None
     cli: str | None = None  # the console command's spelling without the dashes, where it takes the option too
     # A flag that may also be given as --NAME=WORD, for each (WORD, its help) here, and as the ini value WORD.
@@ -42,26 +45,16 @@ class Option:
     def flag(self) -> bool:
         return self.metavar is None
 
+    @property
+    def parse(self) -> Callable[[Any], Any] | None:
+        """The parser itself (perfguard.parsers loaded on first use); None for a flag."""
+        if self.parser is None:
+            return None
+        from perfguard import parsers
 
-def _keep_runs(raw: Any) -> int:
-    return defaults.count(raw, 1)
-
-
-def _confirm(raw: Any) -> int:
-    return defaults.count(raw, 0)
-
-
-def _profile(raw: Any) -> str:
-    return defaults.choice(raw, PROFILE_CHOICES)
+        return getattr(parsers, self.parser)
 
 
-def _file(raw: Any) -> str:
-    if raw is None or not str(raw).strip():
-        raise ValueError(f"must be a file, such as cases.txt, got {raw!r}")
-    return str(raw)
-
-
-PROFILE_CHOICES = ("none", "regressed", "all")
 # What a yes-or-no says in an ini file (`perfguard-strict = off`) and in the environment (`CI=false`):
 # one of these words, in any case and with spaces around it; any other word is a yes.
 FALSE_WORDS = ("", "0", "false", "no", "off")
@@ -72,39 +65,40 @@ def is_false(raw: Any) -> bool:
     """Whether an option's value or an environment variable's says no: unset, or one of FALSE_WORDS."""
     return raw is None or raw is False or str(raw).strip().lower() in FALSE_WORDS
 
+
 OPTIONS: tuple[Option, ...] = (
     Option("perfguard", "measure perf cases (without it they run once, as functional tests)"),
     Option("perfguard-baselines", f"folder of the per-GPU baseline files (default: {defaults.BASELINES_DIR})",
-           defaults.BASELINES_DIR, defaults.folder, "DIR", cli="baselines"),
+           defaults.BASELINES_DIR, "folder", "DIR", cli="baselines"),
     Option("perfguard-update", "add this run's figures to this GPU's baseline file; a case whose run lies outside "
            "its series (the code changed?) is not added, with a line saying so",
            words=(("force", "as --perfguard-update, and a case whose run lies outside its series starts a new "
                    "series with it (its earlier runs are dropped)"),)),
     Option("perfguard-report", f"folder for perfguard.json and the reports (default: {defaults.REPORT_DIR})",
-           defaults.REPORT_DIR, defaults.folder, "DIR", cli="report"),
+           defaults.REPORT_DIR, "folder", "DIR", cli="report"),
     Option("perfguard-threshold",
            f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}); "
            "a case's tolerance is this or what its run-to-run noise needs, whichever is larger",
-           defaults.THRESHOLD_PCT, defaults.percent, "PCT", cli="threshold"),
+           defaults.THRESHOLD_PCT, "percent", "PCT", cli="threshold"),
     Option("perfguard-counter-allowance",
            "how much a work counter (kernels, syncs, copies, ...) may grow per call before the case fails: "
            "a count (2), a percentage of the baseline's count (10 with a percent sign), or by kind "
            "(kernels=2,aten_ops=5 with a percent sign); "
            "a case's counters= overrides it per kind (default: 0, any growth fails)",
-           None, defaults.counter_allowance, "ALLOWANCE", cli="counter-allowance"),
+           None, "counter_allowance", "ALLOWANCE", cli="counter-allowance"),
     Option("perfguard-budget", f"wall-time budget per case in seconds (default: {defaults.BUDGET_S:g})",
-           defaults.BUDGET_S, defaults.seconds, "SECONDS", cli="budget"),
+           defaults.BUDGET_S, "seconds", "SECONDS", cli="budget"),
     Option("perfguard-profile", "re-run cases under torch.profiler: none, regressed or all "
            "(default: regressed where the CI environment variable is set, else none)",
-           None, _profile, "{" + ",".join(PROFILE_CHOICES) + "}"),
+           None, "profile", "{" + ",".join(defaults.PROFILE_CHOICES) + "}"),
     Option("perfguard-baseline-runs",
            f"runs kept per case in a baseline; each --perfguard-update adds one (default: {defaults.KEEP_RUNS})",
-           defaults.KEEP_RUNS, _keep_runs, "N", cli="keep-runs"),
+           defaults.KEEP_RUNS, "keep_runs", "N", cli="keep-runs"),
     Option("perfguard-confirm",
            f"re-measurements that must agree before a slower case fails; 0: fail at once (default: {defaults.CONFIRM})",
-           defaults.CONFIRM, _confirm, "N"),
+           defaults.CONFIRM, "confirm", "N"),
     Option("perfguard-timeout", "stop a case still running after SECONDS and fail it, the others run on "
-           f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)", None, defaults.timeout, "SECONDS"),
+           f"(default: {TIMEOUT_BUDGETS} times the case's budget; 0: never)", None, "timeout", "SECONDS"),
     Option("perfguard-fail-inconclusive", "fail a case whose verdict is inconclusive (its tolerance is wider than "
            "the threshold, so a change of the threshold's size would pass unseen)", cli="fail-inconclusive"),
     Option("perfguard-strict", "for CI: fail the run on what would let a regression pass unseen (no baseline file, "
@@ -113,9 +107,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("perfguard-max-threshold",
            "the highest threshold the run or a case's threshold= may use, in percent; give it on the command line "
            f"(default under --perfguard-strict: {defaults.THRESHOLD_PCT:g}, the default threshold; else none)",
-           None, defaults.percent, "PCT"),
+           None, "percent", "PCT"),
     Option("perfguard-cases", "run only the tests whose node ids FILE lists, one a line, the others deselected "
-           "(how perfguard ab re-runs its undecided cases and gives each GPU its share)", None, _file, "FILE"),
+           "(how perfguard ab re-runs its undecided cases and gives each GPU its share)", None, "file", "FILE"),
     Option("perfguard-allow-shared-gpu", "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),
 )
 

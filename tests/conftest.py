@@ -120,6 +120,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     gc.freeze()
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    # What was skipped, and why, one line a reason: pytest names a skip's reason only under -rs, which
+    # the README's test command does not pass, and there once per place the skip was raised (the gpu
+    # marker's at dozens). A fresh machine's run then says in one line that it skipped the browser tests.
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):  # (file, line, "Skipped: reason")
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items()):
+        terminalreporter.write_line(f"skipped {count}: {reason}")
+
+
 def _cuda_available() -> bool:
     try:
         import torch

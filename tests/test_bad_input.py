@@ -144,6 +144,41 @@ def test_a_callable_failing_during_measurement_errors_only_itself(bad_run):
             assert r.judged_time.n >= 10, r.id
 
 
+# --- a run whose only case errors ---------------------------------------------------------------------
+
+ONLY_CASE_ERRORS = {  # a test file whose one perf case errors before it has a result: (source, the case, its error)
+    "an unknown keyword": (
+        "from perfguard import perf_case\n\n@perf_case(bytes=8, colour=1)\ndef broken(device):\n    return lambda: None\n",
+        "broken", "perf_case 'broken' (test_only.py:3): unknown keyword 'colour'"),
+    "a grid the setup does not take": (
+        "from perfguard import perf_case\n\n@perf_case(params={'n': [1]}, bytes=8)\ndef broken(device):\n    return lambda: None\n",
+        "broken", "perf_case 'broken' (test_only.py:3): setup does not take parameter(s) n"),
+    "perf() given an unknown keyword": (
+        "def test_fixture(perf):\n    perf(lambda: None, bytes=8, colour=2)\n",
+        "test_fixture", "perf() in test_only.py::test_fixture (test_only.py:2): unknown keyword 'colour'"),
+}
+
+
+@pytest.mark.parametrize("kind", ONLY_CASE_ERRORS)
+def test_a_run_whose_only_case_errors_writes_its_reports_naming_the_error(tmp_path, run_pytest, kind):
+    source, case, error = ONLY_CASE_ERRORS[kind]
+    (tmp_path / "test_only.py").write_text(source)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for name in ("perfguard.json", "perfguard.md", "perfguard.html"):  # an earlier run's, which must not look current
+        (reports / name).write_text("an earlier run's report")
+    result = run_pytest(tmp_path, "--perfguard")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    record = loads_record((reports / "perfguard.json").read_text(), "record")
+    assert [(r.id, r.status) for r in record.results] == [(case, "error")] and record.status == "complete"
+    assert record.results[0].error.startswith(error)
+    for name in ("perfguard.md", "perfguard.html"):
+        text = (reports / name).read_text()
+        assert "an earlier run's report" not in text and case in text, name
+    summary = result.outlines[result.outlines.index(next(line for line in result.outlines if " perfguard " in line)):]
+    assert any(line.startswith(f"error: {error}") for line in summary), summary
+
+
 # --- non-finite timings -----------------------------------------------------------------------------
 
 

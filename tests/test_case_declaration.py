@@ -3,6 +3,7 @@ declaration (and given to the plugin as that case's one-line error: see test_plu
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
@@ -244,3 +245,17 @@ def test_two_cases_of_one_id_are_told_to_rename_what_chose_the_name():
     assert rename_advice(named, named) == "both give name='setup'; change one of them"
     assert rename_advice(named, plain) == "give this one a name= of its own"
     assert rename_advice(plain, named) == "give that one a name= of its own, or this one another name="
+
+
+def test_the_keyword_table_of_docs_declaring_lists_every_keyword_once():
+    # docs/declaring.md says its table lists every keyword @perf_case takes: a new keyword needs its row.
+    from pathlib import Path
+
+    from perfguard.case import OPTIONS
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "declaring.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| keyword | meaning |") + 2  # past the header and its rule
+    rows = [line.split("|")[1] for line in itertools.takewhile(lambda line: line.startswith("|"), lines[start:])]
+    documented = [name for cell in rows for name in re.findall(r"`(\w+)`", cell)]
+    assert sorted(documented) == sorted(OPTIONS), f"{page}: the table's keywords differ from perfguard.case.OPTIONS"

@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from perfguard import defaults
+from perfguard import parsers
 from perfguard.analysis import noise, priors
 from perfguard.analysis.counting import compare_counters, short_name
 from perfguard.analysis.stats import timing
@@ -79,9 +79,9 @@ def test_an_allowance_lets_that_much_growth_pass_per_kind_and_the_case_overrides
     assert by_metric(compare_counters(new, old, allowance={"kernels": "2%"}))["kernels"].status == "same"  # 2.8 of 140
     strict = dataclasses.replace(new, counter_allowance={"kernels": "0"})
     assert by_metric(compare_counters(strict, old, allowance={"*": "5"}))["kernels"].status == "regressed"
-    assert defaults.counter_allowance({"kernels": 2, "aten_ops": "5%"}) == {"kernels": "2", "aten_ops": "5%"}
+    assert parsers.counter_allowance({"kernels": 2, "aten_ops": "5%"}) == {"kernels": "2", "aten_ops": "5%"}
     with pytest.raises(ValueError, match="not a work counter"):
-        defaults.counter_allowance("launches=2")
+        parsers.counter_allowance("launches=2")
 
 
 def test_under_other_software_a_changed_count_is_not_compared_never_same():
@@ -187,7 +187,7 @@ def test_a_single_kernels_busy_time_jumping_between_processes_is_no_alarm():
 def test_the_counter_kinds_the_options_know_are_the_records():
     from perfguard.model import COUNTER_KINDS
 
-    assert defaults.COUNTER_KINDS == COUNTER_KINDS
+    assert parsers.COUNTER_KINDS == COUNTER_KINDS
 
 
 def test_kernel_names_read_as_what_they_compute():

@@ -7,7 +7,7 @@ import pytest
 import argparse
 from pathlib import Path
 
-from perfguard import defaults, options
+from perfguard import defaults, options, parsers
 from perfguard.cli import _parser, main
 from perfguard.plugin.options import Options
 
@@ -55,6 +55,14 @@ def test_the_plugin_and_the_cli_start_from_the_same_defaults(pytester):
     assert (DEFAULT_KEEP_RUNS, calibrate.DEFAULT_BUDGET_S) == (defaults.KEEP_RUNS, defaults.CALIBRATE_BUDGET_S)
 
 
+def test_every_option_with_a_value_names_a_parser_that_exists():
+    # The table names its parsers (every pytest run loads it; few parse a value): a misspelt name would
+    # fail only when someone gives that option.
+    for option in options.OPTIONS:
+        assert (option.parser is None) == option.flag, option.name
+        assert option.flag or callable(getattr(parsers, option.parser, None)), option.name
+
+
 @pytest.mark.parametrize("args", [
     ["calibrate", "--budget", "0"],
     ["ab", "--base", "HEAD", "--rounds", "0"],
@@ -69,21 +77,21 @@ def test_the_cli_refuses_zero_budgets_rounds_thresholds_and_runs_before_doing_an
 
 
 @pytest.mark.parametrize(("parse", "raw", "value"), [
-    (defaults.seconds, "0.25", 0.25),
-    (defaults.timeout, "0", 0.0),
-    (lambda raw: defaults.count(raw, 0), " 3 ", 3),
-    (defaults.folder, "reports/gpu", "reports/gpu"),
-    (lambda raw: defaults.choice(raw, ("none", "all")), " All ", "all"),
+    (parsers.seconds, "0.25", 0.25),
+    (parsers.timeout, "0", 0.0),
+    (lambda raw: parsers.count(raw, 0), " 3 ", 3),
+    (parsers.folder, "reports/gpu", "reports/gpu"),
+    (lambda raw: parsers.choice(raw, ("none", "all")), " All ", "all"),
 ])
 def test_the_parsers_take_what_they_name(parse, raw, value):
     assert parse(raw) == value
 
 
 @pytest.mark.parametrize(("parse", "raw"), [
-    (defaults.seconds, "0"), (defaults.seconds, True), (defaults.timeout, "-1"), (defaults.percent, None),
-    (lambda raw: defaults.count(raw, 1), "0"), (lambda raw: defaults.count(raw, 1, 100), "101"),
-    (lambda raw: defaults.count(raw, 1), "2.5"),
-    (defaults.folder, ""), (defaults.folder, "  "), (lambda raw: defaults.choice(raw, ("none", "all")), "some"),
+    (parsers.seconds, "0"), (parsers.seconds, True), (parsers.timeout, "-1"), (parsers.percent, None),
+    (lambda raw: parsers.count(raw, 1), "0"), (lambda raw: parsers.count(raw, 1, 100), "101"),
+    (lambda raw: parsers.count(raw, 1), "2.5"),
+    (parsers.folder, ""), (parsers.folder, "  "), (lambda raw: parsers.choice(raw, ("none", "all")), "some"),
 ])
 def test_the_parsers_refuse_with_what_was_expected(parse, raw):
     with pytest.raises(ValueError, match=r"^must be .*, got "):

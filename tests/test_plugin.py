@@ -436,6 +436,25 @@ def test_a_bad_budget_is_a_usage_error(pytester, value):
         Options.from_config(config)
 
 
+BAD_BUDGETS = {  # a run that measures nothing, given a bad value only here: (file, its text, arguments)
+    "command line": (None, "", ("--perfguard-budget", "abc")),
+    "ini, underscored": ("pyproject.toml", '[tool.pytest.ini_options]\nperfguard_budget = "abc"\n', ()),
+    "addopts": ("pytest.ini", "[pytest]\naddopts = --perfguard-budget=abc\n", ()),
+}
+
+
+@pytest.mark.parametrize("where", BAD_BUDGETS)
+def test_a_bad_value_is_a_usage_error_in_a_run_that_measures_nothing(tmp_path, run_pytest, where):
+    # The plugin parses the options only where one was given (plugin/register.given): wherever it was given.
+    ini_name, ini_text, args = BAD_BUDGETS[where]
+    if ini_name:
+        (tmp_path / ini_name).write_text(ini_text)
+    write(tmp_path, "test_one.py", "def test_plain():\n    assert True\n")
+    result = run_pytest(tmp_path, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--perfguard-budget (or ini perfguard-budget) must be a number of seconds above 0" in str(result.stderr)
+
+
 def test_a_usage_error_stops_the_run_with_its_one_line(tmp_path, run_pytest):
     write(tmp_path, "test_one.py", ONE_CASE)
     result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "abc")
@@ -594,11 +613,11 @@ UNUSED_TEST = """
         loaded = sorted(m for m in sys.modules if m == "perfguard" or m.startswith("perfguard."))
         print("perfguard modules:", " ".join(loaded))
 """
-# What a run that neither declares a case nor asks for --perfguard may import of perfguard: the plugin
-# and the option table it parses (a bad option is a usage error in every run), and the watchdog that
-# keeps a copy of stderr before pytest captures it. Everything else waits for a hook that needs it.
-UNUSED_RUN_MODULES = ["perfguard", "perfguard.defaults", "perfguard.measure", "perfguard.measure.watchdog",
-                      "perfguard.options", "perfguard.plugin", "perfguard.plugin.options"]
+# What a run that neither declares a case nor gives a perfguard option may import of perfguard: the
+# plugin and the option table it declares to pytest. Parsing the options (plugin/options.py) waits for
+# an option given, the watchdog for a perf case (the plugin keeps the copy of stderr it needs).
+UNUSED_RUN_MODULES = ["perfguard", "perfguard.defaults", "perfguard.options", "perfguard.plugin",
+                      "perfguard.plugin.register"]
 
 
 def test_a_run_that_uses_no_perfguard_imports_only_the_plugin_and_its_options(tmp_path, run_pytest):

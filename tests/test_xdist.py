@@ -84,6 +84,16 @@ def test_two_workers_measuring_on_one_cpu_are_told_they_timed_each_other(two_wor
     assert record.options["cpu_workers"] == 2
 
 
+def test_a_baseline_written_by_two_workers_on_one_cpu_says_so_in_a_line_of_its_own(two_workers):
+    path, result, _ = two_workers
+    (baseline,) = (path / "baselines").glob("cpu-*.json")
+    lines = [line for line in result.outlines if "xdist workers measuring on this CPU" in line]
+    assert lines == [f"perfguard: baselines/{baseline.name} was written from 2 xdist workers measuring on this CPU at once, "
+                     "which timed each other's work: its tolerances are too wide to judge by; record it again without "
+                     "xdist (-n 0)"]
+    assert result.outlines.index(lines[0]) > result.outlines.index(f"perfguard: wrote {baseline}")
+
+
 def test_each_worker_measures_with_the_threads_omp_num_threads_asks_for(two_workers):
     # The user's OMP_NUM_THREADS, read by each worker's torch at its import, is kept (with none set, a
     # CPU run measures with one thread: test_plugin.py); the workers' choice is sent to the controller.

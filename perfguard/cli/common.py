@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfguard import defaults, options
+from perfguard import options, parsers
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
 
@@ -56,7 +56,7 @@ def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """One of perfguard.defaults' parsers (which the plugin's options use too) as an argparse type."""
+    """One of perfguard.parsers' parsers (which the plugin's options use too) as an argparse type."""
 
     def parsed(text: str) -> Any:
         try:
@@ -88,4 +88,4 @@ def command(commands: argparse._SubParsersAction, name: str, summary: str, detai
     return commands.add_parser(name, help=summary, description=description)
 
 
-percent = argument(defaults.percent)
+percent = argument(parsers.percent)

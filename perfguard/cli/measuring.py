@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perfguard import defaults, units
+from perfguard import defaults, parsers, units
 from perfguard.cli.common import add_option, argument, columns, command
 
 
@@ -59,7 +59,7 @@ def _ab(args: argparse.Namespace) -> int:
 
 def _gpus(text: str) -> int | None:
     """-n: a number of GPUs, or "auto" (None: every visible GPU)."""
-    return None if text.strip().lower() == "auto" else defaults.count(text, 1, 64)
+    return None if text.strip().lower() == "auto" else parsers.count(text, 1, 64)
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -77,14 +77,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ab.usage = ("perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] "
                 "[--counter-allowance ALLOWANCE] [--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
-    ab.add_argument("--rounds", metavar="N", type=argument(lambda text: defaults.count(text, 2, 100)),
+    ab.add_argument("--rounds", metavar="N", type=argument(lambda text: parsers.count(text, 2, 100)),
                     default=defaults.AB_ROUNDS,
                     help=f"rounds of every case, base and head alternating (base head, head base, ...), before the "
                     f"first judgement (default: {defaults.AB_ROUNDS})")
-    ab.add_argument("--max-rounds", metavar="M", type=argument(lambda text: defaults.count(text, 2, 1000)),
+    ab.add_argument("--max-rounds", metavar="M", type=argument(lambda text: parsers.count(text, 2, 1000)),
                     default=defaults.AB_MAX_ROUNDS,
                     help=f"rounds an undecided case gets at most (default: {defaults.AB_MAX_ROUNDS})")
-    ab.add_argument("--budget", metavar="SECONDS", type=argument(defaults.seconds), default=defaults.AB_BUDGET_S,
+    ab.add_argument("--budget", metavar="SECONDS", type=argument(parsers.seconds), default=defaults.AB_BUDGET_S,
                     help="wall time of the whole ab: no round starts that would overrun it; the cases still "
                     f"undecided then are inconclusive (default: {defaults.AB_BUDGET_S:g})")
     ab.add_argument("-n", "--gpus", metavar="GPUS", type=argument(_gpus), default=1,

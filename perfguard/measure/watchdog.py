@@ -8,7 +8,8 @@ thread dumps every thread's stack to stderr and ends the process GRACE_S after t
 pytest-xdist the worker is replaced and the other cases run on; without it the run ends, and the
 record on disk says the run did not finish (perfguard/report: `mark_unfinished`).
 
-Torch-free: the plugin keeps a copy of stderr here at configure time, before pytest captures it.
+Torch-free. The plugin copies stderr at configure time, before pytest captures it, and its measurer
+hands that copy here (`keep_stderr`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,16 @@ class CaseTimeout(BaseException):
     """
 
 
-def keep_stderr() -> None:
+def keep_stderr(copy: int | None = None) -> None:
     """Keep a copy of the process's stderr, for the stack dump of a case that has to be ended: during a
-    test pytest captures file descriptor 2 into a file that dies with the process. Once per process."""
+    test pytest captures file descriptor 2 into a file that dies with the process. Once per process.
+    `copy`: one taken already, before pytest captured stderr (the plugin's, taken at configure time so
+    that this module loads only with the first perf case); None: copy it now."""
     global _stderr_fd
     if _stderr_fd is None:
+        if copy is not None:
+            _stderr_fd = copy
+            return
         try:
             _stderr_fd = os.dup(sys.stderr.fileno())
         except (AttributeError, OSError, ValueError):  # no real stderr (closed, or a StringIO)

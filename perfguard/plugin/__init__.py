@@ -4,24 +4,28 @@ Thin on purpose: measuring is `perfguard.measure`, judging is `perfguard.analysi
 `perfguard.store` and `perfguard.model`, tables are `perfguard.report`. Two objects hold a run's state:
 the measurer (plugin/measurer.py), in each process that runs perf cases, made at its first perf case;
 and the recorder (plugin/recorder.py), in the one process that writes the files (the xdist controller),
-made only under --perfguard. A run without perf cases and without --perfguard makes neither: it parses
-the options, keeps a copy of stderr, and imports nothing heavy (torch, scipy, jinja2).
+made only under --perfguard. A run without perf cases and without --perfguard makes neither: it declares
+the options (parsing them only where one was given), keeps a copy of stderr, and imports nothing heavy
+(torch, scipy, jinja2).
 
 This module is loaded by every pytest run in an environment where perfguard is installed, most of
 which never use it, so it imports only the option table at load time (hypothesis's plugin is the
-model): the rest of perfguard is imported by the hook that first needs it. A run that neither asks
-for --perfguard nor declares a perf case costs a few milliseconds of CPU (benchmarks/unused_cost.py,
-docs/development.md).
+model): the rest of perfguard is imported by the hook that first needs it (plugin/run.py, where an
+option was given). pytest loads a plugin's modules through its assertion rewriter, which parses
+each one again wherever it cannot keep its cache, so every module imported here costs every run. A run
+that neither asks for --perfguard nor declares a perf case costs a few milliseconds of CPU
+(benchmarks/unused_cost.py, docs/development.md).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from perfguard.plugin.options import Options, add_options
+from perfguard.plugin.register import add_options, given
 
 if TYPE_CHECKING:
     from perfguard.plugin.items import Perf
@@ -29,38 +33,33 @@ if TYPE_CHECKING:
 
 RECORDER_NAME = "perfguard-recorder"  # the recorder's name as a registered plugin: found without importing it
 
+# A copy of this process's stderr, taken at the first configure, while pytest does not capture it: a case
+# stuck past its timeout dumps its stack there (measure/watchdog.py, which the measurer hands it to).
+stderr_copy: int | None = None
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
-    if not hasattr(config, "workerinput") and (options.strict or options.max_threshold_pct is not None):
-        from perfguard.plugin import strict  # the controller judges where the options came from
-
-        strict.refuse_weakening(config, options)
-    from perfguard.measure import watchdog  # torch-free and small
-
-    watchdog.keep_stderr()  # now, while pytest does not capture it: a case stuck past its timeout dumps there
+    _keep_stderr()
     config.addinivalue_line("markers", "perfguard: a perfguard performance case")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
-    # A smoke run (no --perfguard) writes nothing, so it needs no recorder; an xdist worker leaves the
-    # files to the controller, which hears of its cases through their test reports.
-    if not options.enabled or hasattr(config, "workerinput"):
+    if not given(config):  # every option at its default: nothing to refuse, no recorder
         return
-    from perfguard.plugin import workers
-    from perfguard.plugin.measurer import BEFORE_CASE
-    from perfguard.plugin.recorder import RECORDER, Recorder
-    from perfguard.plugin.selection import Selection
+    from perfguard.plugin import run
 
-    workers.refuse_shared_gpus(config, options)
-    recorder = Recorder(config, cpu_workers=workers.cpu_workers(config, options))
-    config.stash[RECORDER] = recorder
-    config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
-    config.pluginmanager.register(recorder, RECORDER_NAME)
-    config.pluginmanager.register(recorder.watch, "perfguard-watch")
-    config.pluginmanager.register(Selection.of(config), "perfguard-selection")
+    run.configure(config, RECORDER_NAME)
+
+
+def _keep_stderr() -> None:
+    global stderr_copy
+    if stderr_copy is None:
+        try:
+            stderr_copy = os.dup(sys.stderr.fileno())
+        except (AttributeError, OSError, ValueError):  # no real stderr (closed, or a StringIO)
+            pass
 
 
 def _recorder(config: pytest.Config) -> Recorder | None:
@@ -69,10 +68,13 @@ def _recorder(config: pytest.Config) -> Recorder | None:
 
 
 # pytest-xdist's hooks (perfguard/plugin/workers.py); optional, so that perfguard runs without xdist.
+# Without a perfguard option given, a run does not measure, so its workers are neither counted nor pinned.
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if not given(config):
+        return None
     from perfguard.plugin import workers
 
     return workers.auto_count(config)
@@ -80,6 +82,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
+    if not given(config):
+        return
     from perfguard.plugin import workers
 
     workers.pin(config, specs)
@@ -87,6 +91,8 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
+    if not given(node.config):
+        return
     from perfguard.plugin import workers
 
     workers.tell(node)
@@ -107,7 +113,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if Options.of(config).cases_file is not None:  # --perfguard-cases FILE
+    if given(config):  # perhaps --perfguard-cases FILE
         from perfguard.plugin.selection import keep_listed
 
         keep_listed(config, items)
@@ -135,15 +141,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     recorder = _recorder(session.config)
     if recorder is None:  # no --perfguard, or an xdist worker: nothing to write here
         return
-    # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
-    recorder.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-    recorder.session = session  # the terminal summary, which may still see a Ctrl-C, sets its exit status
-    if recorder.ctrl_c.pressed:
-        session.exitstatus = pytest.ExitCode.INTERRUPTED  # Ctrl-C after the last case (plugin/interrupt.py)
-        return
-    if (recorder.unwritten_baselines or recorder.strict_failures) and session.exitstatus == pytest.ExitCode.OK:
-        # An update that wrote nothing must not pass for one; under strict, nor a gate that judged less than it should.
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    from perfguard.plugin import run
+
+    run.finish(recorder, session, exitstatus)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -12,7 +12,9 @@ from perfguard import inert
 from perfguard.case import (OPTIONS, CaseInstance, CaseSpec, InvalidCase, build_spec, check_keywords, label,
                             rename_advice)
 from perfguard.errors import ConfigError, PerfguardError
+from perfguard.model import CaseResult, to_jsonable
 from perfguard.plugin.measurer import CaseFailure, Measurer
+from perfguard.plugin.properties import RESULT_KEY
 
 # Case id -> the case that took it: a second case of the same id errors, naming where the first is declared.
 DECLARED = pytest.StashKey[dict[str, CaseSpec]]()
@@ -145,6 +147,9 @@ class Perf:
                 return self._measurer.run(node, CaseInstance(spec))
         except (ConfigError, CaseFailure) as exc:  # a misuse of the fixture, or the case's failure: one line,
             reason, skipped = str(exc), False  # not perfguard's source (and failed outside this block, so without a chain)
+            if all(key != RESULT_KEY for key, _ in node.user_properties):  # a misuse: an error result of its own
+                error = CaseResult(id=name or node.name, name=name or node.name, status="error", nodeid=node.nodeid, error=reason)
+                node.user_properties.append((RESULT_KEY, to_jsonable(error)))
         if skipped:
             pytest.skip(inert.lines(reason))
         pytest.fail(inert.lines(reason), pytrace=False)

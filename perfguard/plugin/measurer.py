@@ -40,6 +40,10 @@ class Measurer:
     """Kept in `config.stash`; `Measurer.of(config)` makes it on first use."""
 
     def __init__(self, config: pytest.Config):
+        from perfguard import plugin
+        from perfguard.measure import watchdog
+
+        watchdog.keep_stderr(plugin.stderr_copy)  # the copy the plugin took before pytest captured stderr
         self.config = config
         self.options = Options.of(config)
         self.baselines = Baselines.of(config)

@@ -1,8 +1,9 @@
-"""perfguard's options as pytest takes them: each option of perfguard.options as `--perfguard-NAME` and
-as an ini key, parsed once into a frozen `Options`.
+"""perfguard's options as pytest takes them: each option of perfguard.options, declared to pytest as
+`--perfguard-NAME` and as an ini key (plugin/register.py), parsed once into a frozen `Options`.
 
 The table (names, parsers, defaults, help) is perfguard.options, which the console command reads too;
-what is pytest's alone is here: the ini spellings, where a value comes from, and the usage error.
+what is pytest's alone is here: where a value comes from, and the usage error. Loaded only by a run
+that gave a perfguard option or collected a perf case (plugin/register.given).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from perfguard import defaults
-from perfguard.options import OPTIONS, TIMEOUT_BUDGETS, TRUE_WORDS, is_false, option
+from perfguard.options import TIMEOUT_BUDGETS, TRUE_WORDS, is_false, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,30 +106,6 @@ class Options:
 
 
 _STASHED = pytest.StashKey[Options]()
-
-
-def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("perfguard", "GPU performance regression testing")
-    for opt in OPTIONS:
-        # A flag that takes words is a string in the ini file ("true", "force").
-        kind = "bool" if opt.flag and not opt.words else "string"
-        if opt.words:
-            group.addoption(f"--{opt.name}", action="store_const", const="true", default=None, help=opt.help)
-            for word, help in opt.words:
-                # argparse takes an option string holding "=" whole before it splits at the "=", so
-                # `--perfguard-update=force` is a flag of its own, and `--perfguard-update suites/`
-                # still leaves suites/ a test path (a value that is optional would swallow it).
-                group.addoption(f"--{opt.name}={word}", action="store_const", const=word,
-                                dest=opt.name.replace("-", "_"), help=help)
-        elif opt.flag:
-            group.addoption(f"--{opt.name}", action="store_true", default=None, help=opt.help)
-        else:
-            group.addoption(f"--{opt.name}", metavar=opt.metavar, default=None, help=opt.help)
-        # Each option is also an ini key spelt without the leading dashes; the underscore spelling
-        # (perfguard_budget) is accepted too, as pytest users expect.
-        parser.addini(opt.name, opt.help, type=kind, default=None)
-        if "-" in opt.name:  # `perfguard` has no other spelling
-            parser.addini(opt.name.replace("-", "_"), f"same as {opt.name}: {opt.help}", type=kind, default=None)
 
 
 def source(config: pytest.Config, name: str) -> str:

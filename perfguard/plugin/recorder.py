@@ -25,7 +25,7 @@ from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Ver
 from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.interrupt import Deferred
 from perfguard.plugin.options import Options
-from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
+from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY, failure_result
 from perfguard.plugin.selection import Selection
 from perfguard.plugin.strict import Fact, Watch
 from perfguard.report import mark_unfinished, write_run_files
@@ -77,6 +77,10 @@ class Recorder:
         ))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        failed = failure_result(report)  # a perf case that failed before it had a result
+        if failed is not None:
+            self.mark_unfinished()
+            self.results.setdefault(failed.id, failed)
         if report.when != "call":
             return
         for key, value in report.user_properties:
@@ -264,12 +268,24 @@ class Recorder:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:
             write(f"perfguard: wrote {path}")
+        for line in self._shared_cpu_lines():
+            write(f"perfguard: {line}", yellow=True)
         for problem in self.problems:
             write(f"perfguard: {problem}", red=True)
         self.record_interrupt()  # a Ctrl-C while the lines above were written
         interrupted = self.interrupt_line()
         if interrupted:
             write(f"perfguard: {interrupted}", red=True, bold=True)
+
+    def _shared_cpu_lines(self) -> list[str]:
+        """A baseline written while several xdist workers measured on one CPU, a line each: they timed each
+        other's work, so its runs are far wider than the CPU's own noise, and every later verdict against
+        it would be too lenient. Its own line, after the files written."""
+        if self.cpu_workers < 2:
+            return []
+        return [f"{_shown(path, self.config.rootpath)} was written from {self.cpu_workers} xdist workers measuring on "
+                "this CPU at once, which timed each other's work: its tolerances are too wide to judge by; record "
+                "it again without xdist (-n 0)" for path in self.updated]
 
     def _facts(self, verdicts: list[Verdict], interrupted: bool) -> list[Fact]:
         """What a person must see about the gate (plugin/strict.py); an interrupted run's cases that did not
@@ -328,6 +344,14 @@ class Recorder:
                 else:
                     selection.left_out.append(case_id)
         return missing
+
+
+def _shown(path: Path, root: Path) -> str:
+    """A path as a person in the rootdir would type it."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def _now() -> str:

@@ -1,0 +1,54 @@
+"""A run that gave a perfguard option: its set-up at configure time, and its exit status at the end.
+
+Kept out of the plugin's module (perfguard/plugin/__init__.py), which every pytest run where perfguard
+is installed loads: only a run that gave an option (plugin/register.given) imports this one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from perfguard.plugin.options import Options
+
+if TYPE_CHECKING:
+    from perfguard.plugin.recorder import Recorder
+
+
+def configure(config: pytest.Config, recorder_name: str) -> None:
+    """Refuse bad or weakening options; under --perfguard, outside an xdist worker, make and register the recorder."""
+    options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
+    if not hasattr(config, "workerinput") and (options.strict or options.max_threshold_pct is not None):
+        from perfguard.plugin import strict  # the controller judges where the options came from
+
+        strict.refuse_weakening(config, options)
+    # A smoke run (no --perfguard) writes nothing, so it needs no recorder; an xdist worker leaves the
+    # files to the controller, which hears of its cases through their test reports.
+    if not options.enabled or hasattr(config, "workerinput"):
+        return
+    from perfguard.plugin import workers
+    from perfguard.plugin.measurer import BEFORE_CASE
+    from perfguard.plugin.recorder import RECORDER, Recorder
+    from perfguard.plugin.selection import Selection
+
+    workers.refuse_shared_gpus(config, options)
+    recorder = Recorder(config, cpu_workers=workers.cpu_workers(config, options))
+    config.stash[RECORDER] = recorder
+    config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
+    config.pluginmanager.register(recorder, recorder_name)
+    config.pluginmanager.register(recorder.watch, "perfguard-watch")
+    config.pluginmanager.register(Selection.of(config), "perfguard-selection")
+
+
+def finish(recorder: Recorder, session: pytest.Session, exitstatus: int) -> None:
+    """Write the run's files, and set the exit status from what they say."""
+    # Ctrl-C (or pytest.exit): the cases that did not run are no evidence, so no baseline is written.
+    recorder.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+    recorder.session = session  # the terminal summary, which may still see a Ctrl-C, sets its exit status
+    if recorder.ctrl_c.pressed:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED  # Ctrl-C after the last case (plugin/interrupt.py)
+        return
+    if (recorder.unwritten_baselines or recorder.strict_failures) and session.exitstatus == pytest.ExitCode.OK:
+        # An update that wrote nothing must not pass for one; under strict, nor a gate that judged less than it should.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
