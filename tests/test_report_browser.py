@@ -115,7 +115,7 @@ def test_the_h200_report_has_every_case_sorts_filters_and_opens_details(browser,
     rows[0].click()
     detail = browser.find_element(By.CSS_SELECTOR, f"{ROWS} > tr.detail")
     assert detail.is_displayed() and detail.find_element(By.CSS_SELECTOR, "svg.hist path.bars").is_displayed()
-    assert "gpu_time regressed" in detail.text and "environment:" in detail.text
+    assert "gpu time regressed" in detail.text and "environment:" in detail.text
     browser.set_window_size(1400, 1600)  # the header, the overview and the open case in one picture
     browser.execute_script("window.scrollTo(0, 0)")
     shot = screenshot(browser, tmp_path, "report-h200.png")

@@ -20,7 +20,7 @@ def v2_result(case_id: str, regime: str, gpu_ms: float, caller_ms: float | None)
     judged = caller_ms if regime == "caller" else gpu_ms
     caller = None if caller_ms is None else {**SUMMARY, "median_ms": caller_ms}
     return {"id": case_id, "name": case_id, "status": "ok", "device": "nvidia-h200", "timer": "cuda-events",
-            "regime": regime, "gpu_time": {**SUMMARY, "median_ms": judged}, "samples_ms": [judged] * 3,
+            "regime": regime, "latency": {**SUMMARY, "median_ms": judged}, "samples_ms": [judged] * 3,
             "caller": caller, "caller_samples_ms": [caller_ms] * 3 if caller_ms else []}
 
 
@@ -60,7 +60,7 @@ def test_the_committed_h200_baseline_loads_migrated_and_writes_back_as_the_curre
     assert set(baseline.cases) == set(raw["cases"])
     for case_id, entry in baseline.cases.items():
         old = raw["cases"][case_id]
-        assert entry.result.judged_time.median_ms == pytest.approx(old["result"]["gpu_time"]["median_ms"]), case_id
+        assert entry.result.judged_time.median_ms == pytest.approx(old["result"]["latency"]["median_ms"]), case_id
         assert [r.median_of("gpu_time") for r in entry.runs] == pytest.approx([r["median_ms"] for r in old["runs"]]), case_id
         if old["result"]["caller"]:
             assert entry.result.median_of("caller_time") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
