@@ -43,7 +43,7 @@ def main() -> int:
     bound("1 GiB copy is memory-bound", find("device_copy", "nbytes=1073741824"), "memory")
     bound("softmax is memory-bound", find("softmax", "cols=4096", "float16"), "memory")
     bound("8192³ bf16 matmul is compute-bound", find("matmul", "m=8192", "bfloat16"), "compute")
-    bound("1M-element add is latency-bound", find("add", "n=1048576", "float32"), "gpu_time")
+    bound("1M-element add is launch-bound", find("add", "n=1048576", "float32"), "launch")
 
     for dtype in ("float16", "float32"):
         torch_sm, triton_sm = find("softmax", "cols=4096", dtype), find("triton_softmax", "cols=4096", dtype)

@@ -70,10 +70,10 @@ PY
   suites)
     pg="python3 -m pytest -q -p no:cacheprovider --perfguard -n auto --perfguard-baselines=$out/baselines suites/"
     $pg --perfguard-update --perfguard-report="$out/record1" >"$out/suites.log" 2>&1
-    grep -E "verdicts:|passed|failed" "$out/suites.log"
+    grep -E "verdicts \(one per metric\)|passed|failed" "$out/suites.log"
     $pg --perfguard-report="$out/record2" >>"$out/suites.log" 2>&1
-    grep -E "verdicts:|passed|failed" "$out/suites.log" | tail -n 2
-    grep -E "^[a-z_0-9]+\[.*: latency (regressed|unstable|improved)" "$out/suites.log" | cut -c1-220 ;;
+    grep -E "verdicts \(one per metric\)|passed|failed" "$out/suites.log" | tail -n 2
+    grep -E "^[a-z_0-9]+\[.*: (gpu|caller)_time (regressed|unstable|improved)" "$out/suites.log" | cut -c1-220 ;;
   accuracy)
     python3 benchmarks/accuracy.py --json "$out/accuracy.json" >"$out/accuracy.log" 2>&1
     sed -n '/^case /,$p' "$out/accuracy.log" ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first screen, run for real: docs/example_ops.py recorded five times, gated unchanged,
-# then gated with the regression (an extra copy of the result). Prints what the README quotes.
+# then gated with the regression (an extra copy of the result), the change accepted by the command
+# the failure prints, run as printed, and gated again. Prints what the README quotes.
 #   bash benchmarks/readme_example.sh OUTDIR
 set -uo pipefail
 out=${1:?output folder}; mkdir -p "$out"
@@ -16,4 +17,10 @@ python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/gate.log
 echo '$ pytest --perfguard test_ops.py   # with the extra copy'
 PERFGUARD_EXAMPLE_CLONE=1 python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/slow.log" 2>&1; echo "exit $?"
 cat "$out/slow.log"
+accept=$(sed -n 's/^perfguard: to accept these changes: `\(.*\)`$/\1/p' "$out/slow.log" | tail -n 1)
+echo "\$ $accept"
+eval "$accept" >"$out/accept.log" 2>&1; echo "exit $?"; cat "$out/accept.log"
+echo '$ pytest --perfguard test_ops.py   # the accepted change'
+PERFGUARD_EXAMPLE_CLONE=1 python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/after.log" 2>&1; echo "exit $?"
+tail -n 8 "$out/after.log"
 cp -r baselines reports "$out/" 2>/dev/null

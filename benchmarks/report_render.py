@@ -69,10 +69,10 @@ def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
                           confirmed=status == "regressed")
         verdicts.append(Verdict(case_id, "gpu_time", status, median / (1 + change / 100) if compared else None, median,
                                 change if compared else None, 5.0, "baselines/nvidia-h200.json", (),
-                                f"latency {status}: synthetic ({change:+.1f}%)", **judged))
+                                "outside" if status in ("regressed", "improved") else "legacy", **judged))
         if compared:
             verdicts.append(Verdict(case_id, "peak_memory", "same", float(n * 2), float(n * 2), 0.0, 5.0,
-                                    "baselines/nvidia-h200.json", (), "peak_memory same: 2.0 MiB → 2.0 MiB (+0.0%)"))
+                                    "baselines/nvidia-h200.json", (), "within"))
     return RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", devices=(H200,),
                      results=tuple(results), commit="0123456789abcdef0123", verdicts=tuple(verdicts))
 
