@@ -11,9 +11,9 @@ echo "# $(date -u +%F) on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>
 for i in 1 2 3 4 5; do
   python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-update test_ops.py >"$out/record$i.log" 2>&1
 done
-echo '$ pytest --perfguard --perfguard-update test_ops.py   # 5 times'; tail -n 14 "$out/record5.log"
+echo '$ pytest --perfguard --perfguard-update test_ops.py   # 5 times'; sed -n "/^=* perfguard =*$/,\$p" "$out/record5.log"
 echo '$ pytest --perfguard test_ops.py'
-python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/gate.log" 2>&1; echo "exit $?"; tail -n 14 "$out/gate.log"
+python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/gate.log" 2>&1; echo "exit $?"; sed -n "/^=* perfguard =*$/,\$p" "$out/gate.log"
 echo '$ pytest --perfguard test_ops.py   # with the extra copy'
 PERFGUARD_EXAMPLE_CLONE=1 python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/slow.log" 2>&1; echo "exit $?"
 cat "$out/slow.log"

@@ -40,7 +40,7 @@ class Metric:
 
 
 METRICS = {m.suffix: m for m in (
-    Metric("gpu_time", "time", "seconds", "median per-call time"),
+    Metric("judged_time", "time", "seconds", "median per-call time of the judged figure: the GPU time, or the caller's in the caller regime"),
     Metric("time_per_gb", "track", "seconds", "seconds per GB of declared bytes = 1 / achieved GB/s (inverted: lower is better)"),
     Metric("time_per_tflop", "track", "seconds", "seconds per TFLOP of declared flops = 1 / achieved TFLOP/s (inverted: lower is better)"),
     Metric("peak_memory", "memory", "bytes", "peak allocated bytes during one call"),
@@ -153,7 +153,7 @@ def _figures(r: CaseResult) -> Iterable[tuple[str, float | int, dict[str, Any]]]
     """(metric suffix, value in asv's lower-is-better unit, asv stats) of one measured case."""
     assert r.judged_time is not None
     stats = _latency_stats(r.samples_ms)
-    scales = {"gpu_time": 1e-3, "time_per_gb": 1e-3 / (r.bytes / 1e9) if r.bytes else None,
+    scales = {"judged_time": 1e-3, "time_per_gb": 1e-3 / (r.bytes / 1e9) if r.bytes else None,
               "time_per_tflop": 1e-3 / (r.flops / 1e12) if r.flops else None}
     for suffix, scale in scales.items():
         if scale is not None:  # ms → seconds, then per unit of declared work

@@ -40,7 +40,7 @@ class Drift:
 
     benchmark: str  # asv's name: "<case>.<metric>"
     case: str
-    metric: str  # latency, time_per_gb, time_per_tflop, peak_memory or footprint
+    metric: str  # judged_time, time_per_gb, time_per_tflop, peak_memory or footprint
     params: dict[str, str]  # parameter name → repr, as asv stores it
     machine: str
     branch: str
