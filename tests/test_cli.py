@@ -148,7 +148,7 @@ def test_compare_of_two_runs_of_the_same_code_passes(tmp_path, rng, capsys):
     base = record(tmp_path / "base.json", result("a", rng), result("b", rng))
     head = record(tmp_path / "head.json", result("a", rng), result("b", rng))
     assert main(["compare", str(base), str(head)]) == 0
-    assert "perfguard: 0 regressed" in capsys.readouterr().out
+    assert "for 2 cases: 0 regressed" in capsys.readouterr().out
 
 
 def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng, capsys):
@@ -162,7 +162,8 @@ def test_compare_fails_on_an_injected_slowdown_and_lists_it_first(tmp_path, rng,
     assert any(line.startswith("missing    gone") for line in lines)
     assert any(line.startswith("new        added") for line in lines)
     # "a" did not move, but one host-clock run cannot see a 1% change: inconclusive, not same.
-    assert lines[-1] == "perfguard: 1 regressed, 0 unstable, 1 inconclusive, 0 improved, 1 missing, 1 new, 0 same"
+    assert lines[-1] == ("perfguard: 4 verdicts (one per metric) for 4 cases: "
+                         "1 regressed, 0 unstable, 1 inconclusive, 0 improved, 1 missing, 1 new, 0 same")
     # The same slowdown is within a 300% threshold.
     assert main(["compare", str(base), str(head), "--threshold", "300"]) == 0
     capsys.readouterr()

@@ -203,7 +203,7 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     from perfguard.report import words
     from perfguard.report.advice import ranked_scalings
     from perfguard.report.commands import Invocation
-    from perfguard.report.terminal import record_lines
+    from perfguard.report.terminal import record_lines, verdict_count
     from perfguard.store import acceptances
 
     # The head's acceptance file: the changes its pull request says are intended, reviewed in its diff.
@@ -224,7 +224,7 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     out(f"perfguard ab: {sides['head'].label} against {sides['base'].label}: {rounds} round(s) a side "
         f"({loop.sizes[0] if loop.sizes else 0} case(s) in each of the first {min(rounds, settings.rounds)}{later}), "
         f"{wall_s:.0f} s of a {settings.budget_s:g} s budget; stopped: {loop.stopped}")
-    out("perfguard ab: " + ", ".join(f"{n} {status}" for status, n in tally.items()))
+    out(f"perfguard ab: {verdict_count(verdicts, tally)}")
     for c in spent:
         out(f"perfguard ab: {acceptances.path_in(settings.baselines)}: the accepted {c.metric} of {c.case_id!r} is spent: "
             "the base holds it already; remove the entry")

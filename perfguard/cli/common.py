@@ -46,10 +46,6 @@ def file_kind(text: str) -> str | None:
     return None
 
 
-def summary(tally: dict[str, int]) -> str:
-    return "perfguard: " + ", ".join(f"{n} {status}" for status, n in tally.items())
-
-
 def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]

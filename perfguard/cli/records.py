@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perfguard import defaults, units
-from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, summary
+from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, RunRecord, names
 from perfguard.report import words
@@ -226,6 +226,7 @@ def _file_kind(name: str) -> str | None:
 
 def _compare(args: argparse.Namespace) -> int:
     from perfguard.analysis import decide, verdict
+    from perfguard.report.terminal import verdict_count
 
     base, head = read_record(args.base), read_record(args.head)
     verdicts = verdict.ordered(verdict.compare_records(
@@ -240,7 +241,7 @@ def _compare(args: argparse.Namespace) -> int:
     for v in verdicts:
         print(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
     tally = verdict.counts(verdicts)
-    print(summary(tally))
+    print(f"perfguard: {verdict_count(verdicts, tally)}")
     return 1 if decide.failing(verdicts, fail_inconclusive=args.fail_inconclusive) else 0
 
 
