@@ -20,8 +20,8 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
 - floor is an absolute offset (priors.ABS_FLOOR_MS), added when this run comes from a card (on a CPU, a host)
   that none of the baseline's runs came from: host-to-host offsets of tiny kernels are absolute.
 - card is a prior for how cards of one model differ (priors.CARD_PCT), added when this run's card is not
-  among the baseline's and the baseline's runs came from a single card; runs from several cards
-  carry that spread themselves.
+  among the baseline's and the baseline's runs came from fewer than MIN_CARDS cards; runs from that
+  many cards carry that spread themselves.
 
 Whose runs: a card (on a CPU, a host) with OWN_RUNS runs of the case in the baseline is judged by
 those alone (no card-to-card spread, the centre its own); any other by all of them, the fleet's.
@@ -65,6 +65,8 @@ PRIOR_WEIGHT = 3.0  # the prior counts as this many degrees of freedom of observ
 # fewest whose spread says something of the card (with the prior worth PRIOR_WEIGHT runs), and the
 # fewest among which one run far from the others can be told (far_runs).
 OWN_RUNS = 3
+# Cards (hosts, on a CPU) whose runs carry the card-to-card spread themselves, for a card none of them is.
+MIN_CARDS = 3
 # A run further than this many of its scale from the others' median is left out of the spread
 # (far_runs). Ten, not five: with five, a case three times noisier between runs than its kind's prior
 # lost a good run often enough to double its false-alarm rate (1,000 unchanged 5-run baselines at
@@ -157,7 +159,10 @@ def estimate(
     observed = _stdev([math.log(m) for m in medians]) * 100.0
     seen = mine is not None and mine in {run_source(r) for r in kept}
     sources = {run_source(r) for r in kept}
-    card = 0.0 if seen or len(sources) > 1 else card_prior
+    # Runs from MIN_CARDS cards or more carry the card-to-card spread themselves; fewer cannot tell it
+    # (two cards are one difference), so a card they do not hold gets the prior, at least as wide as
+    # the offsets measured between cards (priors.CARD_PCT).
+    card = 0.0 if seen or len(sources) >= MIN_CARDS else card_prior
     spread = pooled_pct(prior, observed, k)
     predicted = math.sqrt(spread**2 * (1.0 + 1.0 / k) + card**2)
     centre = statistics.median(medians)

@@ -1,0 +1,73 @@
+"""How far cards of one GPU model sit apart, per kind of time and case: the table behind the card-to-card
+priors (perfguard/analysis/priors.py CARD_PCT) and docs/gate.md.
+
+    python benchmarks/card_offsets.py [BASELINE.json]   (default: baselines/nvidia-h200.json)
+
+For each case and kind of time with runs from two cards or more, the median of each card's runs, then
+the standard deviation of those per-card medians (on the log scale, %) and the largest offset of one
+card from their median. Printed per kind of time, roofline bound and size (under or over 20 µs, where
+an absolute host-to-host offset of about a microsecond dominates): cases, cards, and the 50th / 90th
+percentile and the largest of the spread, and the 90th percentile of the largest offset. Reads the
+baseline only: no device.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perfguard.model import TIME_METRICS, loads_baseline  # noqa: E402
+
+SMALL_MS = 0.02
+
+
+def table(path: Path) -> tuple[dict[str, int], dict[tuple[str, str, str], list[tuple[float, float, int]]]]:
+    baseline = loads_baseline(path.read_text(encoding="utf-8"), str(path))
+    rows: dict[tuple[str, str, str], list[tuple[float, float, int]]] = collections.defaultdict(list)
+    cards: dict[str, set[str]] = collections.defaultdict(set)
+    for entry in baseline.cases.values():
+        bound = str(entry.result.metrics.bound if entry.result.metrics else None)
+        for metric in TIME_METRICS:
+            by_card: dict[str, list[float]] = collections.defaultdict(list)
+            for run in entry.runs:
+                median = run.median_of(metric)
+                if median and run.device_uuid:
+                    by_card[run.device_uuid].append(median)
+            if len(by_card) < 2:
+                continue
+            medians = [statistics.median(v) for v in by_card.values()]
+            spread = 100 * statistics.stdev(math.log(m) for m in medians)
+            centre = statistics.median(medians)
+            largest = 100 * max(abs(m / centre - 1) for m in medians)
+            size = "<20us" if centre < SMALL_MS else ">=20us"
+            rows[metric, bound, size].append((spread, largest, len(by_card)))
+            cards[metric] |= set(by_card)
+    return {m: len(c) for m, c in cards.items()}, rows
+
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[0]) if argv else ROOT / "baselines" / "nvidia-h200.json"
+    cards, rows = table(path)
+    print(f"# {path.name}: cards with runs of each kind of time: " + ", ".join(f"{m} {n}" for m, n in cards.items()))
+    print(f"{'time':12} {'bound':8} {'size':7} {'cases':>5} {'cards':>5} {'sd p50':>7} {'sd p90':>7} {'sd max':>7} {'off p90':>8}")
+    for key in sorted(rows):
+        values = rows[key]
+        sds, offs = sorted(v[0] for v in values), sorted(v[1] for v in values)
+
+        def q(xs: list[float], p: float) -> float:
+            return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+        cards_median = statistics.median(v[2] for v in values)
+        print(f"{key[0]:12} {key[1]:8} {key[2]:7} {len(values):5} {cards_median:5.0f} {q(sds, .5):6.2f}% {q(sds, .9):6.2f}% "
+              f"{sds[-1]:6.2f}% {q(offs, .9):7.2f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
