@@ -8,6 +8,7 @@ pytest in a process of its own (`run_pytest`).
 
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 
@@ -186,7 +187,7 @@ def test_the_suite_as_it_is_passes_strict_and_says_what_it_judged_against(runs):
     assert result.ret == pytest.ExitCode.OK, result.outlines
     (line,) = [line for line in result.outlines if line.startswith("perfguard: gate: ")]
     assert line.startswith("perfguard: gate: threshold 1% (from the default), ceiling 1%; baseline baselines/cpu-")
-    assert line.endswith(".json (2 case(s)); 2 case(s) ran; strict")
+    assert line.endswith(f".json (2 case(s)); 2 case(s) ran; judged as host {socket.gethostname()} (its hostname); strict")
     assert not [line for line in result.outlines if line.startswith("perfguard: strict: ")]
 
 
@@ -279,3 +280,24 @@ def test_a_cases_counter_allowance_within_a_ceiling_given_on_the_command_line_pa
     assert [line for line in result.outlines if line.startswith("perfguard: slow sets counters=aten_ops=1000, above "
                                                                 "the run's allowance of 2")], result.outlines
     assert [line for line in result.outlines if "; counter allowance 2 (from the command line)" in line]
+
+
+def test_a_machine_named_by_perfguard_host_is_in_the_gate_line_and_fails_a_strict_run(tmp_path, run_pytest, write_baseline,
+                                                                                      fake_clock):
+    """Issue 30, item 15: the name decides whose runs judge a CPU case, so where it came from is shown,
+    and under strict a name the environment gave fails the run."""
+    folder = make(tmp_path / "suite", write_baseline, None)
+    (folder / "conftest.py").write_text(fake_clock)
+    text = (folder / "test_suite.py").read_text().replace("time.sleep(0.026)", "time.sleep(0.020)")
+    (folder / "test_suite.py").write_text(text)
+    named = {"PERFGUARD_HOST": "runner-7"}
+    strict = run_pytest(folder, *ARGS, "--perfguard-strict", env=named)
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED, strict.outlines
+    (gate,) = [line for line in strict.outlines if line.startswith("perfguard: gate: ")]
+    assert gate.endswith("; judged as host runner-7 (from PERFGUARD_HOST); strict")
+    assert [line for line in strict.outlines if line.startswith(
+        f"perfguard: strict: PERFGUARD_HOST='runner-7' names this machine (its hostname is {socket.gethostname()!r}): "
+        "the baseline's runs of that name, not a measured identity, decide whose runs judge its CPU cases")]
+    loose = run_pytest(folder, *ARGS, env=named)
+    assert loose.ret == pytest.ExitCode.OK, loose.outlines
+    assert [line for line in loose.outlines if line.startswith("perfguard: PERFGUARD_HOST='runner-7' names this machine")]

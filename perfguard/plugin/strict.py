@@ -20,6 +20,7 @@ plugin/selection.py either way).
 from __future__ import annotations
 
 import dataclasses
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,7 @@ class Watch:
             if value:
                 facts.append(Fact(f"{flag} {value!r} (from {_selection_source(self.config, flag)}) selects which cases run: "
                                   "the cases it leaves out are not judged"))
+        facts += _host_named(options, [device for device, _, _ in baselines.values()])
         facts += self._thresholds(options, results)
         facts += _counter_allowances(options, results)
         return facts
@@ -157,6 +159,7 @@ class Watch:
                    f"{source(self.config, 'perfguard-counter-allowance')})" if options.counter_allowance else "")
                 + f"; baseline {', '.join(files)}; {len(results)} case(s) ran"
                 + (f", {len(self.skipped)} skipped" if self.skipped else "")
+                + _identity(options, [device for device, _, _ in baselines.values()])
                 + ("; strict" if options.strict else "; not strict (--perfguard-strict makes each line below fail the run)"))
 
     def _thresholds(self, options: Options, results: list[CaseResult]) -> list[Fact]:
@@ -169,6 +172,27 @@ class Watch:
                 facts.append(Fact(f"{r.id} sets threshold={r.threshold:g}, above the run's {options.threshold_pct:g}%"
                                   + (f" and the ceiling of {ceiling:g}%" if over else ""), fails=over))
         return facts
+
+
+def _identity(options: Options, devices: Sequence[DeviceInfo]) -> str:
+    """Which machine the baseline's runs are matched against (analysis/noise.py: a card by its UUID, a
+    CPU by its host), and where that name came from: it decides whose runs judge a case."""
+    names = [f"card {d.uuid} (its UUID)" if d.uuid else
+             f"host {d.host} ({'from PERFGUARD_HOST' if options.host else 'its hostname'})" for d in devices]
+    return f"; judged as {_named(sorted(set(names)))}" if names else ""
+
+
+def _host_named(options: Options, devices: Sequence[DeviceInfo]) -> list[Fact]:
+    """PERFGUARD_HOST, a line: the environment (which a conftest can change too) names the machine. On a
+    CPU the name decides whose runs judge a case (a host with its own runs in the baseline, by them
+    alone; another, by the fleet's wider spread), so under strict it fails the run there."""
+    if not options.host:
+        return []
+    by_host = [d for d in devices if not d.uuid]
+    return [Fact(f"PERFGUARD_HOST={options.host!r} names this machine (its hostname is {socket.gethostname()!r})"
+                 + (": the baseline's runs of that name, not a measured identity, decide whose runs judge its CPU cases; "
+                    "unset it in the job's environment" if by_host else ": its GPUs are known by their UUIDs"),
+                 fails=bool(by_host))]
 
 
 def _counter_allowances(options: Options, results: list[CaseResult]) -> list[Fact]:
