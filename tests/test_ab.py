@@ -342,3 +342,24 @@ def test_an_accept_that_names_no_case_or_a_case_that_did_not_regress_writes_noth
                               text=True, timeout=120)
         assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
         assert not (repo / "baselines" / "accepted-changes.json").exists()
+
+
+def test_a_head_that_skips_its_own_regressed_case_fails_a_strict_ab(repo, inner_args, forked):
+    """Issue 30, item 14: the head made `nap` 5x slower and skipped it; the base's case has nothing to
+    be judged against. Shown either way; --strict (the workflow's) fails the run on it."""
+    suite = repo / "tests" / "test_nap.py"
+    before = suite.read_text()
+    suite.write_text(before.replace("@perf_case\ndef nap", "@pytest.mark.skip(reason='later')\n@perf_case\ndef nap")
+                     .replace("import mylib", "import mylib\nimport pytest"))
+    try:
+        loose, _ = ab_forked(repo, inner_args, forked, "--rounds", "2", "--max-rounds", "2")
+        strict, _ = ab_forked(repo, inner_args, forked, "--rounds", "2", "--max-rounds", "2", "--strict")
+    finally:
+        suite.write_text(before)
+    said = ("1 case(s) ran on the base but not on the head (skipped, deselected, renamed or removed there): not judged: "
+            "nap")
+    assert loose.returncode == 0, loose.stdout + loose.stderr
+    assert f"perfguard ab: {said}; --strict fails the run on them" in loose.stdout.splitlines()
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert f"perfguard ab: strict: {said}; this fails the run" in strict.stdout.splitlines()
+    assert statuses(repo)["nap"] == "missing"

@@ -209,6 +209,8 @@ def test_a_pull_request_is_judged_by_ab_against_its_merge_base_on_one_runner(job
     assert 'git merge-base "origin/$TARGET" HEAD' in base
     gate = run_of(job, lambda s: s.get("id") == "perf")
     assert 'perfguard ab --base "$BASE" -n "$gpus"' in gate and gate.rstrip().splitlines()[-2].endswith("-- suites/")
+    # Issue 30, item 14: a head that skips (or renames) its own regressed case fails, not "1 missing".
+    assert " --strict " in gate.rstrip().splitlines()[-2].partition(" -- ")[0]
 
 
 def test_main_is_judged_strictly_against_the_committed_baseline(wf):

@@ -1,7 +1,7 @@
 """A/B in one job: a base revision and the working tree, measured by turns on the same card(s).
 
     perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT]
-                 [--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]
+                 [--report DIR] [--fail-inconclusive] [--strict] [-- PYTEST ARGS]
 
 REF is checked out into a temporary git worktree (removed afterwards, also on an error or Ctrl-C).
 Each round runs `python -m pytest PYTEST_ARGS --perfguard` once per side, base and head in turn and in
@@ -12,6 +12,10 @@ measured on this card. A case the rounds cannot decide yet (its smallest detecta
 the threshold and its change within its tolerance) gets another round, and only such cases run
 again (--perfguard-cases), until every case is decided, a case has had M rounds, or the next round
 would overrun the budget of the whole ab. A case still undecided then is `inconclusive`, never `same`.
+
+A case the base runs and the head does not (a skip mark, -k, a rename or removal on the head) is
+`missing`: it is not judged, and a pull request could hide its own regression so. Its line is
+always printed; with --strict (CI) it fails the run, as --perfguard-strict fails a missing case.
 
 With -n GPUS the tests are shared out over that many GPUs once, before the first round, and each
 stays on its GPU for every round of both sides (perfguard/ab/shards.py); each shard is a pytest
@@ -56,6 +60,7 @@ class Settings:
     fail_inconclusive: bool = False
     counter_allowance: Mapping[str, str] | None = None  # the run's (--counter-allowance); a case's counters= overrides it
     baselines: str = defaults.BASELINES_DIR  # where the head's acceptance file lies (store/acceptances.py)
+    strict: bool = False  # --strict: a case the head does not run fails the run
 
 
 def run_ab(
@@ -231,7 +236,15 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     accept = words.accept_line(verdicts, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
     if accept:
         out(accept)
-    return exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
+    status = exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
+    gone = sorted({v.case_id for v in verdicts if v.status == "missing"})
+    if gone:
+        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{len(gone)} case(s) ran on the base but not on the head "
+            f"(skipped, deselected, renamed or removed there): not judged: {', '.join(gone)}"
+            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
+        if settings.strict:
+            status = max(status, 1)
+    return status
 
 
 def exit_status(verdicts: Iterable[Verdict], *, fail_inconclusive: bool = False) -> int:
