@@ -363,3 +363,66 @@ def test_a_head_that_skips_its_own_regressed_case_fails_a_strict_ab(repo, inner_
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert f"perfguard ab: strict: {said}; this fails the run" in strict.stdout.splitlines()
     assert statuses(repo)["nap"] == "missing"
+
+
+def test_sigterm_stops_ab_with_one_line_and_leaves_no_worktree(repo, inner_args):
+    """Issue 30, item 17: the console command, its rounds real processes; SIGTERM once the base's
+    worktree is registered (while the first round runs)."""
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    cmd = [sys.executable, "-m", "perfguard.cli", "ab", "--base", "HEAD~1", "--",
+           *inner_args, "--perfguard-budget", "0.05", "tests"]
+    proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while len(worktrees(repo)) < 2 and proc.poll() is None:
+            time.sleep(0.02)
+        registered = [line.split()[0] for line in worktrees(repo)[1:]]
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert stderr.strip().splitlines()[-1] == ("perfguard ab: terminated (SIGTERM); its pytest runs were stopped and the "
+                                               "base worktree was removed")
+    assert len(worktrees(repo)) == 1 and registered and not Path(registered[0]).parent.exists()
+
+
+def test_ab_removes_the_worktrees_an_ab_that_died_left_and_keeps_a_running_ones(repo, monkeypatch, capsys):
+    """Issue 30, item 17: SIGKILL cannot be caught; the next ab prunes what such a run left (its folder
+    gone, or its owner dead), and leaves a running ab's worktree alone."""
+    import tempfile
+
+    from perfguard.ab import stale
+
+    def left(owner: int | None, remove_folder: bool = False) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix=stale.PREFIX))
+        if owner is not None:
+            (folder / stale.OWNER).write_text(f"{owner}\n")
+        git(repo, "worktree", "add", "--detach", str(folder / "base"), "HEAD~1")
+        if remove_folder:
+            subprocess.run(["rm", "-rf", str(folder)], check=True)
+        return folder
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its id names no process now
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        killed, gone, alive = left(dead.pid), left(None, remove_folder=True), left(running.pid)
+        assert len(worktrees(repo)) == 4
+        monkeypatch.chdir(repo)
+        assert cli.main(["ab", "--base", "no-such-branch"]) == 2
+        out = capsys.readouterr().out
+        assert f"perfguard ab: removed the worktree {killed / 'base'}, which an ab that is no longer running left behind" \
+            in out.splitlines()
+        assert not killed.exists() and not gone.exists() and (alive / "base").is_dir()
+        assert [line.split()[0] for line in worktrees(repo)[1:]] == [str((alive / "base").resolve())]
+    finally:
+        running.kill()
+        running.wait()
+        git(repo, "worktree", "remove", "--force", str(alive / "base"))
+        subprocess.run(["rm", "-rf", str(alive)], check=True)

@@ -3,7 +3,8 @@
     perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT]
                  [--report DIR] [--fail-inconclusive] [--strict] [-- PYTEST ARGS]
 
-REF is checked out into a temporary git worktree (removed afterwards, also on an error or Ctrl-C).
+REF is checked out into a temporary git worktree (removed afterwards, also on an error, Ctrl-C or
+SIGTERM; one an earlier ab left, killed, is removed at the start: perfguard/ab/stale.py).
 Each round runs `python -m pytest PYTEST_ARGS --perfguard` once per side, base and head in turn and in
 alternating order (B H, H B, B H, ...: perfguard/ab/sides.py). After N rounds (default 3) each case's
 times are judged on the differences of its two sides' round medians, round by round
@@ -24,6 +25,7 @@ process of its own, pinned to its GPU.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import tempfile
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING
 from perfguard import defaults
 from perfguard.ab import rounds as rounds_
 from perfguard.ab import shards as shards_
+from perfguard.ab import stale
 from perfguard.ab.sides import (SIDES, Side, import_path, perfguard_shim, repository_root, resolve, schedule,
                                 worktree)
 from perfguard.errors import ConfigError, MeasurementError
@@ -83,9 +86,15 @@ def run_ab(
     began = time.monotonic()
     here = Path(cwd or os.getcwd()).resolve()
     root = repository_root(here)
+    for path in stale.prune(root):
+        out(f"perfguard ab: removed the worktree {path}, which an ab that is no longer running left behind")
     sha = resolve(root, base_ref)
-    with tempfile.TemporaryDirectory(prefix="perfguard-ab-") as tmp_name, worktree(root, sha, Path(tmp_name) / "base") as tree:
-        tmp = Path(tmp_name)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(stale.sigterm_unwinds())  # SIGTERM too removes the worktree below (ab/stale.py)
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=stale.PREFIX)))
+        stale.claim(tmp)
+        tree = stack.enter_context(worktree(root, sha, tmp / "base"))
+        stack.callback(rounds_.stop_running)  # first: no round's pytest keeps running in a removed checkout
         shim = perfguard_shim(tmp)
         inherited = os.environ.get("PYTHONPATH")
         if not (tree / here.relative_to(root)).is_dir():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from perfguard import defaults, parsers, units
@@ -46,6 +47,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _ab(args: argparse.Namespace) -> int:
     from perfguard.ab import Settings, run_ab
+    from perfguard.ab.stale import Terminated
 
     settings = Settings(rounds=args.rounds, max_rounds=args.max_rounds, budget_s=args.budget, shards=args.gpus,
                         threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive,
@@ -55,6 +57,10 @@ def _ab(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
         return 130
+    except Terminated:
+        print("perfguard ab: terminated (SIGTERM); its pytest runs were stopped and the base worktree was removed",
+              file=sys.stderr)
+        return 128 + signal.SIGTERM  # as a shell reports a process that SIGTERM ended
 
 
 def _gpus(text: str) -> int | None:
