@@ -426,3 +426,18 @@ def test_ab_removes_the_worktrees_an_ab_that_died_left_and_keeps_a_running_ones(
         running.wait()
         git(repo, "worktree", "remove", "--force", str(alive / "base"))
         subprocess.run(["rm", "-rf", str(alive)], check=True)
+
+
+def test_a_head_whose_case_calls_os_exit_0_stops_ab_with_one_line(repo, inner_args, forked):
+    """Issue 30, item 7: the round's pytest exits 0 with its record `unfinished`; ab refuses it."""
+    suite = repo / "tests" / "test_nap.py"
+    before = suite.read_text()
+    suite.write_text(before.replace("def nap():\n    return mylib.work", "def nap():\n    import os\n    os._exit(0)"))
+    try:
+        out, _ = ab_forked(repo, inner_args, forked, "--rounds", "2", "--max-rounds", "2")
+    finally:
+        suite.write_text(before)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(
+        "perfguard: working tree, round 1: pytest exited 0 in ") and "with its perfguard record unfinished" in out.stderr
+    assert len(worktrees(repo)) == 1
