@@ -102,12 +102,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("perfguard-fail-inconclusive", "fail a case whose verdict is inconclusive (its tolerance is wider than "
            "the threshold, so a change of the threshold's size would pass unseen)", cli="fail-inconclusive"),
     Option("perfguard-strict", "for CI: fail the run on what would let a regression pass unseen (no baseline file, "
-           "a missing, new, skipped, xfail or deselected perf case), and refuse --perfguard-update and a threshold "
-           "above --perfguard-max-threshold unless given on the command line"),
+           "a missing, new, skipped, xfail or deselected perf case), and refuse --perfguard-update, a counter "
+           "allowance, and a threshold above --perfguard-max-threshold unless given on the command line"),
     Option("perfguard-max-threshold",
            "the highest threshold the run or a case's threshold= may use, in percent; give it on the command line "
            f"(default under --perfguard-strict: {defaults.THRESHOLD_PCT:g}, the default threshold; else none)",
            None, "percent", "PCT"),
+    Option("perfguard-max-counter-allowance",
+           "the most the run's --perfguard-counter-allowance or a case's counters= may allow a work counter to "
+           "grow, in the same form; give it on the command line (default under --perfguard-strict: 0, no growth; "
+           "else none)", None, "counter_allowance", "ALLOWANCE"),
     Option("perfguard-cases", "run only the tests whose node ids FILE lists, one a line, the others deselected "
            "(how perfguard ab re-runs its undecided cases and gives each GPU its share)", None, "file", "FILE"),
     Option("perfguard-allow-shared-gpu", "under pytest-xdist, allow more workers than GPUs (they disturb each other's timings)"),

@@ -342,3 +342,102 @@ def test_an_accept_that_names_no_case_or_a_case_that_did_not_regress_writes_noth
                               text=True, timeout=120)
         assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
         assert not (repo / "baselines" / "accepted-changes.json").exists()
+
+
+def test_a_head_that_skips_its_own_regressed_case_fails_a_strict_ab(repo, inner_args, forked):
+    """Issue 30, item 14: the head made `nap` 5x slower and skipped it; the base's case has nothing to
+    be judged against. Shown either way; --strict (the workflow's) fails the run on it."""
+    suite = repo / "tests" / "test_nap.py"
+    before = suite.read_text()
+    suite.write_text(before.replace("@perf_case\ndef nap", "@pytest.mark.skip(reason='later')\n@perf_case\ndef nap")
+                     .replace("import mylib", "import mylib\nimport pytest"))
+    try:
+        loose, _ = ab_forked(repo, inner_args, forked, "--rounds", "2", "--max-rounds", "2")
+        strict, _ = ab_forked(repo, inner_args, forked, "--rounds", "2", "--max-rounds", "2", "--strict")
+    finally:
+        suite.write_text(before)
+    said = ("1 case(s) ran on the base but not on the head (skipped, deselected, renamed or removed there): not judged: "
+            "nap")
+    assert loose.returncode == 0, loose.stdout + loose.stderr
+    assert f"perfguard ab: {said}; --strict fails the run on them" in loose.stdout.splitlines()
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert f"perfguard ab: strict: {said}; this fails the run" in strict.stdout.splitlines()
+    assert statuses(repo)["nap"] == "missing"
+
+
+def test_sigterm_stops_ab_with_one_line_and_leaves_no_worktree(repo, inner_args):
+    """Issue 30, item 17: the console command, its rounds real processes; SIGTERM once the base's
+    worktree is registered (while the first round runs)."""
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    cmd = [sys.executable, "-m", "perfguard.cli", "ab", "--base", "HEAD~1", "--",
+           *inner_args, "--perfguard-budget", "0.05", "tests"]
+    proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while len(worktrees(repo)) < 2 and proc.poll() is None:
+            time.sleep(0.02)
+        registered = [line.split()[0] for line in worktrees(repo)[1:]]
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert stderr.strip().splitlines()[-1] == ("perfguard ab: terminated (SIGTERM); its pytest runs were stopped and the "
+                                               "base worktree was removed")
+    assert len(worktrees(repo)) == 1 and registered and not Path(registered[0]).parent.exists()
+
+
+def test_ab_removes_the_worktrees_an_ab_that_died_left_and_keeps_a_running_ones(repo, monkeypatch, capsys):
+    """Issue 30, item 17: SIGKILL cannot be caught; the next ab prunes what such a run left (its folder
+    gone, or its owner dead), and leaves a running ab's worktree alone."""
+    import tempfile
+
+    from perfguard.ab import stale
+
+    def left(owner: int | None, remove_folder: bool = False) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix=stale.PREFIX))
+        if owner is not None:
+            (folder / stale.OWNER).write_text(f"{owner}\n")
+        git(repo, "worktree", "add", "--detach", str(folder / "base"), "HEAD~1")
+        if remove_folder:
+            subprocess.run(["rm", "-rf", str(folder)], check=True)
+        return folder
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its id names no process now
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        killed, gone, alive = left(dead.pid), left(None, remove_folder=True), left(running.pid)
+        assert len(worktrees(repo)) == 4
+        monkeypatch.chdir(repo)
+        assert cli.main(["ab", "--base", "no-such-branch"]) == 2
+        out = capsys.readouterr().out
+        assert f"perfguard ab: removed the worktree {killed / 'base'}, which an ab that is no longer running left behind" \
+            in out.splitlines()
+        assert not killed.exists() and not gone.exists() and (alive / "base").is_dir()
+        assert [line.split()[0] for line in worktrees(repo)[1:]] == [str((alive / "base").resolve())]
+    finally:
+        running.kill()
+        running.wait()
+        git(repo, "worktree", "remove", "--force", str(alive / "base"))
+        subprocess.run(["rm", "-rf", str(alive)], check=True)
+
+
+def test_a_head_whose_case_calls_os_exit_0_stops_ab_with_one_line(repo, inner_args, forked):
+    """Issue 30, item 7: the round's pytest exits 0 with its record `unfinished`; ab refuses it."""
+    suite = repo / "tests" / "test_nap.py"
+    before = suite.read_text()
+    suite.write_text(before.replace("def nap():\n    return mylib.work", "def nap():\n    import os\n    os._exit(0)"))
+    try:
+        out, _ = ab_forked(repo, inner_args, forked, "--rounds", "2", "--max-rounds", "2")
+    finally:
+        suite.write_text(before)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(
+        "perfguard: working tree, round 1: pytest exited 0 in ") and "with its perfguard record unfinished" in out.stderr
+    assert len(worktrees(repo)) == 1

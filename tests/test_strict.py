@@ -8,6 +8,7 @@ pytest in a process of its own (`run_pytest`).
 
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 
@@ -55,6 +56,12 @@ EDITS = {
                                None, "the verdicts above are against the previous baseline"),
     "threshold 1000 in the ini file": ({}, "perfguard_threshold = 1000", None,
                                        "gate: threshold 1000% (from ini perfguard_threshold in pytest.ini)"),
+    "counters= on the case": ({"args": "(counters={'aten_ops': 1000})"}, None,
+                              "slow sets counters=aten_ops=1000, above the run's allowance of 0 and the ceiling of 0 "
+                              "for aten_ops", "slow sets counters=aten_ops=1000, above the run's allowance of 0"),
+    "counter allowance in the ini file": ({}, "perfguard_counter_allowance = 1000%", None,
+                                          "gate: threshold 1000% (from ini perfguard_threshold in pytest.ini); counter "
+                                          "allowance 1000% (from ini perfguard_counter_allowance in pytest.ini)"),
 }
 REFUSALS = {
     "update in the ini file": "ERROR: --perfguard-strict: --perfguard-update comes from ini perfguard_update in pytest.ini, "
@@ -62,6 +69,9 @@ REFUSALS = {
     "threshold 1000 in the ini file": "ERROR: --perfguard-threshold 1000 (from ini perfguard_threshold in pytest.ini) is above "
                                       "the ceiling of 1% (--perfguard-strict's default); lower it, or raise the ceiling on the "
                                       "command line with --perfguard-max-threshold",
+    "counter allowance in the ini file": "ERROR: --perfguard-strict: --perfguard-counter-allowance comes from ini "
+                                         "perfguard_counter_allowance in pytest.ini, not the command line; an allowance "
+                                         "for counters to grow is only taken from there",
 }
 ARGS = ("--perfguard", "--perfguard-budget=0.05", "--perfguard-confirm=0")
 
@@ -127,6 +137,10 @@ TOGETHER = """
     @perf_case
     def unwanted(device):
         return lambda: time.sleep(0.026)
+
+    @perf_case(counters={"aten_ops": 1000})
+    def allowed_more(device):
+        return lambda: time.sleep(0.026)
 """
 LOOSE = {  # edit -> the run that shows it when not strict, and its line there
     "the baseline file deleted": ("the baseline file deleted", EDITS["the baseline file deleted"][3]),
@@ -139,6 +153,8 @@ LOOSE = {  # edit -> the run that shows it when not strict, and its line there
     "threshold=100 on the case": ("together", "lenient sets threshold=100, above the run's 1%"),
     "update in the ini file": ("ini", EDITS["update in the ini file"][3]),
     "threshold 1000 in the ini file": ("ini", EDITS["threshold 1000 in the ini file"][3]),
+    "counters= on the case": ("together", "allowed_more sets counters=aten_ops=1000, above the run's allowance of 0"),
+    "counter allowance in the ini file": ("ini", EDITS["counter allowance in the ini file"][3]),
 }
 
 
@@ -153,11 +169,12 @@ def loose(tmp_path_factory, run_pytest, write_baseline, fake_clock):
             (folder / "test_suite.py").write_text(textwrap.dedent(TOGETHER))
             (folder / "pytest.ini").write_text("[pytest]\naddopts = -k 'not unwanted'\n")
             write_baseline(folder, {f"test_suite.py::{case}": 20.0 for case in ("slow", "skipped_below", "xfail_above",
-                                                                                 "renamed", "lenient", "unwanted")})
+                                                                                 "renamed", "lenient", "unwanted",
+                                                                                 "allowed_more")})
         elif name == "ini":
             make(folder, write_baseline, "update in the ini file")
             with (folder / "pytest.ini").open("a") as ini:
-                ini.write("perfguard_threshold = 1000\n")
+                ini.write("perfguard_threshold = 1000\nperfguard_counter_allowance = 1000%\n")
         else:
             make(folder, write_baseline, name)
         (folder / "conftest.py").write_text(fake_clock)
@@ -170,7 +187,7 @@ def test_the_suite_as_it_is_passes_strict_and_says_what_it_judged_against(runs):
     assert result.ret == pytest.ExitCode.OK, result.outlines
     (line,) = [line for line in result.outlines if line.startswith("perfguard: gate: ")]
     assert line.startswith("perfguard: gate: threshold 1% (from the default), ceiling 1%; baseline baselines/cpu-")
-    assert line.endswith(".json (2 case(s)); 2 case(s) ran; strict")
+    assert line.endswith(f".json (2 case(s)); 2 case(s) ran; judged as host {socket.gethostname()} (its hostname); strict")
     assert not [line for line in result.outlines if line.startswith("perfguard: strict: ")]
 
 
@@ -230,3 +247,57 @@ def test_new_cases_are_named_once_with_how_to_record_them(loose):
     assert len(lines) == 1, lines
     assert "renamed_v2" in lines[0] and lines[0].endswith(
         "record them with `pytest --perfguard --perfguard-update` (several runs make their tolerances tight)")
+
+
+def test_strict_refuses_a_counter_allowance_from_addopts_and_one_above_the_ceiling(tmp_path, run_pytest):
+    """Issue 30, item 16: an allowance is weakening as a threshold is: from PYTEST_ADDOPTS refused under
+    strict; from the command line, held to the ceiling (strict's default: no growth)."""
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    result = run_pytest(tmp_path, "--perfguard-strict", env={"PYTEST_ADDOPTS": "--perfguard-counter-allowance=1000%"})
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --perfguard-strict: --perfguard-counter-allowance comes from addopts, not the command line; an "
+            "allowance for counters to grow is only taken from there") in result.errlines
+    result = run_pytest(tmp_path, "--perfguard-strict", "--perfguard-counter-allowance=kernels=2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --perfguard-counter-allowance kernels=2 (from the command line) is above the ceiling of 0 "
+            "(--perfguard-strict's default) for kernels; lower it, or raise the ceiling on the command line with "
+            "--perfguard-max-counter-allowance") in result.errlines
+    result = run_pytest(tmp_path, "--perfguard-strict", env={"PYTEST_ADDOPTS": "--perfguard-max-counter-allowance=5"})
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --perfguard-strict: --perfguard-max-counter-allowance comes from addopts; the ceiling on counter "
+            "allowances is only taken from the command line") in result.errlines
+
+
+def test_a_cases_counter_allowance_within_a_ceiling_given_on_the_command_line_passes_strict(
+        tmp_path, run_pytest, write_baseline, fake_clock):
+    folder = make(tmp_path / "suite", write_baseline, "counters= on the case")
+    (folder / "conftest.py").write_text(fake_clock)
+    text = (folder / "test_suite.py").read_text().replace("time.sleep(0.026)", "time.sleep(0.020)")
+    (folder / "test_suite.py").write_text(text)
+    result = run_pytest(folder, *ARGS, "--perfguard-strict", "--perfguard-counter-allowance=2",
+                        "--perfguard-max-counter-allowance=1000")
+    assert result.ret == pytest.ExitCode.OK, result.outlines + result.errlines
+    assert [line for line in result.outlines if line.startswith("perfguard: slow sets counters=aten_ops=1000, above "
+                                                                "the run's allowance of 2")], result.outlines
+    assert [line for line in result.outlines if "; counter allowance 2 (from the command line)" in line]
+
+
+def test_a_machine_named_by_perfguard_host_is_in_the_gate_line_and_fails_a_strict_run(tmp_path, run_pytest, write_baseline,
+                                                                                      fake_clock):
+    """Issue 30, item 15: the name decides whose runs judge a CPU case, so where it came from is shown,
+    and under strict a name the environment gave fails the run."""
+    folder = make(tmp_path / "suite", write_baseline, None)
+    (folder / "conftest.py").write_text(fake_clock)
+    text = (folder / "test_suite.py").read_text().replace("time.sleep(0.026)", "time.sleep(0.020)")
+    (folder / "test_suite.py").write_text(text)
+    named = {"PERFGUARD_HOST": "runner-7"}
+    strict = run_pytest(folder, *ARGS, "--perfguard-strict", env=named)
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED, strict.outlines
+    (gate,) = [line for line in strict.outlines if line.startswith("perfguard: gate: ")]
+    assert gate.endswith("; judged as host runner-7 (from PERFGUARD_HOST); strict")
+    assert [line for line in strict.outlines if line.startswith(
+        f"perfguard: strict: PERFGUARD_HOST='runner-7' names this machine (its hostname is {socket.gethostname()!r}): "
+        "the baseline's runs of that name, not a measured identity, decide whose runs judge its CPU cases")]
+    loose = run_pytest(folder, *ARGS, env=named)
+    assert loose.ret == pytest.ExitCode.OK, loose.outlines
+    assert [line for line in loose.outlines if line.startswith("perfguard: PERFGUARD_HOST='runner-7' names this machine")]

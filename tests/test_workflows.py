@@ -209,6 +209,8 @@ def test_a_pull_request_is_judged_by_ab_against_its_merge_base_on_one_runner(job
     assert 'git merge-base "origin/$TARGET" HEAD' in base
     gate = run_of(job, lambda s: s.get("id") == "perf")
     assert 'perfguard ab --base "$BASE" -n "$gpus"' in gate and gate.rstrip().splitlines()[-2].endswith("-- suites/")
+    # Issue 30, item 14: a head that skips (or renames) its own regressed case fails, not "1 missing".
+    assert " --strict " in gate.rstrip().splitlines()[-2].partition(" -- ")[0]
 
 
 def test_main_is_judged_strictly_against_the_committed_baseline(wf):
@@ -221,13 +223,46 @@ def test_main_is_judged_strictly_against_the_committed_baseline(wf):
 def test_the_gates_status_is_captured_and_the_job_fails_only_after_the_uploads(wf, name):
     steps = wf["jobs"][name]["steps"]
     run = run_of(wf["jobs"][name], lambda s: s.get("id") == "perf")
-    lines = [ln.strip() for ln in run.strip().splitlines()]
-    assert lines[0] == "set +e" and lines[-1] == 'echo "status=$?" >> "$GITHUB_OUTPUT"'  # nothing overwrites $? between
+    lines = [ln.strip() for ln in run.strip().splitlines() if not ln.strip().startswith("#")]
+    gate = next(i for i, ln in enumerate(lines) if ln.startswith(("perfguard ab ", "python -m pytest ")))
+    assert lines[0] == "set +e" and lines[gate + 1] in ('echo "status=$?" >> "$GITHUB_OUTPUT"', "status=$?")  # nothing overwrites $? between
+    assert lines[-1] in ('echo "status=$?" >> "$GITHUB_OUTPUT"', 'echo "status=$status" >> "$GITHUB_OUTPUT"')
     summary = step_index(steps, lambda s: "GITHUB_STEP_SUMMARY" in s.get("run", ""))
     assert steps[summary]["if"] == "always()"
     up = steps[step_index(steps, lambda s: s.get("with", {}).get("path") == "reports/")]
     assert up["if"] == "always()" and "${{ matrix.gpu }}" in up["with"]["name"]
     assert "steps.perf.outputs.status != '0'" in steps[-1]["if"] and "exit 1" in steps[-1]["run"]
+
+
+def _fake_python(bin_dir: Path, pytest_leaves: str | None, pytest_exit: int) -> None:
+    """`python` for a step's script: `python -m pytest` writes a record of status `pytest_leaves` (None:
+    none) into reports/ and exits `pytest_exit`, as a run whose case called os._exit(0) does; anything
+    else is this interpreter."""
+    bin_dir.mkdir(exist_ok=True)
+    record = "" if pytest_leaves is None else (
+        f"mkdir -p reports && echo '{{\"status\": \"{pytest_leaves}\"}}' > reports/perfguard.json")
+    (bin_dir / "python").write_text(f'#!/bin/bash\nif [ "$1 $2" = "-m pytest" ]; then\n  {record or ":"}\n'
+                                    f'  exit {pytest_exit}\nfi\nexec {sys.executable} "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+
+
+@pytest.mark.parametrize(("leaves", "exits", "status"), [
+    ("unfinished", 0, "1"), (None, 0, "1"), ("complete", 0, "0"), ("complete", 1, "1"), ("unfinished", 1, "1"),
+])
+def test_the_main_gate_refuses_a_record_that_is_not_complete(wf, tmp_path, leaves, exits, status):
+    """Issue 30, item 7: os._exit(0) in a case ends pytest with 0 and its record `unfinished`; the step's
+    own script, run here, fails such a run with one line."""
+    script = run_of(wf["jobs"]["baseline-gate"], lambda s: s.get("id") == "perf")
+    _fake_python(tmp_path / "bin", leaves, exits)
+    output = tmp_path / "output"
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "GITHUB_OUTPUT": str(output)})
+    assert done.returncode == 0, done.stderr
+    assert output.read_text() == f"status={status}\n"
+    errors = [line for line in done.stdout.splitlines() if line.startswith("::error::")]
+    assert errors == ([] if status == "0" or exits else [
+        "::error::reports/perfguard.json is not a complete run record: pytest exited 0 before perfguard finished "
+        "(os._exit in a case?); nothing was judged"])
 
 
 def test_pr_comment_is_optional_and_only_on_pull_requests(wf):
@@ -317,3 +352,86 @@ def test_the_merge_needs_enough_complete_runs_per_gpu_type(wf, tmp_path):
     runs = store.load(tmp_path / "baselines", "nvidia-h200").cases["add"].runs
     assert [r.device_uuid for r in runs] == ["GPU-1", "GPU-2", "GPU-3"]
     assert not (tmp_path / "baselines" / "nvidia-a100.json").exists()
+
+
+# --- issue 30: what a job inherits, which commit a dispatch measures, where the status goes ----------
+
+
+@pytest.mark.parametrize("name", MEASURING)
+def test_a_jobs_venv_runs_no_pth_file_from_the_runners_user_site(wf, tmp_path, name):
+    """Item 18: the job's own venv line, run here (without pip: seconds), with a .pth file in the user
+    site of the runner's home; with the workflow's environment it does not run, without it it does."""
+    install = run_of(wf["jobs"][name], lambda s: "pip install" in s.get("run", ""))
+    make_venv = install.strip().splitlines()[0].replace("python3 ", f"{sys.executable} ", 1) + " --without-pip"
+    home = tmp_path / "home"
+    user_site = subprocess.run([sys.executable, "-c", "import site; print(site.getusersitepackages())"],
+                               env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                               check=True).stdout.strip()
+    Path(user_site).mkdir(parents=True)
+    ran = tmp_path / "the .pth file ran"
+    Path(user_site, "dropped-by-an-earlier-job.pth").write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
+    base = {"HOME": str(home), "PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path)}
+    subprocess.run(["bash", "-c", make_venv], env=base, check=True, timeout=120)
+    python = tmp_path / "perfguard-venv" / "bin" / "python"
+    job_env = {**base, **{k: str(v) for k, v in wf["env"].items()}, **wf["jobs"][name].get("env", {})}
+    subprocess.run([str(python), "-c", "pass"], env=job_env, check=True, timeout=60)
+    assert not ran.exists()  # the job's environment: no user site
+    subprocess.run([str(python), "-c", "pass"], env=base, check=True, timeout=60)
+    assert ran.exists()  # the same venv without it runs the file: the test can tell
+
+
+def _pin_step(job: dict) -> dict:
+    return job["steps"][step_index(job["steps"], lambda s: "inputs.sha" in str(s.get("env", {})))]
+
+
+def test_a_dispatch_measures_the_reviewed_commit_or_nothing(wf, tmp_path):
+    """Item 19: the reviewed SHA is an input, and the step that checks it, run here in a real checkout,
+    refuses a head that moved and a missing SHA, before any of the pull request's code runs."""
+    assert wf["on"]["workflow_dispatch"]["inputs"]["sha"]["default"] == ""
+    job = wf["jobs"]["ab"]
+    pin = _pin_step(job)
+    assert norm(pin["if"]) == "github.event_name == 'workflow_dispatch'"
+    first_code = step_index(job["steps"], lambda s: "pip install" in s.get("run", ""))
+    assert job["steps"].index(pin) < first_code
+    repo = tmp_path / "pr"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "reviewed"], cwd=repo, check=True)
+    reviewed = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "pushed after the review"], cwd=repo, check=True)
+    moved = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+    def check(sha: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", pin["run"]], cwd=repo, capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin", "REVIEWED": sha, "PR": "7"})
+
+    assert check(moved).returncode == 0
+    refused = check(reviewed)
+    assert refused.returncode == 1 and refused.stdout.strip() == (
+        f"::error title=head moved::pull request 7's head is {moved}, not the reviewed {reviewed}: it changed after "
+        f"the review; read the new commits, then dispatch again with sha={moved}")
+    for given in ("", moved[:12], f"{moved}; true"):
+        refused = check(given)
+        assert refused.returncode == 1 and refused.stdout.startswith("::error title=no reviewed commit::"), given
+
+
+def test_the_status_goes_to_a_commit_no_pull_request_code_could_choose(wf):
+    """Item 20: the status target comes from the event (the reviewed SHA on a dispatch), never from an
+    output of the job that ran the pull request's build code; the merge base too is found before it."""
+    status = wf["jobs"]["gate-status"]
+    head = status["steps"][-1]["env"]["HEAD"]
+    assert norm(head) == ("${{ github.event_name == 'workflow_dispatch' && inputs.sha || "
+                          "github.event.pull_request.head.sha }}")
+    assert "outputs" not in wf["jobs"]["ab"]
+    job = wf["jobs"]["ab"]
+    first_code = step_index(job["steps"], lambda s: "pip install" in s.get("run", ""))
+    assert step_index(job["steps"], lambda s: s.get("id") == "base") < first_code
+
+
+def test_the_concurrency_comment_says_what_the_group_holds():
+    """Item 20: the group holds github.ref, so the comment above it must not say "whatever the ref"."""
+    text = PERF.read_text()
+    for block in text.split("    concurrency:\n")[1:]:
+        assert "github.ref" in block.splitlines()[0]
+    assert "whatever the ref" not in text

@@ -1,9 +1,10 @@
 """A/B in one job: a base revision and the working tree, measured by turns on the same card(s).
 
     perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT]
-                 [--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]
+                 [--report DIR] [--fail-inconclusive] [--strict] [-- PYTEST ARGS]
 
-REF is checked out into a temporary git worktree (removed afterwards, also on an error or Ctrl-C).
+REF is checked out into a temporary git worktree (removed afterwards, also on an error, Ctrl-C or
+SIGTERM; one an earlier ab left, killed, is removed at the start: perfguard/ab/stale.py).
 Each round runs `python -m pytest PYTEST_ARGS --perfguard` once per side, base and head in turn and in
 alternating order (B H, H B, B H, ...: perfguard/ab/sides.py). After N rounds (default 3) each case's
 times are judged on the differences of its two sides' round medians, round by round
@@ -13,6 +14,10 @@ the threshold and its change within its tolerance) gets another round, and only 
 again (--perfguard-cases), until every case is decided, a case has had M rounds, or the next round
 would overrun the budget of the whole ab. A case still undecided then is `inconclusive`, never `same`.
 
+A case the base runs and the head does not (a skip mark, -k, a rename or removal on the head) is
+`missing`: it is not judged, and a pull request could hide its own regression so. Its line is
+always printed; with --strict (CI) it fails the run, as --perfguard-strict fails a missing case.
+
 With -n GPUS the tests are shared out over that many GPUs once, before the first round, and each
 stays on its GPU for every round of both sides (perfguard/ab/shards.py); each shard is a pytest
 process of its own, pinned to its GPU.
@@ -20,6 +25,7 @@ process of its own, pinned to its GPU.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import tempfile
@@ -31,6 +37,7 @@ from typing import TYPE_CHECKING
 from perfguard import defaults
 from perfguard.ab import rounds as rounds_
 from perfguard.ab import shards as shards_
+from perfguard.ab import stale
 from perfguard.ab.sides import (SIDES, Side, import_path, perfguard_shim, repository_root, resolve, schedule,
                                 worktree)
 from perfguard.errors import ConfigError, MeasurementError
@@ -56,6 +63,7 @@ class Settings:
     fail_inconclusive: bool = False
     counter_allowance: Mapping[str, str] | None = None  # the run's (--counter-allowance); a case's counters= overrides it
     baselines: str = defaults.BASELINES_DIR  # where the head's acceptance file lies (store/acceptances.py)
+    strict: bool = False  # --strict: a case the head does not run fails the run
 
 
 def run_ab(
@@ -78,9 +86,15 @@ def run_ab(
     began = time.monotonic()
     here = Path(cwd or os.getcwd()).resolve()
     root = repository_root(here)
+    for path in stale.prune(root):
+        out(f"perfguard ab: removed the worktree {path}, which an ab that is no longer running left behind")
     sha = resolve(root, base_ref)
-    with tempfile.TemporaryDirectory(prefix="perfguard-ab-") as tmp_name, worktree(root, sha, Path(tmp_name) / "base") as tree:
-        tmp = Path(tmp_name)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(stale.sigterm_unwinds())  # SIGTERM too removes the worktree below (ab/stale.py)
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=stale.PREFIX)))
+        stale.claim(tmp)
+        tree = stack.enter_context(worktree(root, sha, tmp / "base"))
+        stack.callback(rounds_.stop_running)  # first: no round's pytest keeps running in a removed checkout
         shim = perfguard_shim(tmp)
         inherited = os.environ.get("PYTHONPATH")
         if not (tree / here.relative_to(root)).is_dir():
@@ -231,7 +245,15 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     accept = words.accept_line(verdicts, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
     if accept:
         out(accept)
-    return exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
+    status = exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
+    gone = sorted({v.case_id for v in verdicts if v.status == "missing"})
+    if gone:
+        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{len(gone)} case(s) ran on the base but not on the head "
+            f"(skipped, deselected, renamed or removed there): not judged: {', '.join(gone)}"
+            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
+        if settings.strict:
+            status = max(status, 1)
+    return status
 
 
 def exit_status(verdicts: Iterable[Verdict], *, fail_inconclusive: bool = False) -> int:

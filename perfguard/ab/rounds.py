@@ -28,10 +28,35 @@ Launch = Callable[[list[str], Path, Mapping[str, str], Path, Path], Callable[[],
 POLL_S = 0.05
 
 
+_RUNNING: set[subprocess.Popen] = set()  # launched and not yet seen to end (stop_running)
+
+
 def launch(cmd: list[str], cwd: Path, env: Mapping[str, str], out: Path, err: Path) -> Callable[[], int | None]:
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=stdout, stderr=stderr)
-    return proc.poll
+    _RUNNING.add(proc)
+
+    def poll() -> int | None:
+        status = proc.poll()
+        if status is not None:
+            _RUNNING.discard(proc)
+        return status
+
+    return poll
+
+
+def stop_running(grace_s: float = 10.0) -> None:
+    """End the processes `launch` started that still run (an ab stopped by Ctrl-C or SIGTERM): terminate,
+    then kill what is still there after `grace_s`."""
+    for proc in list(_RUNNING):
+        proc.terminate()
+    for proc in list(_RUNNING):
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        _RUNNING.discard(proc)
 
 
 @dataclasses.dataclass(frozen=True)

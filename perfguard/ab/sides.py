@@ -62,11 +62,12 @@ def resolve(root: Path, ref: str) -> str:
 
 @contextlib.contextmanager
 def worktree(root: Path, sha: str, path: Path) -> Iterator[Path]:
-    """A detached checkout of `sha` at `path`, removed (and unregistered) however the block ends."""
-    proc = git.run(root, "worktree", "add", "--detach", str(path), sha, timeout=WORKTREE_TIMEOUT_S)
-    if proc.returncode != 0:
-        raise ConfigError(f"cannot check out {sha[:12]} into a worktree: {_last_line(proc.stderr)}")
+    """A detached checkout of `sha` at `path`, removed (and unregistered) however the block ends, also
+    when the checkout itself is cut short (SIGTERM there leaves it registered: ab/stale.py)."""
     try:
+        proc = git.run(root, "worktree", "add", "--detach", str(path), sha, timeout=WORKTREE_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise ConfigError(f"cannot check out {sha[:12]} into a worktree: {_last_line(proc.stderr)}")
         yield path.resolve()
     finally:
         git.run(root, "worktree", "remove", "--force", str(path), timeout=WORKTREE_TIMEOUT_S)

@@ -54,6 +54,23 @@ def compare_counters(
     return verdicts
 
 
+def kinds_above(allowance: Mapping[str, str], ceiling: Mapping[str, str]) -> list[str]:
+    """The counters for which `allowance` allows more growth than `ceiling` (both in
+    parsers.counter_allowance's form; a kind either names falls back on its "*", then on "0"). A count
+    and a percentage cannot be compared without the baseline's count, so an allowance in the other
+    form than its ceiling is above it unless it allows nothing."""
+    def of(spec: Mapping[str, str], kind: str) -> str:
+        return spec.get(kind, spec.get("*", "0"))
+
+    above = []
+    for kind in COUNTER_KINDS:
+        wanted, most = of(allowance, kind), of(ceiling, kind)
+        amount = float(wanted.rstrip("%"))
+        if amount and (wanted.endswith("%") != most.endswith("%") or amount > float(most.rstrip("%"))):
+            above.append(kind)
+    return above
+
+
 def summary(counters: Counters) -> str:
     """"140 kernels, 1 host-device sync, 2 copies (8 B), 312 ATen operators"."""
     parts = []

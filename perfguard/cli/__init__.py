@@ -9,7 +9,7 @@
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]
-    perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] [--report DIR] [-- PYTEST ARGS]
+    perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] [--report DIR] [--strict] [-- PYTEST ARGS]
     perfguard asv-export RUN.json [RUN.json ...] --to DIR [--repo DIR] [--branch NAME] [--commit REV]
     perfguard history DIR [--threshold PCT] [--repo DIR]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from perfguard import defaults, parsers, units
@@ -46,15 +47,20 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _ab(args: argparse.Namespace) -> int:
     from perfguard.ab import Settings, run_ab
+    from perfguard.ab.stale import Terminated
 
     settings = Settings(rounds=args.rounds, max_rounds=args.max_rounds, budget_s=args.budget, shards=args.gpus,
                         threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive,
-                        counter_allowance=args.counter_allowance, baselines=args.baselines)
+                        counter_allowance=args.counter_allowance, baselines=args.baselines, strict=args.strict)
     try:
         return run_ab(args.base, args.pytest_args, settings, report_dir=args.report)
     except KeyboardInterrupt:
         print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
         return 130
+    except Terminated:
+        print("perfguard ab: terminated (SIGTERM); its pytest runs were stopped and the base worktree was removed",
+              file=sys.stderr)
+        return 128 + signal.SIGTERM  # as a shell reports a process that SIGTERM ended
 
 
 def _gpus(text: str) -> int | None:
@@ -75,7 +81,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                  "and the cases not yet decided run again while the budget lasts. Pytest's arguments (test paths, -k, "
                  "--perfguard-budget ...) go after `--`: perfguard ab --base origin/main -- suites/")
     ab.usage = ("perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] "
-                "[--counter-allowance ALLOWANCE] [--report DIR] [--fail-inconclusive] [-- PYTEST ARGS]")
+                "[--counter-allowance ALLOWANCE] [--report DIR] [--fail-inconclusive] [--strict] [-- PYTEST ARGS]")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
     ab.add_argument("--rounds", metavar="N", type=argument(lambda text: parsers.count(text, 2, 100)),
                     default=defaults.AB_ROUNDS,
@@ -92,6 +98,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "for every round of both sides (default: 1)")
     ab.add_argument("--fail-inconclusive", action="store_true",
                     help="exit 1 when a case could not be decided within the budget, as when one regressed")
+    ab.add_argument("--strict", action="store_true",
+                    help="for CI: exit 1 when a case the base runs does not run on the head (skipped, deselected, "
+                    "renamed or removed there), as --perfguard-strict fails a missing case")
     add_option(ab, "perfguard-threshold", default=None,
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
                "or the case's own)")

@@ -38,6 +38,8 @@ class Options:
     counter_allowance: Mapping[str, str] = dataclasses.field(default_factory=dict)  # --perfguard-counter-allowance
     strict: bool = False  # --perfguard-strict (plugin/strict.py)
     max_threshold_pct: float | None = None  # the ceiling on thresholds; None: none (strict: the default threshold)
+    # The ceiling on counter allowances ({kind or "*": "2" or "10%"}); None: none (strict: no growth at all).
+    max_counter_allowance: Mapping[str, str] | None = None
     cases_file: Path | None = None  # --perfguard-cases: run only the node ids it lists
     # The folders as the user named them, for the commands a verdict prints (report/commands.py).
     baselines_arg: str = defaults.BASELINES_DIR
@@ -79,6 +81,7 @@ class Options:
             counter_allowance=_parsed(config, "perfguard-counter-allowance") or {},
             strict=bool(_value(config, "perfguard-strict")),
             max_threshold_pct=_parsed(config, "perfguard-max-threshold"),
+            max_counter_allowance=_parsed(config, "perfguard-max-counter-allowance"),
             cases_file=_cases_file(config),
             baselines_arg=str(_parsed(config, "perfguard-baselines")),
             report_arg=str(_parsed(config, "perfguard-report")),
@@ -97,6 +100,14 @@ class Options:
         if self.max_threshold_pct is None and self.strict:
             return defaults.THRESHOLD_PCT
         return self.max_threshold_pct
+
+    @property
+    def counter_ceiling(self) -> Mapping[str, str] | None:
+        """The most a counter allowance may allow: the one given, else under strict none at all (the default
+        allowance: any growth fails), as the threshold's ceiling is the default threshold."""
+        if self.max_counter_allowance is None and self.strict:
+            return {"*": "0"}
+        return self.max_counter_allowance
 
     def timeout_for(self, budget_s: float) -> float | None:
         """Seconds after which a case of this budget is stopped; None: never."""

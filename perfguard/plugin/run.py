@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def configure(config: pytest.Config, recorder_name: str) -> None:
     """Refuse bad or weakening options; under --perfguard, outside an xdist worker, make and register the recorder."""
     options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
-    if not hasattr(config, "workerinput") and (options.strict or options.max_threshold_pct is not None):
+    if not hasattr(config, "workerinput") and (options.strict or options.max_threshold_pct is not None
+                                                or options.max_counter_allowance is not None):
         from perfguard.plugin import strict  # the controller judges where the options came from
 
         strict.refuse_weakening(config, options)

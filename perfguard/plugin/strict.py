@@ -20,11 +20,13 @@ plugin/selection.py either way).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import socket
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from perfguard.analysis.counting import kinds_above
 from perfguard.plugin.options import Options, source
 
 if TYPE_CHECKING:
@@ -49,20 +51,41 @@ def refuse_weakening(config: pytest.Config, options: Options) -> None:
         if options.update and source(config, "perfguard-update") != "the command line":
             raise pytest.UsageError(f"--perfguard-strict: --perfguard-update comes from {source(config, 'perfguard-update')}, "
                                     "not the command line; a baseline is only rewritten when asked for there")
-        where = source(config, "perfguard-max-threshold")
+        for name, what in (("perfguard-max-threshold", "thresholds"), ("perfguard-max-counter-allowance", "counter allowances")):
+            where = source(config, name)
+            if where not in ("the command line", "the default"):
+                raise pytest.UsageError(f"--perfguard-strict: --{name} comes from {where}; the ceiling on {what} is "
+                                        "only taken from the command line")
+        # An allowance lets a case do more work per call unseen, as a threshold lets it take longer.
+        where = source(config, "perfguard-counter-allowance")
         if where not in ("the command line", "the default"):
-            raise pytest.UsageError(f"--perfguard-strict: --perfguard-max-threshold comes from {where}; the ceiling "
-                                    "on thresholds is only taken from the command line")
+            raise pytest.UsageError(f"--perfguard-strict: --perfguard-counter-allowance comes from {where}, not the "
+                                    "command line; an allowance for counters to grow is only taken from there")
     if ceiling is not None and options.threshold_pct > ceiling:
         raise pytest.UsageError(
             f"--perfguard-threshold {options.threshold_pct:g} (from {source(config, 'perfguard-threshold')}) is above the "
-            f"ceiling of {ceiling:g}% ({_ceiling_source(config)}); lower it, or raise the ceiling on the command line "
-            "with --perfguard-max-threshold")
+            f"ceiling of {ceiling:g}% ({_ceiling_source(config, 'perfguard-max-threshold')}); lower it, or raise the "
+            "ceiling on the command line with --perfguard-max-threshold")
+    most = options.counter_ceiling
+    above = kinds_above(options.counter_allowance, most) if most is not None else []
+    if above:
+        raise pytest.UsageError(
+            f"--perfguard-counter-allowance {shown_allowance(options.counter_allowance)} (from "
+            f"{source(config, 'perfguard-counter-allowance')}) is above the ceiling of {shown_allowance(most)} "
+            f"({_ceiling_source(config, 'perfguard-max-counter-allowance')}) for {', '.join(above)}; lower it, or raise "
+            "the ceiling on the command line with --perfguard-max-counter-allowance")
 
 
-def _ceiling_source(config: pytest.Config) -> str:
-    where = source(config, "perfguard-max-threshold")
-    return "--perfguard-strict's default" if where == "the default" else f"--perfguard-max-threshold, from {where}"
+def shown_allowance(allowance: Mapping[str, str]) -> str:
+    """A counter allowance as it is written: "1000%", "kernels=2,aten_ops=5%"; "0" for none."""
+    if set(allowance) == {"*"}:
+        return allowance["*"]
+    return ",".join(f"{kind}={value}" for kind, value in allowance.items()) or "0"
+
+
+def _ceiling_source(config: pytest.Config, name: str) -> str:
+    where = source(config, name)
+    return "--perfguard-strict's default" if where == "the default" else f"--{name}, from {where}"
 
 
 class Watch:
@@ -121,7 +144,9 @@ class Watch:
             if value:
                 facts.append(Fact(f"{flag} {value!r} (from {_selection_source(self.config, flag)}) selects which cases run: "
                                   "the cases it leaves out are not judged"))
+        facts += _host_named(options, [device for device, _, _ in baselines.values()])
         facts += self._thresholds(options, results)
+        facts += _counter_allowances(options, results)
         return facts
 
     def _settings(self, options: Options, results: list[CaseResult],
@@ -130,8 +155,11 @@ class Watch:
         ceiling = options.ceiling_pct
         return (f"gate: threshold {options.threshold_pct:g}% (from {source(self.config, 'perfguard-threshold')})"
                 + (f", ceiling {ceiling:g}%" if ceiling is not None else "")
+                + (f"; counter allowance {shown_allowance(options.counter_allowance)} (from "
+                   f"{source(self.config, 'perfguard-counter-allowance')})" if options.counter_allowance else "")
                 + f"; baseline {', '.join(files)}; {len(results)} case(s) ran"
                 + (f", {len(self.skipped)} skipped" if self.skipped else "")
+                + _identity(options, [device for device, _, _ in baselines.values()])
                 + ("; strict" if options.strict else "; not strict (--perfguard-strict makes each line below fail the run)"))
 
     def _thresholds(self, options: Options, results: list[CaseResult]) -> list[Fact]:
@@ -144,6 +172,43 @@ class Watch:
                 facts.append(Fact(f"{r.id} sets threshold={r.threshold:g}, above the run's {options.threshold_pct:g}%"
                                   + (f" and the ceiling of {ceiling:g}%" if over else ""), fails=over))
         return facts
+
+
+def _identity(options: Options, devices: Sequence[DeviceInfo]) -> str:
+    """Which machine the baseline's runs are matched against (analysis/noise.py: a card by its UUID, a
+    CPU by its host), and where that name came from: it decides whose runs judge a case."""
+    names = [f"card {d.uuid} (its UUID)" if d.uuid else
+             f"host {d.host} ({'from PERFGUARD_HOST' if options.host else 'its hostname'})" for d in devices]
+    return f"; judged as {_named(sorted(set(names)))}" if names else ""
+
+
+def _host_named(options: Options, devices: Sequence[DeviceInfo]) -> list[Fact]:
+    """PERFGUARD_HOST, a line: the environment (which a conftest can change too) names the machine. On a
+    CPU the name decides whose runs judge a case (a host with its own runs in the baseline, by them
+    alone; another, by the fleet's wider spread), so under strict it fails the run there."""
+    if not options.host:
+        return []
+    by_host = [d for d in devices if not d.uuid]
+    return [Fact(f"PERFGUARD_HOST={options.host!r} names this machine (its hostname is {socket.gethostname()!r})"
+                 + (": the baseline's runs of that name, not a measured identity, decide whose runs judge its CPU cases; "
+                    "unset it in the job's environment" if by_host else ": its GPUs are known by their UUIDs"),
+                 fails=bool(by_host))]
+
+
+def _counter_allowances(options: Options, results: list[CaseResult]) -> list[Fact]:
+    """Cases whose own counters= allows more than the run's allowance: a line each; above the ceiling
+    (under strict, by default: any growth), a failure under strict."""
+    run, most = options.counter_allowance, options.counter_ceiling
+    facts = []
+    for r in sorted(results, key=lambda r: r.id):
+        own = {**run, **r.counter_allowance}  # the case's overrides the run's kind by kind (analysis/counting.py)
+        if not r.counter_allowance or not kinds_above(own, run):
+            continue
+        over = kinds_above(own, most) if most is not None else []
+        facts.append(Fact(f"{r.id} sets counters={shown_allowance(r.counter_allowance)}, above the run's allowance of "
+                          f"{shown_allowance(run)}" + (f" and the ceiling of {shown_allowance(most)} for {', '.join(over)}"
+                                                       if over else ""), fails=bool(over)))
+    return facts
 
 
 def _is_perf(keywords: Any) -> bool:
