@@ -158,10 +158,6 @@ def _sizes(v: Verdict) -> str:
     return f"{units.size(v.baseline)} → {units.size(v.current)} ({change}, deterministic)"
 
 
-def _memory(v: Verdict) -> str:
-    return _sizes(v)
-
-
 def _held(v: Verdict) -> str:
     """What stays allocated between calls, where it moved with the footprint."""
     if not v.held_bytes:
@@ -202,10 +198,13 @@ _TIME: dict[str, Callable[[Verdict], str]] = {
     "not_measured": _missing, "not_in_baseline": _new_case, "kind_not_in_baseline": _new_kind, "no_spread": _no_spread,
     "accepted": _outside,
 }
+def _bytes(v: Verdict) -> str:
+    return _retained(v) if v.metric == "retained_memory" else _sizes(v)
+
+
 _MEMORY: dict[str, Callable[[Verdict], str]] = {
-    "outside": lambda v: _retained(v) if v.metric == "retained_memory" else _memory(v),
-    "within": lambda v: _retained(v) if v.metric == "retained_memory" else _memory(v),
-    "leak": _retained, "both_leak": _both_leak, "figure_not_in_baseline": _new_figure, "accepted": _memory,
+    "outside": _bytes, "within": _bytes, "leak": _retained, "both_leak": _both_leak,
+    "figure_not_in_baseline": _new_figure, "accepted": _bytes,
 }
 
 
