@@ -9,6 +9,7 @@ the HTML holds is what a pull request's comment would show.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -22,8 +23,15 @@ import yaml
 from cmarkgfm.cmark import Options
 
 from perfguard.analysis.stats import timing
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.cli import main
+from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
+from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
+
+from test_report_render import H200
+from test_report_render import record as gpu_record
+from test_report_render import result as gpu_result
+from test_report_render import verdict as gpu_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654")
@@ -150,3 +158,31 @@ def test_the_comment_jobs_cut_leaves_no_code_span_open_wherever_it_falls(tmp_pat
     assert any("_Cut to fit" not in tail for tail in tails)  # and past the end: the summary whole
     for tail in tails:
         assert live(markdown_html(tail), allowed_link=link) == [], tail[-300:]
+
+
+# --- 2. bidi and zero-width characters are shown, not obeyed ----------------------------------------
+
+# Bidi embeddings, overrides and isolates, the marks, and the zero-width characters.
+INVISIBLE = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff"
+
+
+def test_bidi_and_zero_width_characters_show_as_escapes_on_every_surface(tmp_path, capsys):
+    """Chromium showed `mul\\u202e4202-regressed` as `muldesserger-2024`, and the reversal ran on into the
+    slug beside the device's name and the roofline's caption."""
+    case_id = f"mul\u202e4202-regressed[n=1{INVISIBLE}]"
+    device = dataclasses.replace(H200, name=f"NVIDIA\u202e H200{INVISIBLE}")
+    run = gpu_record(gpu_result(case_id, params={"mode": f"a\u202eb\x1bc{INVISIBLE}"}), devices=(device,),
+                     verdicts=(gpu_verdict(case_id, "regressed", 12.0),))
+    path = tmp_path / "perfguard.json"
+    path.write_text(dumps(run))
+    assert main(["show", str(path)]) == 0
+    # (The pytest summary prints each line through the same inert.line: tests/test_inert_text.py.)
+    surfaces = {"HTML": render_html([run]), "Markdown": render_markdown([run]), "perfguard show": capsys.readouterr().out}
+    for surface, text in surfaces.items():
+        # The Markdown's own zero-width spaces (after an `@`, a `:` of `://`) break GitHub's autolinks.
+        raw = sorted(f"U+{ord(c):04X}" for c in set(text) if c in INVISIBLE + "\x1b" and not (surface == "Markdown" and c == "\u200b"))
+        assert raw == [], surface
+        assert "mul\\u202e4202-regressed" in text and "\\u2066" in text, surface
+    page = surfaces["HTML"]
+    assert "<figcaption><b>NVIDIA\\u202e H200\\u202a" in page  # the roofline's caption
+    assert "a\\u202eb\\x1bc" in page  # the parameters cell
