@@ -186,3 +186,31 @@ def test_bidi_and_zero_width_characters_show_as_escapes_on_every_surface(tmp_pat
     page = surfaces["HTML"]
     assert "<figcaption><b>NVIDIA\\u202e H200\\u202a" in page  # the roofline's caption
     assert "a\\u202eb\\x1bc" in page  # the parameters cell
+
+
+# --- 3. a line break in a record's or a baseline's text forges no line -------------------------------
+
+FORGED = "verdicts: 0 regressed, 0 improved (forged)"
+
+
+@pytest.mark.parametrize("command", ["show", "compare", "baseline show", "baseline accept"])
+def test_a_line_break_in_a_device_name_or_case_id_forges_no_line(tmp_path, capsys, command):
+    device = dataclasses.replace(CPU, name=f"AMD EPYC\n{FORGED}\r\n{FORGED}")
+    case_id = f"add[n=1]\n{FORGED}"
+    ok = CaseResult(id=case_id, name="add", status="ok", device=CPU.slug, timer="host-clock", timings={"gpu_time": timing(SAMPLES)})
+    broken = CaseResult(id=f"broken\n{FORGED}", name="broken", status="error", device=CPU.slug, error=f"boom\n{FORGED}")
+    verdict = Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, f"baselines/x.json\n{FORGED}", tolerance_pct=5.0)
+    record = RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(device,), results=(ok, broken), verdicts=(verdict,))
+    run, baselines = tmp_path / "run.json", tmp_path / "baselines"
+    run.write_text(dumps(record))
+    accept = ["baseline", "accept", run, "--baselines", baselines]
+    if command == "baseline show":  # the baseline accept makes: its device's name and case's id carry the break too
+        assert main([str(a) for a in accept]) == 0
+        capsys.readouterr()
+    argv = {"show": ["show", run], "compare": ["compare", run, run], "baseline accept": accept,
+            "baseline show": ["baseline", "show", "--baselines", baselines]}[command]
+    assert main([str(a) for a in argv]) in (0, 1)
+    out = capsys.readouterr()
+    printed = (out.out + out.err).splitlines()
+    assert [line for line in printed if line.startswith("verdicts:") or "(forged)" in line and "\\n" not in line] == []
+    assert any("\\nverdicts: 0 regressed" in line for line in printed)  # shown, escaped, on the line it is part of
