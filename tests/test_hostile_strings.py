@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import subprocess
+import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -24,10 +25,11 @@ from cmarkgfm.cmark import Options
 
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
+from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps, loads_record
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
+from test_bad_input import failure_lines
 from test_report_render import H200
 from test_report_render import record as gpu_record
 from test_report_render import result as gpu_result
@@ -214,3 +216,26 @@ def test_a_line_break_in_a_device_name_or_case_id_forges_no_line(tmp_path, capsy
     printed = (out.out + out.err).splitlines()
     assert [line for line in printed if line.startswith("verdicts:") or "(forged)" in line and "\\n" not in line] == []
     assert any("\\nverdicts: 0 regressed" in line for line in printed)  # shown, escaped, on the line it is part of
+
+
+# --- 4. a case's failure line keeps its exception's whole message ------------------------------------
+
+RAISES = """
+    from perfguard import perf_case
+
+    @perf_case
+    def shapes(device):
+        raise ValueError("shapes differ:\\r\\n  expected (4, 8)\\n  got (4, 9)\\rsee the docs")
+"""
+
+
+@pytest.mark.parametrize("mode", ["smoke", "measure"])
+def test_a_cases_failure_line_keeps_the_whole_message_of_its_exception_escaped(tmp_path, run_pytest, mode):
+    (tmp_path / "test_raises.py").write_text(textwrap.dedent(RAISES))
+    result = run_pytest(tmp_path, *(("--perfguard", "--perfguard-budget", "0.1") if mode == "measure" else ()))
+    result.assert_outcomes(failed=1)
+    whole = "shapes: setup raised ValueError: shapes differ:\\r\\n  expected (4, 8)\\n  got (4, 9)\\rsee the docs"
+    assert failure_lines(result, "shapes")[0] == whole
+    if mode == "measure":  # the record's error begins with the same line, the user's frames below it
+        error = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record").results[0].error
+        assert error.splitlines()[0] == whole
