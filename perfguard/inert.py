@@ -11,7 +11,9 @@ overrides, zero-width marks, U+2028) is shown as its escape (`\\x1b`, `\\r`, `\\
 would start the line gets a `\\` in front of it, and `##[` becomes `##\\[`. perfguard's own text holds
 none of these, so applying it to whole lines changes only what came from data.
 
-Markdown has its own escaping (report/markdown.py); the HTML is jinja2's autoescape (report/html.py).
+The same `printable` makes these characters visible on every other surface: the Markdown (each field,
+then its own escaping: report/markdown.py) and the HTML report (`in_page`, each value before jinja2's
+autoescape: report/html.py), where a raw U+202E would reverse the text after it on screen.
 """
 
 from __future__ import annotations
@@ -32,9 +34,19 @@ _COMMAND_START = re.compile(r"\s*::")
 _LEGACY_COMMAND = "##["
 
 
-def printable(text: object) -> str:
-    """`text` with each character a terminal would act on, or not show, written as its escape."""
-    return "".join(_escape(c) for c in str(text))
+def printable(text: object, keep: str = "") -> str:
+    """`text` with each character a terminal would act on, or not show, written as its escape; the
+    characters in `keep` (a page's line breaks) stay as they are."""
+    return "".join(c if c in keep else _escape(c) for c in str(text))
+
+
+def in_page(value: object) -> object:
+    """A value as the HTML report shows it (jinja2's `finalize`, before autoescaping): text as `printable`
+    makes it, its line breaks kept (a message's lines in <pre>, a tooltip's); markup, which is the
+    report's own (its CSS, its script, what its macros made of values shown already), as it is."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return printable(value, keep="\n")
+    return value
 
 
 def line(text: object) -> str:

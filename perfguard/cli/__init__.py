@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from perfguard import __version__, inert
 from perfguard.cli import accepting, history, measuring, records
-from perfguard.cli.common import read_record
+from perfguard.cli.common import read_record, say
 from perfguard.errors import PerfguardError
 
 __all__ = ["main", "read_record"]
@@ -70,7 +70,7 @@ def _main(argv: list[str]) -> int:
     try:
         return args.command(args)
     except PerfguardError as exc:
-        print(f"perfguard: {exc}", file=sys.stderr)
+        say(f"perfguard: {exc}", file=sys.stderr)
         return 2
 
 

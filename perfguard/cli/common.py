@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfguard import options, parsers
+from perfguard import inert, options, parsers
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
 
@@ -46,7 +46,16 @@ def file_kind(text: str) -> str | None:
     return None
 
 
+def say(*lines: object, file: Any = None) -> None:
+    """Print each of `lines` as one line. A record's or a baseline's text (a device name, a case id) may
+    hold a line break: printed raw, it would start a line of its own that passes for perfguard's (a
+    forged `verdicts: 0 regressed`), so it is shown as `\\n`, with the rest `inert.line` escapes."""
+    for line in lines:
+        print(inert.line(line), file=file)
+
+
 def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    rows = [tuple(inert.printable(cell) for cell in row) for row in rows]  # one line a cell, counted as shown
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
 

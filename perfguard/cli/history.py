@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfguard.cli.common import add_option, command, read_record
+from perfguard.cli.common import add_option, command, read_record, say
 
 
 def _asv_export(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def _history(args: argparse.Namespace) -> int:
 
     history = find_drifts(args.dir, threshold_pct=args.threshold, repo=args.repo)
     for drift in history.drifts:
-        print(f"drift  {drift.message}")
+        say(f"drift  {drift.message}")
     skipped = f"; {history.off_branch} result file(s) off the branches skipped" if history.off_branch else ""
     print(f"perfguard: {len(history.drifts)} drift(s) in {history.series} series over {history.commits} commit(s){skipped}")
     return 1 if history.drifts else 0

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perfguard import defaults, units
-from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record
+from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, say
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, RunRecord, names
 from perfguard.report import words
@@ -18,7 +18,7 @@ from perfguard.report import words
 def _show(args: argparse.Namespace) -> int:
     from perfguard.report.terminal import record_lines
 
-    print("\n".join(record_lines(read_record(args.run))))
+    say(*record_lines(read_record(args.run)))
     return 0
 
 
@@ -41,17 +41,17 @@ def _baseline_show(args: argparse.Namespace) -> int:
         try:
             baseline = load_file(path)
         except BaselineError as exc:  # one bad file should not hide the others
-            print(f"perfguard: {exc}", file=sys.stderr)
+            say(f"perfguard: {exc}", file=sys.stderr)
             status = 2
             continue
         assert baseline is not None  # it was listed a moment ago
         versions = ", ".join(f"{k} {v}" for k, v in sorted(baseline.device.fingerprint().items()) if v)
-        print(f"{path}: {baseline.device.name} ({baseline.device.slug}), {len(baseline.cases)} case(s)"
+        say(f"{path}: {baseline.device.name} ({baseline.device.slug}), {len(baseline.cases)} case(s)"
               + (f"; {versions}" if versions else ""))
         cal = baseline.calibration
         if cal:
             rates = ", ".join(f"{k} {units.number(v, 2)}" for k, v in cal.tflops.items())
-            print(f"  calibrated {cal.measured_at}: copy {units.number(cal.copy_gbps)} GB/s; matmul TFLOP/s {rates}")
+            say(f"  calibrated {cal.measured_at}: copy {units.number(cal.copy_gbps)} GB/s; matmul TFLOP/s {rates}")
         status = max(status, _judged(baseline, args))
     return status
 
@@ -71,14 +71,10 @@ def _judged(baseline: BaselineFile, args: argparse.Namespace) -> int:
     threshold = defaults.THRESHOLD_PCT if args.threshold is None else args.threshold
     views = [bv.case_view(case_id, e, threshold, card) for case_id, e in sorted(baseline.cases.items())]
     letters = bv.card_letters(baseline)
-    for line in bv.viewpoint(card, threshold):
-        print(f"  {line}")
-    for line in bv.legend(baseline, letters):
-        print(f"  card {line}")
-    for line in columns(bv.HEADER, [bv.row(v, letters) for v in views]):
-        print(f"  {line}")
-    for line in bv.left_out_lines(views):
-        print(f"  {line}")
+    say(*(f"  {line}" for line in bv.viewpoint(card, threshold)))
+    say(*(f"  card {line}" for line in bv.legend(baseline, letters)))
+    say(*(f"  {line}" for line in columns(bv.HEADER, [bv.row(v, letters) for v in views])))
+    say(*(f"  {line}" for line in bv.left_out_lines(views)))
     return 0
 
 
@@ -108,7 +104,7 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         results = [r for r in record.results if not wanted or r.id in wanted]
         for r in results:
             if r.status != "ok":
-                print(f"skipped {r.id}: not measured (status {r.status}) in {path}")
+                say(f"skipped {r.id}: not measured (status {r.status}) in {path}")
         listed = {d.slug: d for d in record.devices}
         by_device: dict[str, list[CaseResult]] = {}
         for r in results:
@@ -135,8 +131,7 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         added, left = len(cases & admission.added), len(cases - admission.added)
         print(f"{path}: runs of {added} case(s) added from {units.plural(len(runs), 'record')}"
               + (f"; {left} case(s) left as they were (below)" if left else ""))
-    for line in admission.lines:
-        print(line)
+    say(*admission.lines)
     return 0
 
 
@@ -212,8 +207,7 @@ def _baseline_merge(args: argparse.Namespace) -> int:
     admission = Admission()
     path = merge_files(args.baselines, others, keep_runs=args.keep_runs, admission=admission, names=args.files)
     print(f"merged {len(others)} file(s) into {path}")
-    for line in admission.lines:
-        print(line)
+    say(*admission.lines)
     return 0
 
 
@@ -239,9 +233,9 @@ def _compare(args: argparse.Namespace) -> int:
         counter_allowance=args.counter_allowance,
     ))
     for v in verdicts:
-        print(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
+        say(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
     tally = verdict.counts(verdicts)
-    print(f"perfguard: {verdict_count(verdicts, tally)}")
+    say(f"perfguard: {verdict_count(verdicts, tally)}")
     return 1 if decide.failing(verdicts, fail_inconclusive=args.fail_inconclusive) else 0
 
 

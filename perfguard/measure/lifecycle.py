@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from perfguard import inert
 from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError, first_line
 from perfguard.measure.torch_state import TorchState
@@ -80,7 +81,7 @@ def guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
             "make the case smaller or limit it with device_kinds"
         )
     except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
-        message = f"{where}: {stage} raised {type(exc).__name__}: {_first_line(exc)}\n{user_traceback(exc)}"
+        message = f"{where}: {stage} raised {type(exc).__name__}: {_whole_message(exc)}\n{user_traceback(exc)}"
     except SystemExit as exc:  # sys.exit() would end pytest's test with a traceback of pytest's frames
         message = (f"{where}: {stage} called sys.exit({exc.code!r}); a case must return (or raise), not exit\n"
                    f"{user_traceback(exc)}")
@@ -142,6 +143,12 @@ def _non_finite(out: Any, depth: int = 2) -> bool:
 
 def _first_line(exc: BaseException) -> str:
     return first_line(str(exc), type(exc).__name__)
+
+
+def _whole_message(exc: BaseException) -> str:
+    """The exception's whole message, on the failure line: its line breaks shown as `\\n`, never cut at the
+    first one, where what went wrong often is the rest (a shape mismatch's second line, a check's detail)."""
+    return inert.printable(str(exc).strip()) or type(exc).__name__
 
 
 def user_traceback(exc: BaseException) -> str:

@@ -15,6 +15,8 @@ import re
 import shutil
 from collections.abc import Sequence
 
+from perfguard import inert
+
 GAP = "  "
 # What a cell holds when the case has no such figure.
 EMPTY = ("", "-", "n/a")
@@ -54,6 +56,8 @@ def terminal_width() -> int:
 def fit(header: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> Fitted:
     """`rows` under `header` (its first column the case id), in `width` characters (None: the terminal's)."""
     width = terminal_width() if width is None else width
+    # A cell is one line, counted as it is shown: a line break in a record's case id is `\\n` (perfguard.inert).
+    rows = [tuple(inert.printable(cell) for cell in row) for row in rows]
     keep = [i for i, name in enumerate(header) if name in KEPT or any(row[i] not in EMPTY for row in rows)]
     # The id gets what the columns a verdict needs leave, up to half the width: the rest is the figures'.
     needed = [i for i in keep if i and header[i] in (*KEPT, *NEEDED)]

@@ -3,7 +3,8 @@
 CSS, JavaScript and SVG are inline and a Content-Security-Policy forbids every fetch, so the page
 works from a zip on a laptop with no network. The policy runs only the report's own script, named by
 its hash: no inline script or event attribute anywhere else, and no `javascript:` link, would run.
-Autoescaping is on for everything: a case id or parameter holding HTML is shown as text. Sorting, filtering and the per-case detail rows are plain
+Autoescaping is on for everything: a case id or parameter holding HTML is shown as text, and one
+holding a bidi override or a zero-width character shows it as its escape (`inert.in_page`). Sorting, filtering and the per-case detail rows are plain
 JavaScript over a server-rendered table, so every case is in the page even with scripts off.
 """
 
@@ -17,7 +18,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfguard import units
+from perfguard import inert, units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, view, words, work
@@ -286,6 +287,7 @@ def _environment() -> Any:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
+        finalize=inert.in_page,  # bidi overrides, zero-width and control characters shown as escapes
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,

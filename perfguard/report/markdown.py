@@ -31,12 +31,17 @@ if TYPE_CHECKING:
 
 LIMIT_BYTES = 60_000
 RESERVE_BYTES = 2_000  # kept for headings, the "… and N more" lines and the closing tags
-ITEM_CHARS = 400  # an error's line at most (its first line can be long)
+ITEM_CHARS = 400  # an error's message at most, escaped (its first line can be long)
 FIELD_CHARS = 300  # one id, name or error at most, before escaping
 # A verdict's words (and perfguard's other lines: notes, advice) are never cut in the figures: perfguard's longest (a counter's, five names and four
 # version changes) is under 1,000 characters. Past this only record text inside them (a baseline's path)
 # is hostile, and the cut falls between words.
 WORDS_CHARS = 2_000
+# cmark-gfm (GitHub's renderer) takes no run of more than 80 backticks for a code span's fence: the
+# backticks are then text, and what the span held (`![x](…)`, `@name`) is rendered live. A value
+# with a run this long or longer is written as escaped text instead; well under 80, so that a
+# renderer with a lower limit is safe too.
+CODE_TICKS = 16
 # Where GitHub would make a link, a mention or a cross-reference out of plain text: `@name`,
 # `user@host`, `scheme://`, `www.`, `#123`. A zero-width space goes at each of these points.
 _AUTOLINKED = re.compile(r"(?<=@)(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=#)(?=\d)", re.IGNORECASE)
@@ -124,7 +129,8 @@ def _item(e: Entry, device: Device, multi: bool) -> str:
     head = f"- {_md(e.case_id, code=True)}{where}"
     r = e.result
     if e.status == "error":
-        return _clip(f"{head}: {_md((r.error or 'errored').splitlines()[0] if r else 'errored')}")
+        # Only the message is clipped: a cut in the id's code span would leave it open, and its rest live.
+        return f"{head}: {_clip(_md((r.error or 'errored').splitlines()[0] if r else 'errored'))}"
     if e.status == "new":
         gbps, tflops = view.metric(r, "gbps"), view.metric(r, "tflops")
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
@@ -218,15 +224,26 @@ def _md(value: object, *, code: bool = False, table: bool = False, limit: int = 
     an inline code span that holds any text (HTML inside a code span is shown, not rendered; GitHub
     links and mentions nothing in it); `table`: also safe inside a table cell."""
     s = _cut(value, limit)
-    if code:
-        ticks = "`"
-        while ticks in s:
-            ticks += "`"
-        pad = " " if s.startswith("`") or s.endswith("`") or ticks != "`" else ""
-        out = f"{ticks}{pad}{s}{pad}{ticks}"
-    else:
-        out = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        for c in "\\`*_[]~":
-            out = out.replace(c, "\\" + c)
-        out = _AUTOLINKED.sub(_ZWSP, out)
+    out = _code(s) if code and _longest_run(s, "`") < CODE_TICKS else _text(s)
     return out.replace("|", "\\|") if table else out
+
+
+def _code(s: str) -> str:
+    """`s` as a code span: fenced by one backtick more than its longest run of them, so no run inside
+    closes it. A space pads a span that holds a backtick or starts or ends with a space: GitHub strips
+    one space from each end of a span that has one at both, so the pad is what goes."""
+    ticks = "`" * (_longest_run(s, "`") + 1)
+    pad = " " if ticks != "`" or s[:1] == " " or s[-1:] == " " else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def _text(s: str) -> str:
+    """`s` as plain text: no HTML, emphasis, link, image, autolink or mention in it."""
+    out = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for c in "\\`*_[]~":
+        out = out.replace(c, "\\" + c)
+    return _AUTOLINKED.sub(_ZWSP, out)
+
+
+def _longest_run(s: str, c: str) -> int:
+    return max((len(run) for run in re.findall(f"{re.escape(c)}+", s)), default=0)

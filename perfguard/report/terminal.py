@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from perfguard import units
+from perfguard import inert, units
 from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
@@ -147,7 +147,9 @@ def summary(
         for change in sorted({c for v in quiet for c in v.env_mismatch}):
             n = len({v.case_id for v in quiet if change in v.env_mismatch})
             lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
-    return lines
+    # Each line one line: a line break in a record's text (a device name, a case id) would otherwise start
+    # one that passes for perfguard's own (`verdicts: 0 regressed`) wherever the lines are printed.
+    return [(inert.printable(line), style) for line, style in lines]
 
 
 def verdict_count(verdicts: Sequence[Verdict], tally: dict[str, int]) -> str:
