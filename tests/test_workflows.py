@@ -367,11 +367,12 @@ def test_a_jobs_venv_runs_no_pth_file_from_the_runners_user_site(wf, tmp_path, n
     user_site = subprocess.run([sys.executable, "-c", "import site; print(site.getusersitepackages())"],
                                env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
                                check=True).stdout.strip()
+    base = {"HOME": str(home), "PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path)}
+    subprocess.run(["bash", "-c", make_venv], env=base, check=True, timeout=120)
+    # Planted after the venv is made: the Python that makes it (outside a venv, the user site on) would run it.
     Path(user_site).mkdir(parents=True)
     ran = tmp_path / "the .pth file ran"
     Path(user_site, "dropped-by-an-earlier-job.pth").write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
-    base = {"HOME": str(home), "PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path)}
-    subprocess.run(["bash", "-c", make_venv], env=base, check=True, timeout=120)
     python = tmp_path / "perfguard-venv" / "bin" / "python"
     job_env = {**base, **{k: str(v) for k, v in wf["env"].items()}, **wf["jobs"][name].get("env", {})}
     subprocess.run([str(python), "-c", "pass"], env=job_env, check=True, timeout=60)

@@ -70,7 +70,10 @@ def worktree(root: Path, sha: str, path: Path) -> Iterator[Path]:
             raise ConfigError(f"cannot check out {sha[:12]} into a worktree: {_last_line(proc.stderr)}")
         yield path.resolve()
     finally:
-        git.run(root, "worktree", "remove", "--force", str(path), timeout=WORKTREE_TIMEOUT_S)
+        # A checkout cut short leaves its worktree locked ("initializing"), which neither a plain
+        # `remove --force` nor `prune` touches: unlock it first, and force twice (git's word for locked).
+        git.run(root, "worktree", "unlock", str(path), timeout=WORKTREE_TIMEOUT_S)
+        git.run(root, "worktree", "remove", "--force", "--force", str(path), timeout=WORKTREE_TIMEOUT_S)
         shutil.rmtree(path, ignore_errors=True)
         git.run(root, "worktree", "prune")
 

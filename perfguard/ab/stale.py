@@ -71,7 +71,8 @@ def prune(root: Path) -> list[Path]:
         folder = path.parent
         if folder.parent.resolve() != temp or not folder.name.startswith(PREFIX) or _owner_alive(folder):
             continue
-        git.run(root, "worktree", "remove", "--force", str(path))
+        git.run(root, "worktree", "unlock", str(path))  # a checkout cut short is locked ("initializing")
+        git.run(root, "worktree", "remove", "--force", "--force", str(path))
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(path)
     if removed:
