@@ -105,3 +105,27 @@ def test_the_verdict_count_says_there_is_one_verdict_per_metric_not_per_case():
     per_metric = [dataclasses.replace(verdict(c, "same"), metric=m) for c in "ab" for m in ("gpu_time", "kernels", "peak_memory")]
     lines = [line for line, _ in summary([result("a", 1.0), result("b", 1.0)], (), RunRecord("now", "0", verdicts=tuple(per_metric)))]
     assert "6 verdicts (one per metric) for 2 cases: 0 regressed, 0 unstable, 0 inconclusive, 0 improved, 0 missing, 0 new, 6 same" in lines
+
+
+def test_a_card_the_baseline_has_not_seen_gets_one_line_for_its_times_on_every_surface():
+    # Issue 31: 40 cases on a card none of the baseline's runs came from; their times inconclusive,
+    # judged by the fleet's runs; their counters and memory judged exactly. One line says so, with what
+    # would decide the times, in the terminal, the Markdown and the HTML alike, not a line per case.
+    from perfguard.report.html import render_html
+
+    cases = [f"op[n={i}]" for i in range(40)]
+    verdicts = tuple(v for c in cases for v in (
+        dataclasses.replace(verdict(c, "inconclusive"), judged_by="fleet", judged_sources=4, own_runs=0, detectable_pct=6.0,
+                            tolerance_pct=5.0, reason="blind"),
+        Verdict(c, "peak_memory", "same", 1024.0, 1024.0, 0.0, 5.0, "b.json", reason="within")))
+    record = RunRecord("2026-12-02T00:00:00+00:00", "0", results=tuple(result(c, 1.0) for c in cases), verdicts=verdicts)
+    lines = [line for line, _ in summary(record.results, (), record)]
+    said = [line for line in lines if "not in the baseline" in line]
+    assert said == ["this card is not in the baseline for 40 cases: their counters and memory are judged exactly against "
+                    "the fleet's (40 verdicts, 0 regressed), their times against the fleet's runs and the spread between "
+                    "cards: 40 time verdict(s) inconclusive (median detectable change 6.0%); to decide them, record 3 runs "
+                    "of this card into the baseline (`pytest --perfguard --perfguard-update`, three times) or judge a pull "
+                    "request with `perfguard ab`"]
+    assert not [line for line in lines if line.startswith("op[n=") and "inconclusive:" in line]
+    assert "this card is not in the baseline for 40 cases" in render_markdown([record])
+    assert "this card is not in the baseline for 40 cases" in render_html([record])

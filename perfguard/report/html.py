@@ -123,6 +123,7 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
     notes += run_notes.run_lines(records)
+    notes += run_notes.once([run_notes.unseen_card_line(v for r in records for v in r.verdicts)])
     notes += case_lines(e.result for e in merged.entries() if e.result)
     notes += [line for line in [regime_line(e.result for e in merged.entries() if e.result)] if line]
     advice, scaling = _advice(merged, devices, fits)

@@ -76,6 +76,9 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         out.force("", f"**{_md(line, limit=WORDS_CHARS)}**")
     # The gate's settings and what kept cases from being judged (plugin/strict.py), as the run printed them.
     gate = notes.gate_lines(records)
+    unseen = notes.unseen_card_line(v for r in records for v in r.verdicts)
+    if unseen:
+        out.force("", f"**{_md(unseen, limit=WORDS_CHARS)}**")
     if gate:
         out.force("", *(f"- {_md(line, limit=WORDS_CHARS)}" for line in gate))
     multi = len(devices) > 1

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from perfguard.model import CaseResult, RunRecord
+from perfguard import units
+from perfguard.model import TIME_METRICS, CaseResult, RunRecord, Verdict
 from perfguard.report.advice import cpu_line, run_line
 
 
@@ -38,3 +39,25 @@ def cpu_note(results: Iterable[CaseResult], records: Sequence[RunRecord]) -> str
     agreed = {key: value for key, value in (timed[0].options.items() if timed else ())
               if all(r.options.get(key, object()) == value for r in timed[1:])}
     return cpu_line(results, agreed)
+
+
+def unseen_card_line(verdicts: Iterable[Verdict]) -> str | None:
+    """One line for the cases a run measured on a card (on a CPU, a host) none of the baseline's runs
+    came from: what is judged exactly there (counts and memory do not depend on the card) and what
+    its times, judged against the fleet's runs and the card-to-card spread, could not decide, with
+    what would decide them. None where no time was judged so."""
+    verdicts = list(verdicts)
+    unseen = {v.case_id for v in verdicts if v.metric in TIME_METRICS and v.judged_by == "fleet" and not v.own_runs}
+    if not unseen:
+        return None
+    source = next(v.source for v in verdicts if v.case_id in unseen and v.metric in TIME_METRICS and v.judged_by)
+    exact = [v for v in verdicts if v.case_id in unseen and v.metric not in TIME_METRICS and v.compared]
+    blind = [v for v in verdicts if v.case_id in unseen and v.metric in TIME_METRICS and v.status == "inconclusive"]
+    detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)
+    median = f" (median detectable change {detects[len(detects) // 2]:.1f}%)" if detects else ""
+    regressed = sum(v.status == "regressed" for v in exact)
+    return (f"this {source} is not in the baseline for {units.plural(len(unseen), 'case')}: their counters and memory "
+            f"are judged exactly against the fleet's ({units.plural(len(exact), 'verdict')}, {regressed} regressed), "
+            f"their times against the fleet's runs and the spread between {source}s: "
+            f"{len(blind)} time verdict(s) inconclusive{median}; to decide them, record 3 runs of this {source} into the "
+            f"baseline (`pytest --perfguard --perfguard-update`, three times) or judge a pull request with `perfguard ab`")

@@ -10,7 +10,7 @@ from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.model import tally as model_tally
-from perfguard.report import fitting, words, work
+from perfguard.report import fitting, notes, words, work
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -180,7 +180,12 @@ def _moved(v: Verdict) -> str:
 def inconclusive_lines(verdicts: Iterable[Verdict]) -> list[str]:
     """The inconclusive verdicts: each one's line when there are a few, else one line that counts them,
     says what they could not see and what would let the gate see it."""
-    blind = [v for v in verdicts if v.status == "inconclusive"]
+    verdicts = list(verdicts)
+    unseen = notes.unseen_card_line(verdicts)
+    said = {v.case_id for v in verdicts if v.judged_by == "fleet" and not v.own_runs} if unseen else set()
+    blind = [v for v in verdicts if v.status == "inconclusive" and not (v.case_id in said and v.metric in TIME_METRICS)]
+    if unseen:
+        return [unseen, *inconclusive_lines(blind)] if blind else [unseen]
     if len(blind) <= LISTED_INCONCLUSIVE:
         return [f"{v.case_id}: {words.line(v)}" for v in sorted(blind, key=lambda v: (v.case_id, v.metric))]
     detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)
