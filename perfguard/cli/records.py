@@ -182,13 +182,20 @@ def _refusal(record: RunRecord, given: dict[tuple[object, ...], str], in_future:
     if in_future(record.created_at):
         return f"dated {names.shown(record.created_at)}, in the future: check the clock of the machine that wrote it"
     if _run_id(record) in given:
-        return f"the same run as {given[_run_id(record)]} (made {names.shown(record.created_at)} on the same devices): counted once"
+        return (f"the same run as {given[_run_id(record)]} (the same samples measured on the same devices, whatever "
+                "its date says): counted once")
     return ""
 
 
 def _run_id(record: RunRecord) -> tuple[object, ...]:
-    """What makes two records one run, however often it is copied: when, at which commit, on which cards."""
-    return (record.created_at, record.commit, tuple(sorted(d.uuid or d.host or d.slug for d in record.devices)))
+    """What makes two records one run, however often it is copied or re-dated: the cards (hosts) it ran on
+    and every sample it measured. Not its date or commit: a copy re-stamped in another UTC offset, or 1 ms
+    later, counted as another run; no second real run repeats hundreds of samples to the last digit."""
+    where = tuple(sorted(d.uuid or d.host or d.slug for d in record.devices))
+    measured = tuple(sorted((r.device, r.id, metric, t.samples_ms) for r in record.results if r.status == "ok"
+                            for metric, t in r.timings.items()))
+    # A record that measured nothing has no figures to tell it by (and no run to add): by its date, then.
+    return (where, measured or record.created_at)
 
 
 def _baseline_merge(args: argparse.Namespace) -> int:

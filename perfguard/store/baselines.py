@@ -130,7 +130,7 @@ def update(
     valid baseline (it is left as it was), or when the folder cannot be written.
     """
     return update_runs(directory, device, [(results, commit, recorded_at, device.host)],
-                       keep_runs=keep_runs, admit=admit, origins=(origin,))
+                       keep_runs=keep_runs, admit=admit, origins=(origin,), measured_here=True)
 
 
 def update_runs(
@@ -141,10 +141,12 @@ def update_runs(
     keep_runs: int = DEFAULT_KEEP_RUNS,
     admit: Admit | None = None,
     origins: Sequence[str] = (),
+    measured_here: bool = False,
 ) -> Path:
     """Several runs (results, commit, recorded_at, host), oldest first, merged in one locked write:
     a fleet's records (one per runner of the GPU model) become one baseline. `origins` names each run
-    (a record's path) for `admit`'s lines."""
+    (a record's path) for `admit`'s lines; `measured_here`: the runs are this process's own (update's),
+    not read from files (model.Candidate)."""
     if keep_runs < 1:
         raise BaselineError(f"keep_runs must be at least 1, got {keep_runs}")
     fingerprint = device.fingerprint()
@@ -153,7 +155,7 @@ def update_runs(
         for r in results:
             if r.status == "ok" and r.timings:
                 origin = origins[i] if i < len(origins) else "this run"
-                by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin))
+                by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin, measured_here))
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
         cases = dict(existing.cases) if existing else {}
