@@ -113,8 +113,20 @@ def _parse(text: str, source: str) -> Any:
         # NaN and Infinity are not JSON; Python's parser takes them, so refuse them wherever they are.
         raise BaselineError(f"{source}: holds {constant}, which is not a number a record can hold; was the file edited by hand?")
 
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # json keeps the last of two equal keys, silently: a second "mul" in `cases` became the case the
+        # gate judged by, unseen in a review that read the first. No file perfguard writes repeats one.
+        obj = dict(pairs)
+        if len(obj) != len(pairs):  # the cheap test first: every object of every file goes through here
+            keys = [k for k, _ in pairs]
+            twice = next(k for i, k in enumerate(keys) if k in keys[:i])
+            raise BaselineError(f"{source}: the key {shown(twice)} appears twice in one object (of keys "
+                                f"{', '.join(shown(k) for k in list(obj)[:5])}{', …' if len(obj) > 5 else ''}); "
+                                "JSON would keep the last one silently; was the file edited by hand?")
+        return obj
+
     try:
-        return json.loads(text, parse_constant=refuse)
+        return json.loads(text, parse_constant=refuse, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "
