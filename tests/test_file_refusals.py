@@ -103,3 +103,41 @@ def test_a_key_given_twice_in_an_acceptance_file_is_refused(tmp_path, capsys):
 
     with pytest.raises(BaselineError, match=r"^acc\.json: the key 'changes' appears twice in one object"):
         loads_acceptances('{"schema_version": 1, "changes": [], "changes": []}', "acc.json")
+
+
+def _with_runs(path: Path, count: int) -> None:
+    data = json.loads(path.read_text())
+    run = data["cases"]["mul"]["runs"][0]
+    data["cases"]["mul"]["runs"] = [run] * count
+    path.write_text(json.dumps(data))
+
+
+def test_a_case_of_more_runs_than_perfguard_reads_is_refused_in_one_line(tmp_path, capsys):
+    from perfguard.model import MAX_RUNS_PER_CASE
+
+    path = baseline(tmp_path / "b")
+    _with_runs(path, MAX_RUNS_PER_CASE)  # the cap itself is read
+    assert main(["baseline", "show", "--baselines", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    _with_runs(path, MAX_RUNS_PER_CASE + 1)
+    err = refused(capsys, "baseline", "show", "--baselines", str(tmp_path / "b"))
+    assert err == (f"perfguard: {path}: case 'mul' holds 1,001 runs, more than the 1,000 perfguard reads (it keeps "
+                   "--perfguard-baseline-runs, default 10); was the file edited by hand? Restore it from version control")
+
+
+def test_a_baseline_larger_than_perfguard_reads_is_refused_before_it_is_read(tmp_path, capsys):
+    from perfguard.store.baselines import MAX_BASELINE_BYTES
+
+    path = baseline(tmp_path / "b")
+    with path.open("r+b") as f:  # sparse: its size says 65 MiB; only its size is ever read
+        f.truncate(MAX_BASELINE_BYTES + 2**20)
+    err = refused(capsys, "baseline", "show", "--baselines", str(tmp_path / "b"))
+    assert err == (f"perfguard: {path}: 65 MiB, larger than the 64 MiB a baseline may be (store.MAX_BASELINE_BYTES); "
+                   "was the file edited by hand? Restore it from version control")
+
+
+def test_keeping_more_runs_than_perfguard_reads_is_refused_and_nothing_written(tmp_path, capsys):
+    err = refused(capsys, "baseline", "accept", str(record(tmp_path / "run.json")), "--keep-runs", "1001",
+                  "--baselines", str(tmp_path / "b"))
+    assert err == "perfguard: keep_runs must be 1 to 1,000 (the runs a baseline may hold), got 1001"
+    assert not list((tmp_path / "b").glob("*.json"))
