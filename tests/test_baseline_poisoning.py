@@ -112,12 +112,13 @@ def test_an_interrupted_record_is_refused(tmp_path, good, good_figure, capsys):
 def test_one_record_given_five_times_counts_once(tmp_path, good, good_figure, capsys):
     figure, lines = accept(tmp_path / "b", capsys, *good[:3], *[good[3]] * 5)
     assert figure == pytest.approx(good_figure)
-    assert sum(line == f"refused {good[3]}: the same run as {good[3]} (made '2026-11-14T12:00:00+00:00' on the same "
-               "devices): counted once" for line in lines) == 4
+    assert sum(line == f"refused {good[3]}: the same run as {good[3]} (the same samples measured on the same devices, "
+               "whatever its date says): counted once" for line in lines) == 4
     # Given again later: already in the series, counted once.
     figure, lines = accept(tmp_path / "b", capsys, good[3])
     assert figure == pytest.approx(good_figure) and len(store.load(tmp_path / "b", H200).cases[CASE].runs) == 4
-    assert any("is in the series already: counted once" in line for line in lines)
+    assert any("is in the series already (the same figures from the same card or host, whatever its date): counted once" in line
+               for line in lines)
 
 
 def test_merging_a_slow_runners_file_leaves_its_run_out(tmp_path, good, good_figure, capsys):

@@ -24,6 +24,7 @@ H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU
                   driver="580.159.04", cuda="12.8", torch="2.11.0", triton="3.6.0")
 A100 = DeviceInfo(kind="cuda", name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb")
 WHEN = "2026-11-29T12:00:00+00:00"
+LATER = "2026-11-30T12:00:00+00:00"
 
 
 def result(case_id: str, scale: float = 1.0, n: int = 50, status: str = "ok") -> CaseResult:
@@ -195,21 +196,21 @@ def test_a_case_keeps_only_its_last_runs(tmp_path):
 def test_a_run_outside_its_tolerance_is_not_added_and_the_others_join(tmp_path):
     write_baseline(tmp_path, result("a"), result("b"))
     admission = Admission()
-    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at="later", admit=admission)
+    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at=LATER, admit=admission)
     cases = store.load(tmp_path, H200).cases
     assert [r.recorded_at for r in cases["a"].runs] == [WHEN]
-    assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
+    assert [r.recorded_at for r in cases["b"].runs] == [WHEN, LATER]
     (line,) = admission.lines
-    assert line.startswith("a: the run of later from this run not added: gpu_time +100.0% from the centre of")
+    assert line.startswith(f"a: the run of {LATER} from this run not added: gpu_time +100.0% from the centre of")
 
 
 def test_a_forced_update_starts_the_series_of_a_run_outside_its_tolerance_again_and_the_others_keep_theirs(tmp_path):
     write_baseline(tmp_path, result("a"), result("b"))
     admission = Admission(force=True)
-    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at="later", admit=admission)
+    store.update(tmp_path, H200, [result("a", scale=2.0), result("b")], commit=None, recorded_at=LATER, admit=admission)
     cases = store.load(tmp_path, H200).cases
-    assert [r.recorded_at for r in cases["a"].runs] == ["later"]
-    assert [r.recorded_at for r in cases["b"].runs] == [WHEN, "later"]
+    assert [r.recorded_at for r in cases["a"].runs] == [LATER]
+    assert [r.recorded_at for r in cases["b"].runs] == [WHEN, LATER]
     (line,) = admission.lines
     assert line.startswith("a: its series starts again with 1 run from this run (gpu_time +100.0%") and line.endswith(
         "its 1 run before dropped")
@@ -235,7 +236,7 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
     (run,) = store.load(tmp_path, H200).cases["a"].runs
     assert (run.recorded_at, run.commit) == (WHEN, "abc123")
     assert run.median_of("gpu_time") == pytest.approx(result("a").judged_time.median_ms, rel=1e-5)
-    store.update(tmp_path, H200, [result("a")], commit=None, recorded_at="later")
+    store.update(tmp_path, H200, [result("a")], commit=None, recorded_at=LATER)
     assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
     assert len(store.load(tmp_path, H200).cases["a"].runs) == 2
 
@@ -305,12 +306,12 @@ if mode == "many-updates":  # one small update per case, as xdist workers finish
     while not os.path.exists(go):  # start together with the other writer, not one after the other
         time.sleep(0.001)
     for i in range(count):
-        store.update(directory, device, [result(f"{prefix}-{i:02d}")], commit=prefix, recorded_at="now")
+        store.update(directory, device, [result(f"{prefix}-{i:02d}")], commit=prefix, recorded_at="2026-11-29T12:00:00+00:00")
 elif mode == "rewrite-forever":  # rewrite every case with a new commit, until killed
     results = [result(f"case-{i:04d}") for i in range(int(sys.argv[3]))]
     generation = 0
     while True:
-        store.update(directory, device, results, commit=f"gen-{generation}", recorded_at="now")
+        store.update(directory, device, results, commit=f"gen-{generation}", recorded_at="2026-11-29T12:00:00+00:00")
         generation += 1
         print(generation, flush=True)
 """

@@ -48,10 +48,10 @@ def test_a_calibration_survives_baseline_updates_and_an_update_keeps_it(tmp_path
 
     samples = (1.0, 1.01, 1.02)  # a baseline keeps measurements: a median and the samples behind it
     result = CaseResult(id="nap", name="nap", status="ok", device="nvidia-h200", timings={"gpu_time": timing(samples)})
-    store.update(tmp_path, H200, [result], commit=None, recorded_at="t0")
+    store.update(tmp_path, H200, [result], commit=None, recorded_at="2026-11-29T12:00:00+00:00")
     store.calibrate(tmp_path, CALIBRATION.apply_to(H200), CALIBRATION)
     store.update(tmp_path, CALIBRATION.apply_to(H200), [dataclasses.replace(result, id="other", name="other")],
-                 commit=None, recorded_at="t1")
+                 commit=None, recorded_at="2026-11-29T12:01:00+00:00")
     baseline = store.load(tmp_path, "nvidia-h200")
     assert baseline.calibration == CALIBRATION
     assert sorted(baseline.cases) == ["nap", "other"]

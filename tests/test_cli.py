@@ -136,7 +136,7 @@ def test_baseline_show_without_baselines_and_with_an_unknown_device(tmp_path, ca
 
 
 def test_baseline_show_reports_a_bad_file_and_still_lists_the_good_ones(tmp_path, rng, capsys):
-    store.update(tmp_path, CPU, [result("a", rng)], commit=None, recorded_at="now")
+    store.update(tmp_path, CPU, [result("a", rng)], commit=None, recorded_at="2026-11-29T12:00:00+00:00")
     (tmp_path / "nvidia-h200.json").write_text("{truncated")
     assert main(["baseline", "show", "--baselines", str(tmp_path)]) == 2
     captured = capsys.readouterr()
@@ -242,7 +242,7 @@ def test_baseline_merge_folds_another_hosts_baseline_in_keeping_every_run_once(t
 
 
 def test_show_of_a_baseline_file_points_at_baseline_show(tmp_path, rng, capsys):
-    store.update(tmp_path, CPU, [result("a", rng)], commit=None, recorded_at="now")
+    store.update(tmp_path, CPU, [result("a", rng)], commit=None, recorded_at="2026-11-29T12:00:00+00:00")
     baseline = tmp_path / f"{CPU.slug}.json"
     assert main(["show", str(baseline)]) == 2
     err = capsys.readouterr().err

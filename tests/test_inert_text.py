@@ -28,7 +28,8 @@ PAYLOAD = ("\x1b[2K\r same \r::error::forged\n::add-mask::secret\u2003::warning:
 # looks up): left as they are. Every other string field gets the payload.
 ENUMS = {"slug", "device", "status", "regime", "trace", "metric", "kind", "timer", "cache", "mode", "stop_reason",
          "sort_by", "bound", "roofs", "method", "outputs", "peak_phase", "perfguard_version", "reason", "action",
-         "judged_by", "not_remeasured"}
+         "judged_by", "not_remeasured",
+         "created_at", "recorded_at", "measured_at"}  # dates: model/checks.py refuses any other text (issue 30)
 WORKFLOW_COMMAND = re.compile(r"\s*::|.*##\[")
 
 

@@ -223,7 +223,7 @@ def test_perfguard_ab_refuses_a_round_whose_record_is_the_unfinished_marker(tmp_
 
     def died_with_exit_0(cmd, cwd, env, out, err):  # as a case calling os._exit(0) would leave it
         folder = Path(next(a for a in cmd if a.startswith("--perfguard-report=")).split("=", 1)[1])
-        (folder / "perfguard.json").write_text(dumps(RunRecord(created_at="now", perfguard_version="0", status="unfinished")))
+        (folder / "perfguard.json").write_text(dumps(RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0", status="unfinished")))
         out.write_text("test_x.py .")
         return lambda: 0
 

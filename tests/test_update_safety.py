@@ -93,7 +93,7 @@ def result(case_id: str) -> CaseResult:
 
 
 def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp_path, monkeypatch):
-    path = store.update(tmp_path, DEVICE, [result("a")], commit="c1", recorded_at="t1")
+    path = store.update(tmp_path, DEVICE, [result("a")], commit="c1", recorded_at="2026-11-29T12:00:00+00:00")
     before = path.read_bytes()
 
     def full(fd: int) -> None:
@@ -101,7 +101,7 @@ def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp
 
     monkeypatch.setattr(os, "fsync", full)  # the text is written; flushing it to disk finds no room
     with pytest.raises(BaselineError) as info:
-        store.update(tmp_path, DEVICE, [result("b")], commit="c2", recorded_at="t2")
+        store.update(tmp_path, DEVICE, [result("b")], commit="c2", recorded_at="2026-11-29T12:01:00+00:00")
     assert str(info.value) == f"cannot write {path} (No space left on device); choose a writable folder"
     assert path.read_bytes() == before
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
@@ -110,12 +110,12 @@ def test_a_full_disk_is_one_line_naming_the_file_and_the_old_baseline_stands(tmp
 def test_a_linked_baseline_is_updated_where_it_lives_and_stays_a_link(tmp_path):
     (tmp_path / ".git").mkdir()  # tmp_path is the repository: its links are followed within it
     shared = tmp_path / "shared" / "nvidia-h200.json"  # e.g. one file that two baseline folders of the repository share
-    store.update(shared.parent, DEVICE, [result("a")], commit="c1", recorded_at="t1")
+    store.update(shared.parent, DEVICE, [result("a")], commit="c1", recorded_at="2026-11-29T12:00:00+00:00")
     link = tmp_path / "baselines" / "nvidia-h200.json"
     link.parent.mkdir()
     link.symlink_to(os.path.relpath(shared, link.parent))
 
-    assert store.update(link.parent, DEVICE, [result("b")], commit="c2", recorded_at="t2") == link
+    assert store.update(link.parent, DEVICE, [result("b")], commit="c2", recorded_at="2026-11-29T12:01:00+00:00") == link
     assert link.is_symlink() and link.resolve() == shared
     assert sorted(store.load_file(shared).cases) == ["a", "b"]  # the target holds the update, not a copy beside it
     assert sorted(p.name for p in link.parent.iterdir()) == ["nvidia-h200.json"]
@@ -133,7 +133,7 @@ def test_a_baseline_linking_out_of_the_repository_is_refused_in_one_line_and_its
     link.parent.mkdir()
     link.symlink_to(outside)
     with pytest.raises(BaselineError) as info:
-        store.update(link.parent, DEVICE, [result("a")], commit="c1", recorded_at="t1")
+        store.update(link.parent, DEVICE, [result("a")], commit="c1", recorded_at="2026-11-29T12:00:00+00:00")
     assert str(info.value) == (f"{link} is a symbolic link to {outside}, outside {repo}; perfguard writes nothing "
                                "through it: remove the link, or make it a plain file")
     assert outside.read_text() == "the user's own file\n" and sorted(p.name for p in outside.parent.iterdir()) == ["victim.json"]
@@ -145,7 +145,7 @@ def test_a_dangling_lock_link_is_refused_and_its_target_never_made(tmp_path):
     (tmp_path / "baselines").mkdir()
     (tmp_path / "baselines" / "nvidia-h200.json.lock").symlink_to(target)
     with pytest.raises(BaselineError) as info:
-        store.update(tmp_path / "baselines", DEVICE, [result("a")], commit="c1", recorded_at="t1")
+        store.update(tmp_path / "baselines", DEVICE, [result("a")], commit="c1", recorded_at="2026-11-29T12:00:00+00:00")
     assert "nvidia-h200.json.lock is a symbolic link, which a lock file never is; remove it" in str(info.value)
     assert not target.exists() and not (tmp_path / "baselines" / "nvidia-h200.json").exists()
 

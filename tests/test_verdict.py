@@ -404,7 +404,7 @@ def test_compare_records_refuses_a_case_id_twice(rng):
 
 def test_verdicts_round_trip_through_the_run_record(rng):
     verdicts = tuple(compare_case(run_of(1.2, rng), entry([1.0, 1.0], rng), baseline_file=BASELINE_FILE))
-    record = RunRecord(created_at="now", perfguard_version="0.1.0", verdicts=verdicts)
+    record = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", verdicts=verdicts)
     loaded = loads_record(dumps(record), "perfguard.json")
     assert [v.status for v in loaded.verdicts] == ["regressed"]
     assert [words.line(v) for v in loaded.verdicts] == [words.line(v) for v in verdicts]
@@ -415,7 +415,7 @@ def test_verdicts_round_trip_through_the_run_record(rng):
 
 
 def test_a_version_1_record_loads_without_its_p_values(rng):
-    record = RunRecord(created_at="now", perfguard_version="0.1.0",
+    record = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
                        verdicts=tuple(compare_case(run_of(1.2, rng), entry([1.0], rng))))
     old = json.loads(dumps(record))
     old["schema_version"] = 1

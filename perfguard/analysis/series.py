@@ -15,7 +15,8 @@ as slow, a disturbed run. So a run joins a case's series only when the gate woul
   among themselves: one far from the others' median (noise.far_runs) is left out;
 - `merge` (baseline files of other hosts): the runs of all the files, among themselves, likewise.
 
-A run already in the series (the same record given twice, or accepted again) is counted once. Every
+A run read from a file that is already in the series (the same record given twice, accepted again, or
+copied with another date: model.identity, by where it ran and what it measured) is counted once. Every
 run left out is one line, collected in `lines` for the caller to print. Pure: no files.
 """
 
@@ -103,9 +104,9 @@ class Admission:
         fresh = []
         for c in candidates:
             key = identity(c.summary)
-            if key in seen:
+            if key in seen and not c.measured_here:
                 self.lines.append(f"{case_id}: the run of {c.summary.recorded_at} from {c.origin} is in the series "
-                                  "already: counted once")
+                                  "already (the same figures from the same card or host, whatever its date): counted once")
                 continue
             seen.add(key)
             fresh.append(c)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, say
+from perfguard.cli.record_runs import noting_origins, refusal, run_id
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, RunRecord, names
+from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, names
 from perfguard.report import words
 
 
@@ -96,8 +96,8 @@ def _baseline_accept(args: argparse.Namespace) -> int:
     devices: dict[str, DeviceInfo] = {}
     given: dict[tuple[object, ...], str] = {}
     for path, record in records:
-        refused = _refusal(record, given, in_future)
-        given.setdefault(_run_id(record), path)
+        refused = refusal(record, given, in_future)
+        given.setdefault(run_id(record), path)
         if refused:
             print(f"refused {path}: {refused}")
             continue
@@ -121,17 +121,19 @@ def _baseline_accept(args: argparse.Namespace) -> int:
     if not runs_by_slug:
         raise ConfigError(f"{', '.join(args.runs)}: no measured case to accept; run pytest --perfguard first")
     accepted = _named_changes(args, runs_by_slug, devices)
-    admission = Admission(restart=args.restart, accepted=accepted,
-                          remedy=lambda case_id: "if the change is intended, name it: `" + shlex.join(
-                              ["perfguard", "baseline", "accept", *args.runs, "--case", case_id]) + "`")
+    lines: list[str] = []
     for slug, runs in sorted(runs_by_slug.items()):
-        path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs, admit=admission,
-                           origins=origins[slug])
-        cases = {r.id for results, *_ in runs for r in results}
-        added, left = len(cases & admission.added), len(cases - admission.added)
-        print(f"{path}: runs of {added} case(s) added from {units.plural(len(runs), 'record')}"
-              + (f"; {left} case(s) left as they were (below)" if left else ""))
-    say(*admission.lines)
+        # One rule a file: its `added` and `not_added` are then this file's cases (a case id may be in two).
+        admission = Admission(restart=args.restart, accepted=accepted,
+                              remedy=lambda case_id: "if the change is intended, name it: `" + shlex.join(
+                                  ["perfguard", "baseline", "accept", *args.runs, "--case", case_id]) + "`")
+        took: set[str] = set()  # the records a run joined a series from (before the cap of --keep-runs)
+        path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs,
+                           admit=noting_origins(admission, took), origins=origins[slug])
+        print(f"{path}: runs of {len(admission.added)} case(s) added from {units.plural(len(took), 'record')}"
+              + (f"; {len(admission.not_added)} case(s) left as they were (below)" if admission.not_added else ""))
+        lines += admission.lines
+    say(*lines)
     return 0
 
 
@@ -167,23 +169,6 @@ def _named_changes(args: argparse.Namespace, runs_by_slug: dict[str, list[tuple[
                               f"{args.baselines}, so there is nothing of it to accept; nothing was written")
     # The run's commit is kept beside the reason, in the run summary that begins the new series.
     return {case: reason for case in args.case if changed.get(case)}
-
-
-def _refusal(record: RunRecord, given: dict[tuple[object, ...], str], in_future: Callable[[str], bool]) -> str:
-    """Why a record cannot be a run of the baseline ("" when it can)."""
-    if record.status != "complete":
-        return (f"its status is {names.shown(record.status)}, not complete: the run did not finish (Ctrl-C, a crash), "
-                "so its cases are not a run of the suite")
-    if in_future(record.created_at):
-        return f"dated {names.shown(record.created_at)}, in the future: check the clock of the machine that wrote it"
-    if _run_id(record) in given:
-        return f"the same run as {given[_run_id(record)]} (made {names.shown(record.created_at)} on the same devices): counted once"
-    return ""
-
-
-def _run_id(record: RunRecord) -> tuple[object, ...]:
-    """What makes two records one run, however often it is copied: when, at which commit, on which cards."""
-    return (record.created_at, record.commit, tuple(sorted(d.uuid or d.host or d.slug for d in record.devices)))
 
 
 def _baseline_merge(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from perfguard.model.acceptance import AcceptedChange, Acceptances
 from perfguard.model.codec import (
+    MAX_RUNS_PER_CASE,
     dumps,
     from_jsonable,
     loads_acceptances,
@@ -101,6 +102,7 @@ __all__ = [
     "TimeSummary",
     "LeftOut",
     "MAX_BASELINE_SAMPLES",
+    "MAX_RUNS_PER_CASE",
     "MAX_STORED_SAMPLES",
     "Memory",
     "MemoryBreakdown",

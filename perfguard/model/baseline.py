@@ -100,8 +100,23 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
 
 
 def identity(run: RunSummary) -> tuple[object, ...]:
-    """What makes two run summaries one run: when, on what, and what it measured."""
-    return (run.recorded_at, run.device_uuid, run.host, tuple(sorted((m, t.median_ms) for m, t in run.timings.items())))
+    """What makes two run summaries from files one run: where it ran and what it measured, never when it
+    says it ran (a run this process measured is new whatever its figures: Candidate.measured_here).
+
+    A date is the one thing a copy can change without measuring anything: one slow record re-stamped in
+    five UTC offsets, or 1 ms apart, counted as five runs and widened a host's tolerance from ±21% to
+    ±130%. A re-stamped copy keeps every figure; a second real run of a card does not, but for a tiny
+    kernel whose event times are quantized it can: 12 of the committed H200 baseline's 1,240 runs repeat
+    an earlier run's figures exactly, and count once. That costs a run equal to one kept (a tolerance a
+    little wider, never narrower); a copy counted five times widens every one. Figures as a file keeps
+    them (rounded): a run read back from its baseline is the run its record gives again."""
+    from perfguard.model.codec import round_sig  # the codec builds on this module
+
+    def kept(x: float | None) -> float | None:
+        return None if x is None else round_sig(x)
+
+    times = tuple(sorted((m, kept(t.median_ms), t.n, kept(t.ci_half_pct)) for m, t in run.timings.items()))
+    return (run.device_uuid, run.host, times, kept(run.sm_clock_mhz), run.peak_allocated_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +126,10 @@ class Candidate:
     result: CaseResult
     summary: RunSummary
     origin: str  # as a line names it: "this run", a record's path, a baseline file's
+    # Measured by this very process (a plugin update), not read from a file: it cannot be a copy of a run,
+    # so it is never counted as one, however like an earlier run its figures are (a clock made exact
+    # for a test measures the same figures every run).
+    measured_here: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

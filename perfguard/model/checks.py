@@ -12,7 +12,9 @@ field that holds more of them later is checked without a change here.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +36,12 @@ BOUNDS = (
 )
 ANY_BOUND = (1e18, "a figure of 1e18")  # every other figure (flops, counts, clocks, GB/s): squared, still finite
 FREE_FORM = ("params", "options", "fingerprint")  # the user's values and perfguard's settings, not figures
+# When a run was made, recorded or calibrated: runs are ordered, capped and refused as dated in the
+# future by these, so each must be a real instant. The shape perfguard writes (ISO 8601, a date alone
+# in files of its first versions, "Z" or an offset), by pattern, not by datetime.fromisoformat: what
+# that takes differs between Python 3.10 and 3.11, and a file must read the same on both.
+DATE_FIELDS = ("created_at", "recorded_at", "measured_at")
+DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):(\d{2}))?)?", re.ASCII)
 
 
 def check_record(record: RunRecord, source: str) -> RunRecord:
@@ -103,8 +111,30 @@ def _out_of_bounds(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.{f.name} holds {worst!r}, past any figure perfguard measures ({what})"
 
 
+def is_date(text: object) -> bool:
+    """Whether `text` is an instant as perfguard writes it (DATE): a real day and time, nothing around it."""
+    match = DATE.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        return False
+    year, month, day, hour, minute, second, off_h, off_m = (int(g) if g else 0 for g in match.groups())
+    try:
+        datetime.datetime(year, month, day, hour, minute, second)  # 2026-02-30, hour 24: not a day or time
+    except ValueError:
+        return False
+    return off_h < 24 and off_m < 60
+
+
+def _dates(obj: Any, where: str) -> Iterator[str]:
+    for name in DATE_FIELDS:
+        value = getattr(obj, name, None)
+        if value is not None and not is_date(value):
+            yield (f"{where}.{name} {names.shown(value)} is not a date and time as perfguard writes it "
+                   "(ISO 8601, e.g. 2026-11-29T12:00:00+00:00)")
+
+
 def _own_problems(obj: Any, where: str) -> Iterator[str]:
     yield from _out_of_bounds(obj, where)
+    yield from _dates(obj, where)
     if isinstance(obj, DeviceInfo) and not names.is_slug(obj.slug):
         yield f"{where}.slug {names.shown(obj.slug)} is not a device slug (lower-case letters and digits joined by dashes)"
     elif isinstance(obj, CaseResult):

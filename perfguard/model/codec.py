@@ -15,6 +15,7 @@ import types
 import typing
 from typing import Any, TypeVar
 
+from perfguard import defaults
 from perfguard.errors import BaselineError
 from perfguard.model import migration
 from perfguard.model.checks import check_baseline, check_record
@@ -31,6 +32,11 @@ READABLE_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
 # report) from recursing past Python's limit on a hostile file.
 MAX_FREE_FORM_DEPTH = 16
 MAX_INT = 2**63  # every count and byte figure perfguard writes fits in 64 bits
+# Runs of one case a baseline may hold. perfguard keeps `keep_runs` (defaults.KEEP_RUNS, 10; a
+# fleet's baseline keeps 3 × its runners), so a thousand is far above any setting in use; past it a file
+# is not a baseline but an edit: one case of 1,000,000 runs (324 MB) made `baseline show` take 125 s
+# and 1.86 GB. Checked on the parsed JSON, before the runs are built.
+MAX_RUNS_PER_CASE = 1000
 
 T = TypeVar("T")
 
@@ -76,6 +82,7 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
     data = _parse(text, source)
     version = _check_schema(data, source)
     data = migration.baseline(data, version)
+    _check_run_counts(data, source)
     baseline = check_baseline(from_jsonable(BaselineFile, data, source), source)
     for key, entry in baseline.cases.items():
         if key != entry.result.id:
@@ -92,6 +99,16 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
         }
         baseline = dataclasses.replace(baseline, cases=cases)
     return baseline
+
+
+def _check_run_counts(data: dict[str, Any], source: str) -> None:
+    cases = data.get("cases")
+    for key, entry in cases.items() if isinstance(cases, dict) else ():
+        runs = entry.get("runs") if isinstance(entry, dict) else None
+        if isinstance(runs, list) and len(runs) > MAX_RUNS_PER_CASE:
+            raise BaselineError(f"{source}: case {shown(key)} holds {len(runs):,} runs, more than the {MAX_RUNS_PER_CASE:,} "
+                                "perfguard reads (it keeps --perfguard-baseline-runs, default "
+                                f"{defaults.KEEP_RUNS}); was the file edited by hand? Restore it from version control")
 
 
 def loads_acceptances(text: str, source: str) -> Acceptances:
@@ -113,8 +130,20 @@ def _parse(text: str, source: str) -> Any:
         # NaN and Infinity are not JSON; Python's parser takes them, so refuse them wherever they are.
         raise BaselineError(f"{source}: holds {constant}, which is not a number a record can hold; was the file edited by hand?")
 
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # json keeps the last of two equal keys, silently: a second "mul" in `cases` became the case the
+        # gate judged by, unseen in a review that read the first. No file perfguard writes repeats one.
+        obj = dict(pairs)
+        if len(obj) != len(pairs):  # the cheap test first: every object of every file goes through here
+            keys = [k for k, _ in pairs]
+            twice = next(k for i, k in enumerate(keys) if k in keys[:i])
+            raise BaselineError(f"{source}: the key {shown(twice)} appears twice in one object (of keys "
+                                f"{', '.join(shown(k) for k in list(obj)[:5])}{', …' if len(obj) > 5 else ''}); "
+                                "JSON would keep the last one silently; was the file edited by hand?")
+        return obj
+
     try:
-        return json.loads(text, parse_constant=refuse)
+        return json.loads(text, parse_constant=refuse, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "

@@ -25,6 +25,7 @@ from perfguard import defaults
 from perfguard.errors import BaselineError
 from perfguard.model import (
     MAX_BASELINE_SAMPLES,
+    MAX_RUNS_PER_CASE,
     Admit,
     Admitted,
     BaselineEntry,
@@ -57,6 +58,12 @@ DEFAULT_KEEP_RUNS = defaults.KEEP_RUNS
 BASELINES_FOLDER = ("--perfguard-baselines (or --baselines) must name a folder: the per-GPU baseline files "
                     "(nvidia-h200.json, ...) go inside it")
 NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
+# The largest baseline file read (and written). The committed H200 file holds 132 cases in 1.2 MB
+# (9 KB a case, most of it the newest run's samples), so this is some 7,000 such cases, read in about
+# 12 s on a shared 2-vCPU host: a bound on what a hostile file costs every run (a 324 MB one had
+# `pytest --perfguard` still reading at 900 s), far above any suite perfguard has run. The size is read
+# before the file; past it, one line.
+MAX_BASELINE_BYTES = 64 * 2**20
 
 
 def path_for(directory: Path | str, slug: str) -> Path:
@@ -89,6 +96,10 @@ def load_file(path: Path | str) -> BaselineFile | None:
     """Read and validate one baseline file; its name must be the slug of the device recorded in it."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_BASELINE_BYTES:
+            raise BaselineError(f"{path}: {size / 2**20:,.0f} MiB, larger than the {MAX_BASELINE_BYTES // 2**20} MiB a baseline "
+                                "may be (store.MAX_BASELINE_BYTES); was the file edited by hand? Restore it from version control")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
@@ -130,7 +141,7 @@ def update(
     valid baseline (it is left as it was), or when the folder cannot be written.
     """
     return update_runs(directory, device, [(results, commit, recorded_at, device.host)],
-                       keep_runs=keep_runs, admit=admit, origins=(origin,))
+                       keep_runs=keep_runs, admit=admit, origins=(origin,), measured_here=True)
 
 
 def update_runs(
@@ -141,19 +152,21 @@ def update_runs(
     keep_runs: int = DEFAULT_KEEP_RUNS,
     admit: Admit | None = None,
     origins: Sequence[str] = (),
+    measured_here: bool = False,
 ) -> Path:
     """Several runs (results, commit, recorded_at, host), oldest first, merged in one locked write:
     a fleet's records (one per runner of the GPU model) become one baseline. `origins` names each run
-    (a record's path) for `admit`'s lines."""
-    if keep_runs < 1:
-        raise BaselineError(f"keep_runs must be at least 1, got {keep_runs}")
+    (a record's path) for `admit`'s lines; `measured_here`: the runs are this process's own (update's),
+    not read from files (model.Candidate)."""
+    if not 1 <= keep_runs <= MAX_RUNS_PER_CASE:  # more would write a file that no perfguard reads
+        raise BaselineError(f"keep_runs must be 1 to {MAX_RUNS_PER_CASE:,} (the runs a baseline may hold), got {keep_runs}")
     fingerprint = device.fingerprint()
     by_case: dict[str, list[Candidate]] = {}
     for i, (results, commit, at, host) in enumerate(runs):
         for r in results:
             if r.status == "ok" and r.timings:
                 origin = origins[i] if i < len(origins) else "this run"
-                by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin))
+                by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin, measured_here))
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
         cases = dict(existing.cases) if existing else {}
@@ -229,7 +242,12 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(target)
             merged = check_baseline(merge(existing), str(path), advice=NOT_WRITTEN)  # never write what load refuses
-            write_atomic(path, dumps(merged), error=BaselineError, within=repository)
+            text = dumps(merged)
+            if len(text.encode("utf-8")) > MAX_BASELINE_BYTES:
+                raise BaselineError(f"{path}: cannot {what}: it would be larger than the {MAX_BASELINE_BYTES // 2**20} MiB a "
+                                    "baseline may be (store.MAX_BASELINE_BYTES); split the suite's baselines with "
+                                    "--perfguard-baselines, or keep fewer runs; the old file is left as it was")
+            write_atomic(path, text, error=BaselineError, within=repository)
     except LockTimeout:
         raise BaselineError(
             f"{path}: another process has held {_lock_of(path)} for over {LOCK_TIMEOUT_S:.0f} s; "
