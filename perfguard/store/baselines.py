@@ -254,10 +254,10 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
 
 def _stored(result: CaseResult) -> CaseResult:
     """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
-    (a profile points at one run's trace file)."""
+    (a profile points at one run's trace file, a process left running has that run's pid)."""
     return dataclasses.replace(
         result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
-        profile=None,
+        profile=None, left_processes=(),
     )
 
 
