@@ -11,6 +11,7 @@ MeasurementError holding no reference to the case's frames (they hold its tensor
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import math
 import traceback
@@ -22,20 +23,31 @@ import torch
 from perfguard import inert
 from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError, first_line
+from perfguard.measure.children import Children
 from perfguard.measure.torch_state import TorchState
 from perfguard.model import DeviceInfo
 
+@dataclasses.dataclass(frozen=True)
+class Left:
+    """What a case left behind, filled in as its scope ends: torch settings put back, processes running."""
+
+    settings: list[str] = dataclasses.field(default_factory=list)
+    processes: list[str] = dataclasses.field(default_factory=list)
+
+
 @contextlib.contextmanager
-def case_scope(case_id: str, device: DeviceInfo) -> Iterator[list[str]]:
+def case_scope(case_id: str, device: DeviceInfo) -> Iterator[Left]:
     """An NVTX range named after the case, the case's GPU memory released when it ends, and torch's
-    global settings put back as they were; yields a list that then names the settings restored."""
+    global settings put back as they were; yields a `Left` that then names the settings restored and
+    the child processes the case left running."""
     cuda = device.kind == "cuda"
     live = torch.cuda.memory_allocated() if cuda else 0
     before = TorchState.now()
-    restored: list[str] = []
+    children = Children.now()
+    left = Left()
     try:
         with nvtx(case_id, cuda):
-            yield restored
+            yield left
     finally:
         # The error path has already dropped every reference (see guard), and reference counting
         # frees a finished case's tensors; only a reference cycle (the user's, or an exception's)
@@ -47,7 +59,8 @@ def case_scope(case_id: str, device: DeviceInfo) -> Iterator[list[str]]:
             if torch.cuda.memory_allocated() > live:
                 gc.collect()
             torch.cuda.empty_cache()
-        restored += before.restore()
+        left.settings.extend(before.restore())
+        left.processes.extend(children.left())
 
 
 @contextlib.contextmanager

@@ -19,12 +19,13 @@ import torch
 from torch.profiler import DeviceType
 
 from perfguard.case import CaseInstance
-from perfguard.errors import MeasurementError, first_line
+from perfguard.errors import ConfigError, MeasurementError, first_line
 from perfguard.measure import kineto
 # The set-up, first call and clean-up a measured case goes through: a profiled case is set up, checked
 # and freed as a measured one is, and fails with the same line.
 from perfguard.measure.lifecycle import case_scope, first_call, guard, setup
 from perfguard.model import DeviceInfo, Profile, ProfileOp, names
+from perfguard.store.atomic import refuse_folder_links_out
 
 WARMUP_CALLS = 2
 PROFILED_CALLS = 5
@@ -135,8 +136,11 @@ def _save_trace(export: Callable[[str], Any], case_id: str, report_dir: Path | N
         if not staged.is_file():
             return None, f"{case_id}: torch.profiler wrote no Chrome trace; the operator table is kept"
         try:
+            refuse_folder_links_out(target.parent)  # a `reports` (or `traces`) link out of the repository
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(staged, target)
+        except ConfigError as exc:
+            return None, f"{case_id}: no trace written: {exc}"
         except OSError as exc:
             return None, (f"{case_id}: cannot write the trace {target} ({exc.strerror or exc}); "
                           f"make {target.parent} a writable folder or choose another --perfguard-report")

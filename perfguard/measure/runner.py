@@ -62,7 +62,7 @@ def _run(
     base = _base_result(instance, device, nodeid)
     # The error is caught inside the scope: while it propagates, its traceback's frames still hold
     # the case's tensors, and the scope's exit must find them gone to hand the memory back.
-    with watchdog.deadline(timeout_s) as stop_alarm, case_scope(instance.id, device) as restored:
+    with watchdog.deadline(timeout_s) as stop_alarm, case_scope(instance.id, device) as left:
         try:
             try:
                 result = body(base)
@@ -72,7 +72,9 @@ def _run(
             result = _replace(base, status="error", error=str(exc))
         except watchdog.CaseTimeout as exc:
             result = _replace(base, status="error", error=_timed_out(instance.id, timeout_s, exc))
-    return _replace(result, restored_state=tuple(restored)) if restored else result
+    if left.settings or left.processes:
+        result = _replace(result, restored_state=tuple(left.settings), left_processes=tuple(left.processes))
+    return result
 
 
 def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult) -> CaseResult:

@@ -181,6 +181,9 @@ class CaseResult:
     # Global torch state the case changed and left changed ("default dtype float32 → float64"):
     # perfguard put it back after the case, so that later cases are measured as they would be alone.
     restored_state: tuple[str, ...] = ()
+    # Child processes the case started and left running ("sleep (pid 4242)"), which run on beside every
+    # later case (measure/children.py); perfguard does not end them.
+    left_processes: tuple[str, ...] = ()
     # The work per call from one profiled pass (work counters); None where none was taken.
     counters: Counters | None = None
     # Why the counting pass took none; the case's other figures stand.

@@ -137,13 +137,16 @@ def pytest_runtestloop(session: pytest.Session) -> object:
     return (yield)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+# Innermost of the wrappers (inside the terminal reporter's, which prints the summary after it): around
+# every plain hook, the conftests' included, so that their Ctrl-C and errors find the files written.
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> object:
     recorder = _recorder(session.config)
     if recorder is None:  # no --perfguard, or an xdist worker: nothing to write here
-        return
+        return (yield)
     from perfguard.plugin import run
 
-    run.finish(recorder, session, exitstatus)
+    return (yield from run.finishing(recorder, session, exitstatus))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -8,6 +8,10 @@ baseline had been written, and the record said `complete`. From `pytest_sessionf
 the terminal summary SIGINT only sets `pressed`: the recorder writes no baseline once it is set, lets
 an update that has begun finish (it takes a lock and a rename, under a second), marks the record
 `interrupted`, prints one line saying what became of the baseline, and the run exits 2.
+
+The hold begins before the first `pytest_sessionfinish` hook (plugin/run.finishing, the innermost
+wrapper of that hook): a conftest's own hook runs just before perfguard's finish, and a Ctrl-C there
+(a SIGINT, or a KeyboardInterrupt it raises) is the same key pressed at the run's end.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ class Deferred:
         if self._active:
             signal.signal(signal.SIGINT, self._previous)
             self._active = False
+
+    def press(self) -> None:
+        """Ctrl-C noted without its signal: a KeyboardInterrupt that a hook raised itself."""
+        self.pressed = True
 
     def _note(self, signum: int, frame: Any) -> None:
         self.pressed = True

@@ -92,6 +92,10 @@ class Options:
             from perfguard.store.baselines import BASELINES_FOLDER
 
             refuse_file_for_folder(options.baselines_dir, BASELINES_FOLDER, pytest.UsageError)
+        if options.update:  # an update that could only end refused is refused before it measures
+            from perfguard.store.atomic import refuse_folder_links_out
+
+            refuse_folder_links_out(options.baselines_dir, pytest.UsageError)
         return options
 
     @property

@@ -140,10 +140,10 @@ class Recorder:
         self.fits = _fits(self.record)
         self.problems += [r.profile.problem for r in self.record.results if r.profile and r.profile.problem]
         for path, problem in self._write_files():
-            if problem:
-                self.problems.append(problem)
-            else:
+            if not problem:
                 self.written.append(path)
+            elif problem not in self.problems:  # a folder refused: one line, not one per file
+                self.problems.append(problem)
         self.record_interrupt()
 
     def _write_files(self) -> list[tuple[Path, str | None]]:
@@ -200,7 +200,7 @@ class Recorder:
         if self.record.status != "interrupted":
             self.record = dataclasses.replace(self.record, status="interrupted")
             for _, problem in self._write_files():
-                if problem:
+                if problem and problem not in self.problems:
                     self.problems.append(problem)
 
     def interrupt_line(self) -> str | None:

@@ -6,7 +6,8 @@ is installed loads: only a run that gave an option (plugin/register.given) impor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -40,6 +41,25 @@ def configure(config: pytest.Config, recorder_name: str) -> None:
     config.pluginmanager.register(recorder, recorder_name)
     config.pluginmanager.register(recorder.watch, "perfguard-watch")
     config.pluginmanager.register(Selection.of(config), "perfguard-selection")
+
+
+def finishing(recorder: Recorder, session: pytest.Session, exitstatus: int) -> Generator[None, Any, Any]:
+    """The innermost wrapper of `pytest_sessionfinish`: Ctrl-C is held back from before the other plugins'
+    and the conftests' hooks (plugin/interrupt.py), and the run's files are written after them, whatever
+    they raised. A KeyboardInterrupt one of them raised is Ctrl-C at the run's end: one line, exit 2, not
+    a traceback over a record left `unfinished`; any other error is pytest's to show, once the files
+    are written."""
+    recorder.ctrl_c.start()
+    try:
+        result = yield
+    except KeyboardInterrupt:
+        recorder.ctrl_c.press()
+        result = None
+    except BaseException:
+        finish(recorder, session, exitstatus)
+        raise
+    finish(recorder, session, exitstatus)
+    return result
 
 
 def finish(recorder: Recorder, session: pytest.Session, exitstatus: int) -> None:

@@ -130,8 +130,8 @@ def run_line(record: RunRecord) -> str | None:
 
 def case_lines(results: Iterable[CaseResult]) -> list[str]:
     """What the cases did that their figures do not show: outputs nobody checked (NaN or inf among them),
-    torch settings a case changed and left changed (perfguard put them back after it), and memory
-    breakdowns that could not name a tenth of their peak."""
+    torch settings a case changed and left changed (perfguard put them back after it), child processes
+    a case left running, and memory breakdowns that could not name a tenth of their peak."""
     results = sorted(results, key=lambda r: r.id)
     ran = [r for r in results if r.outputs]
     lines = []
@@ -145,6 +145,9 @@ def case_lines(results: Iterable[CaseResult]) -> list[str]:
         lines.append(f"outputs not checked: {len(unchecked)} of {len(ran)} case(s) declare no check=")
     lines += [f"{r.id} changed torch's {', '.join(r.restored_state)} and left it so; perfguard restored it after the case"
               for r in results if r.restored_state]
+    lines += [f"{r.id} left {len(r.left_processes)} child process(es) running: {', '.join(r.left_processes)}; "
+              "they take the machine from every case after it: end them in the case (terminate and wait, "
+              "or a with-block)" for r in results if r.left_processes]
     return lines + [line for r in results if (line := unnamed_line(r))]
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from perfguard.errors import BaselineError
 from perfguard.model import AcceptedChange, Acceptances, dumps, loads_acceptances
-from perfguard.store.atomic import refuse_links_out, write_atomic
+from perfguard.store.atomic import refuse_folder_links_out, refuse_links_out, repository_of, write_atomic
 # ACCEPTED_NAME: named so that no device slug (nvidia-h200, cpu-...) is it; list_files leaves it out.
-from perfguard.store.baselines import ACCEPTED_NAME, repository_of
+from perfguard.store.baselines import ACCEPTED_NAME
 from perfguard.store.lock import LockTimeout, held
 
 LOCK_TIMEOUT_S = 60.0
@@ -37,6 +37,7 @@ def load(directory: Path | str) -> Acceptances:
 def add(directory: Path | str, changes: list[AcceptedChange]) -> Path:
     """Write `changes` into the file (each in place of an earlier entry for its case and metric)."""
     path = path_in(directory)
+    refuse_folder_links_out(path.parent, BaselineError)  # before its lock is made there
     repository = repository_of(path.parent)
     refuse_links_out(path, repository, BaselineError)
     try:

@@ -22,6 +22,9 @@ def temp_prefix(path: Path) -> str:
 def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigError, within: Path | None = None) -> None:
     """Write `text` to `path` through a temporary file and a rename; failures raise `error` naming the file.
 
+    Its folder, and each folder on the way to it, must not be a link out of the repository
+    (`refuse_folder_links_out`).
+
     A symbolic link is followed only to a target inside `within` (default: the file's own folder; a
     baseline's is its repository): its target is replaced (the temporary file beside it, so that the
     rename stays on the target's file system) and the link stays, pointing at the new text.
@@ -29,6 +32,9 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
     that leads out of `within` (a `reports/perfguard.json` planted to point at `~/.bashrc`) is
     refused, and nothing is written.
     """
+    # The folder first: through a folder that leads elsewhere, the file link's own check would compare
+    # against that elsewhere.
+    refuse_folder_links_out(Path(path).parent, error)
     refuse_links_out(path, Path(path).parent if within is None else within, error)
     path = followed(path)
     blocker = file_for_folder(path.parent)
@@ -65,6 +71,45 @@ def refuse_links_out(path: Path | str, within: Path | str, error: type[Perfguard
     if not target.is_relative_to(folder):
         raise error(f"{path} is a symbolic link to {target}, outside {folder}; perfguard writes nothing through it: "
                     "remove the link, or make it a plain file")
+
+
+def refuse_folder_links_out(folder: Path | str, error: type[Exception] = ConfigError) -> None:
+    """Raise `error` when `folder`, or a folder on the way to it, is a symbolic link inside the project
+    (`project_of`) that leads out of it: a `reports` or `baselines` link that a pull request committed,
+    to `~/.ssh` or another checkout, would otherwise have every file written (and every stale one
+    removed) there. A link that stays inside the project is followed; a folder named outside the
+    project (`--perfguard-report /mnt/big/reports`) is the user's own choice, links and all."""
+    given = Path(folder).absolute()
+    folder = Path(os.path.normpath(given))  # where the user meant it (`..` taken as written); realpath: where it is
+    project = project_of(folder)
+    if folder == project or not folder.is_relative_to(project):
+        return
+    root = Path(os.path.realpath(project))
+    if Path(os.path.realpath(given)).is_relative_to(root):
+        return
+    # The first link on the way names the mistake; without one (`link/../x`: `..` of a linked folder
+    # is its target's parent) the folder as given does.
+    inside = [step for step in reversed((given, *given.parents))
+              if (meant := Path(os.path.normpath(step))) != project and meant.is_relative_to(project)]
+    link = next((step for step in inside if step.is_symlink() and not Path(os.path.realpath(step)).is_relative_to(root)),
+                given)
+    target = Path(os.path.realpath(link))
+    raise error(f"{link} is a symbolic link to {target}, outside {root}; perfguard writes nothing through it: "
+                "remove the link, make it a plain folder, or name the folder it leads to instead")
+
+
+def repository_of(folder: Path | str) -> Path:
+    """The repository holding `folder` (the nearest folder above it with a `.git`), else `folder` itself:
+    where a baseline's symbolic link may lead."""
+    folder = Path(folder).absolute()
+    return next((p for p in (folder, *folder.parents) if (p / ".git").exists()), folder)
+
+
+def project_of(folder: Path | str) -> Path:
+    """Where a folder link may lead: the repository holding `folder`, else (a checkout without `.git`, an
+    unpacked archive) the current folder, where pytest and the console command are run from."""
+    repository = repository_of(folder)
+    return repository if (repository / ".git").exists() else Path.cwd()
 
 
 def file_for_folder(folder: Path) -> Path | None:

@@ -43,7 +43,15 @@ from perfguard.model import (
     thin_timings,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import followed, refuse_file_for_folder, refuse_links_out, temp_prefix, write_atomic
+from perfguard.store.atomic import (
+    followed,
+    refuse_file_for_folder,
+    refuse_folder_links_out,
+    refuse_links_out,
+    repository_of,
+    temp_prefix,
+    write_atomic,
+)
 from perfguard.store.lock import LockTimeout, held
 
 ACCEPTED_NAME = "accepted-changes.json"  # store/acceptances.py's file, beside the baselines and not one of them
@@ -231,7 +239,9 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
 def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
     # temporary files are the target's: two links to one file share its lock. Only a link inside the
-    # repository is followed: one to a file elsewhere (planted by a pull request) is refused.
+    # repository is followed: one to a file elsewhere (planted by a pull request) is refused, and so
+    # is a baselines folder (or one above it) that links out, before its lock is taken out there.
+    refuse_folder_links_out(path.parent, BaselineError)
     repository = repository_of(path.parent)
     refuse_links_out(path, repository, BaselineError)
     target = followed(path)
@@ -260,19 +270,12 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     return path
 
 
-def repository_of(folder: Path) -> Path:
-    """The repository holding `folder` (the nearest folder above it with a `.git`), else `folder` itself:
-    where a baseline's symbolic link may lead."""
-    folder = Path(folder).absolute()
-    return next((p for p in (folder, *folder.parents) if (p / ".git").exists()), folder)
-
-
 def _stored(result: CaseResult) -> CaseResult:
     """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
-    (a profile points at one run's trace file)."""
+    (a profile points at one run's trace file, a process left running has that run's pid)."""
     return dataclasses.replace(
         result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
-        profile=None,
+        profile=None, left_processes=(),
     )
 
 
