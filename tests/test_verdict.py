@@ -614,3 +614,25 @@ def test_a_card_the_baseline_has_not_seen_is_not_failed_by_less_than_cards_sit_a
     assert unchanged.status == "inconclusive", words.line(unchanged)
     assert unchanged.judged_sources == 2 and unchanged.card_pct >= priors.CARD_PCT["memory"] >= 1.2
     assert on_a_new_card(1.5).status == "regressed"
+
+
+def test_a_card_with_one_run_of_its_own_among_the_fleets_is_still_judged_with_the_card_spread():
+    # Issue 31, while re-recording (2026-12-02): a baseline of 3 runs on GPU-60d6c7f8, then one run on
+    # GPU-e5f9a3fc; that card's second run read the caller's time of rms_norm 410.3 µs against the 4
+    # runs' centre 397.7 µs (+3.2%), outside ±3.0%: the card's one run did not make the centre its own.
+    from perfguard.model import loads_baseline
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-rerecord-2026-12-02.json"
+    full = loads_baseline(path.read_text(encoding="utf-8"), str(path)).cases["rms_norm[rows=32768-hidden=8192-dtype=bfloat16]"]
+    entry = dataclasses.replace(full, runs=full.runs[:4])  # 3 runs of the first card, 1 of the second
+    second = full.runs[3].device_uuid
+    timing = entry.result.timings["caller_time"]
+    scale = 0.4103 / timing.summary.median_ms
+    summary = dataclasses.replace(timing.summary, **{f.name: getattr(timing.summary, f.name) * scale
+                                                      for f in dataclasses.fields(timing.summary) if f.name.endswith("_ms")})
+    run = dataclasses.replace(entry.result, device_uuid=second, timings={
+        **entry.result.timings, "caller_time": dataclasses.replace(timing, summary=summary,
+                                                                   samples_ms=tuple(x * scale for x in timing.samples_ms))})
+    v = by_metric(compare_case(run, entry, host="vm"))["caller_time"]
+    assert v.judged_by == "fleet" and v.own_runs == 1 and v.card_pct > 0
+    assert v.status != "regressed", words.line(v)
