@@ -183,3 +183,22 @@ def test_an_acceptance_covers_its_figure_and_no_more():
     assert marked[0].accepted_reason == "fused" and not spent
     other_card, _ = apply(kernels, accepted, {"mm": "nvidia-h200"})  # an acceptance is for the device it names
     assert [v.status for v in other_card] == ["regressed", "regressed"]
+
+
+def test_every_printed_command_keeps_the_runs_own_folders(tmp_path, run_pytest, fake_clock):
+    # Issue 29, 7: with --perfguard-baselines=nope, the advice was `pytest --perfguard --perfguard-update`,
+    # which records into baselines/ and leaves nope/ as it was. Every command printed names nope/.
+    (tmp_path / "conftest.py").write_text(fake_clock)
+    (tmp_path / "test_ops.py").write_text(textwrap.dedent(SUITE))
+    folders = ("--perfguard-baselines=nope", "--perfguard-report=out")
+    new = "\n".join(run_pytest(tmp_path, *MEASURE, *folders).outlines)
+    commands = re.findall(r"`(pytest [^`]+|perfguard [^`]+)`", new)
+    assert commands and all("--perfguard-baselines=nope" in c or "--baselines=nope" in c for c in commands), commands
+    for _ in range(2):
+        assert run_pytest(tmp_path, *MEASURE, *folders, "--perfguard-update").ret == 0
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    failed = "\n".join(run_pytest(tmp_path, *MEASURE, *folders).outlines)
+    (accept,) = set(ACCEPT.findall(failed))
+    assert accept == f"perfguard baseline accept out/perfguard.json --case '{CHANGED}' --baselines=nope"
+    assert perfguard_command(accept, tmp_path).returncode == 0
+    assert run_pytest(tmp_path, *MEASURE, *folders).ret == 0

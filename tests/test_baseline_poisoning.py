@@ -92,7 +92,8 @@ def test_a_disturbed_run_is_left_out_in_a_batch_and_not_added_to_a_series(tmp_pa
     assert figure == pytest.approx(good_figure)
     (line,) = [line for line in lines if line.startswith(f"{CASE}: ")]
     assert f"from {disturbed} not added: gpu_time +39.9% from the centre of the fleet's 4 runs on 4 cards" in line
-    assert line.endswith(f"if the change is intended, name it: `perfguard baseline accept {disturbed} --case '{CASE}'`")
+    assert line.endswith(f"if the change is intended, name it: `perfguard baseline accept {disturbed} --case '{CASE}' "
+                         f"--baselines={tmp_path / 'good'}`")
 
 
 def test_a_record_dated_in_the_future_is_refused(tmp_path, good, good_figure, capsys):

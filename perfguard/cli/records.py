@@ -126,7 +126,9 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         # One rule a file: its `added` and `not_added` are then this file's cases (a case id may be in two).
         admission = Admission(restart=args.restart, accepted=accepted,
                               remedy=lambda case_id: "if the change is intended, name it: `" + shlex.join(
-                                  ["perfguard", "baseline", "accept", *args.runs, "--case", case_id]) + "`")
+                                  ["perfguard", "baseline", "accept", *args.runs, "--case", case_id,
+                                    *([f"--baselines={args.baselines}"] if str(args.baselines) != defaults.BASELINES_DIR else [])])
+                                  + "`")
         took: set[str] = set()  # the records a run joined a series from (before the cap of --keep-runs)
         path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs,
                            admit=noting_origins(admission, took), origins=origins[slug])

@@ -27,12 +27,13 @@ class Invocation:
         return cls(baselines=baselines if isinstance(baselines, str) and baselines else defaults.BASELINES_DIR,
                    report=report if isinstance(report, str) and report else defaults.REPORT_DIR)
 
-    def _baselines_flag(self) -> list[str]:
-        return [] if self.baselines == defaults.BASELINES_DIR else [f"--perfguard-baselines={self.baselines}"]
+    def _baselines_flag(self, spelling: str = "--baselines") -> list[str]:
+        """The folder as pytest (`--perfguard-baselines`) or the console command (`--baselines`) takes it."""
+        return [] if self.baselines == defaults.BASELINES_DIR else [f"{spelling}={self.baselines}"]
 
     def update(self) -> str:
         """Record this run's figures in the baseline (routine: a run outside its series is not added)."""
-        return _join(["pytest", "--perfguard", "--perfguard-update", *self._baselines_flag()])
+        return _join(["pytest", "--perfguard", "--perfguard-update", *self._baselines_flag("--perfguard-baselines")])
 
     def accept(self, case_ids: Iterable[str]) -> str:
         """Accept the named cases' changes from this run's record into the baseline (a new series)."""

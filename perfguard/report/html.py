@@ -35,6 +35,7 @@ from perfguard.report.details import (
     profile_table,
     sections,
 )
+from perfguard.report.commands import Invocation
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -123,7 +124,8 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
     if merged.replaced:
         notes.append(f"{merged.replaced} result(s) replaced by a later record of the same device")
     notes += run_notes.run_lines(records)
-    notes += run_notes.once([run_notes.unseen_card_line(v for r in records for v in r.verdicts)])
+    notes += run_notes.once([run_notes.unseen_card_line((v for r in records for v in r.verdicts),
+                                                        Invocation.of(records[0].options if records else None))])
     notes += case_lines(e.result for e in merged.entries() if e.result)
     notes += [line for line in [regime_line(e.result for e in merged.entries() if e.result)] if line]
     advice, scaling = _advice(merged, devices, fits)

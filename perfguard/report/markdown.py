@@ -24,6 +24,7 @@ from perfguard import units
 from perfguard.model import RunRecord
 from perfguard.report import inert, notes, view, words, work
 from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, launch_line, ranked_scalings, regime_line, rough, scaling_lines
+from perfguard.report.commands import Invocation
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         out.force("", f"**{_md(line, limit=WORDS_CHARS)}**")
     # The gate's settings and what kept cases from being judged (plugin/strict.py), as the run printed them.
     gate = notes.gate_lines(records)
-    unseen = notes.unseen_card_line(v for r in records for v in r.verdicts)
+    unseen = notes.unseen_card_line((v for r in records for v in r.verdicts), Invocation.of(records[0].options if records else None))
     if unseen:
         out.force("", f"**{_md(unseen, limit=WORDS_CHARS)}**")
     if gate:

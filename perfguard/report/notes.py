@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from perfguard import units
 from perfguard.model import TIME_METRICS, CaseResult, RunRecord, Verdict
 from perfguard.report.advice import cpu_line, run_line
+from perfguard.report.commands import Invocation
 
 
 def once(lines: Iterable[str | None]) -> list[str]:
@@ -41,7 +42,7 @@ def cpu_note(results: Iterable[CaseResult], records: Sequence[RunRecord]) -> str
     return cpu_line(results, agreed)
 
 
-def unseen_card_line(verdicts: Iterable[Verdict]) -> str | None:
+def unseen_card_line(verdicts: Iterable[Verdict], run: Invocation = Invocation()) -> str | None:
     """One line for the cases a run measured on a card (on a CPU, a host) none of the baseline's runs
     came from: what is judged exactly there (counts and memory do not depend on the card) and what
     its times, judged against the fleet's runs and the card-to-card spread, could not decide, with
@@ -60,4 +61,4 @@ def unseen_card_line(verdicts: Iterable[Verdict]) -> str | None:
             f"are judged exactly against the fleet's ({units.plural(len(exact), 'verdict')}, {regressed} regressed), "
             f"their times against the fleet's runs and the spread between {source}s: "
             f"{len(blind)} time verdict(s) inconclusive{median}; to decide them, record 3 runs of this {source} into the "
-            f"baseline (`pytest --perfguard --perfguard-update`, three times) or judge a pull request with `perfguard ab`")
+            f"baseline (`{run.update()}`, three times) or judge a pull request with `perfguard ab`")

@@ -11,6 +11,7 @@ from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.model import tally as model_tally
 from perfguard.report import fitting, notes, words, work
+from perfguard.report.commands import Invocation
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "caller Δ", "GPU idle", "kernels/syncs",
            "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem", "footprint")
 # What a new case needs, said once under the table however many cases are new (the record says it per case).
-NEW_REMEDY = words.NEW_HINT.replace("record it", "record them").replace("its tolerance", "their tolerances")
-NEW_LINE = "{n} new case(s), not in the baseline yet: " + NEW_REMEDY
+NEW_LINE = "{n} new case(s), not in the baseline yet: "
 # Display order of verdicts, then "" for a case without one.
 ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "inconclusive": {"yellow": True},
@@ -133,10 +133,11 @@ def summary(
             listed = [v for v in listed if v.status != "regressed"]
         for v in sorted(listed, key=lambda v: (ORDER.index(v.status), v.case_id)):
             lines.append((f"{v.case_id}: {words.line(v)}", STYLE.get(v.status, {})))
-        lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts)]
+        lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts, Invocation.of(record.options if record else None))]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:
-            lines.append((NEW_LINE.format(n=len(news)), {"cyan": True}))
+            run = Invocation.of(record.options) if record else Invocation()
+            lines.append((NEW_LINE.format(n=len(news)) + words.new_remedy(run), {"cyan": True}))
         figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
         if figures:  # a baseline recorded before perfguard measured them: judged from its next update
             names = ", ".join(sorted({v.metric for v in figures}))
@@ -177,15 +178,15 @@ def _moved(v: Verdict) -> str:
     return f"{v.metric} {counting.figure(v.metric, v.baseline)} → {counting.figure(v.metric, v.current)}"
 
 
-def inconclusive_lines(verdicts: Iterable[Verdict]) -> list[str]:
+def inconclusive_lines(verdicts: Iterable[Verdict], run: Invocation = Invocation()) -> list[str]:
     """The inconclusive verdicts: each one's line when there are a few, else one line that counts them,
     says what they could not see and what would let the gate see it."""
     verdicts = list(verdicts)
-    unseen = notes.unseen_card_line(verdicts)
+    unseen = notes.unseen_card_line(verdicts, run)
     said = {v.case_id for v in verdicts if v.judged_by == "fleet" and not v.own_runs} if unseen else set()
     blind = [v for v in verdicts if v.status == "inconclusive" and not (v.case_id in said and v.metric in TIME_METRICS)]
     if unseen:
-        return [unseen, *inconclusive_lines(blind)] if blind else [unseen]
+        return [unseen, *inconclusive_lines(blind, run)] if blind else [unseen]
     if len(blind) <= LISTED_INCONCLUSIVE:
         return [f"{v.case_id}: {words.line(v)}" for v in sorted(blind, key=lambda v: (v.case_id, v.metric))]
     detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)

@@ -25,6 +25,11 @@ DEFAULT = Invocation()
 NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
 
 
+def new_remedy(run: Invocation = DEFAULT) -> str:
+    """How to record cases not in the baseline yet, as the run's own command."""
+    return f"record them with `{run.update()}` (several runs make their tolerances tight)"
+
+
 def line(v: Verdict, run: Invocation = DEFAULT) -> str:
     """The verdict's whole line: "gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
     return f"{v.metric} {v.status}: {detail(v, run)}"
