@@ -95,7 +95,7 @@ class Noise:
     tolerance_pct: float  # T
     detectable_pct: float  # D
     centre_ms: float  # the median of the baseline runs' medians
-    card_pct: float  # the card-to-card prior in sp (0 on a card the baseline knows, or from several cards)
+    card_pct: float  # the card-to-card prior in sp (0 for a card judged by its own runs, or by runs of MIN_CARDS cards)
     judged_by: JudgedBy = "fleet"  # "own": this card's (a CPU's: this host's) runs alone; "fleet": all the runs
     sources: int = 1  # cards (hosts, on a CPU) the judged runs came from
     source: str = "card"  # what a run's source is: "card" (a GPU's UUID) or "host"
@@ -105,21 +105,12 @@ class Noise:
     prior_pct: float = 0.0  # s0, the prior the spread was pooled with
     observed_pct: float = 0.0  # the spread the kept runs showed
 
-    def describe(self) -> str:
-        return f"judged by {self.judges()}, run-to-run spread ±{self.spread_pct:.2f}%{self.widened()}"
-
     def judges(self) -> str:
         """Whose runs: "this card's 5 runs", "the fleet's 10 runs on 3 cards"."""
         runs = units.plural(self.runs, "run")
         if self.judged_by == "own":
             return f"this {self.source}'s {runs}"
         return f"the fleet's {runs} on {units.plural(self.sources, self.source)}"
-
-    def widened(self) -> str:
-        other = f", ±{self.card_pct:.1f}% {self.source} to {self.source}" if self.card_pct else ""
-        floor = f", +{self.floor_pct:.1f}% for a {self.source} it has not seen" if self.floor_pct else ""
-        left = f", {units.plural(len(self.left_out), 'run')} far from the others left out" if self.left_out else ""
-        return other + floor + left
 
 
 # The regimes whose judged figure is not the GPU's own time (the call keeps the GPU waiting on the
