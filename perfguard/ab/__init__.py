@@ -214,7 +214,7 @@ class _Loop:
 def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Settings, report_dir: Path,
             out: Callable[[str], None], wall_s: float, baselines: Path) -> int:
     from perfguard.analysis import acceptance, pooling, verdict
-    from perfguard.report import words
+    from perfguard.report import steps
     from perfguard.report.advice import ranked_scalings
     from perfguard.report.commands import Invocation
     from perfguard.report.terminal import record_lines, verdict_count
@@ -242,7 +242,7 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     for c in spent:
         out(f"perfguard ab: {acceptances.path_in(settings.baselines)}: the accepted {c.metric} of {c.case_id!r} is spent: "
             "the base holds it already; remove the entry")
-    accept = words.accept_line(verdicts, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
+    accept = steps.accept_line(verdicts, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
     if accept:
         out(accept)
     status = exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)

@@ -80,7 +80,6 @@ def compare_case(
     if declared is None:
         return []
     threshold = declared.threshold if declared.threshold is not None else threshold_pct
-    where = baseline_file or "the baseline"
     if current is None or not measured(current):
         if entry is None:
             return []

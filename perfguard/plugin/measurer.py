@@ -21,7 +21,7 @@ from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.workers import PIN_KEY
-from perfguard.report import words
+from perfguard.report import steps, words
 from perfguard.report.commands import Invocation
 
 CONFIRM_CASES = defaults.CONFIRM_CASES
@@ -161,7 +161,7 @@ class Measurer:
         failing = decide.failing(verdicts, fail_inconclusive=self.options.fail_inconclusive)
         if failing and not self.options.update:
             lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in failing]
-            accept = words.accept_line(failing, self.invocation)
+            accept = steps.accept_line(failing, self.invocation)
             return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed
         return result, None, regressed
 

@@ -228,7 +228,7 @@ class Recorder:
     def _summarize(self, terminalreporter: Any) -> None:
         if not (self.results or self.problems or self.facts or self.ctrl_c.pressed):
             return
-        from perfguard.report import words
+        from perfguard.report import steps
         from perfguard.report.commands import Invocation
         from perfguard.report.terminal import summary
 
@@ -258,7 +258,7 @@ class Recorder:
             write("perfguard: the verdicts above are against the previous baseline; this run joined the baseline of "
                   + (f"{len(self.admission.added) if self.admission else 0} case(s), not of {left} (below)" if left
                      else "every case it measured"))
-        accept = words.accept_line(self.record.verdicts, Invocation.of(self.record.options)) \
+        accept = steps.accept_line(self.record.verdicts, Invocation.of(self.record.options)) \
             if self.record and not self.options.update else None
         if accept:
             write(accept, bold=True)

@@ -118,7 +118,7 @@ class Watch:
         baseline file's label and the file as read (None: there is none)."""
         from perfguard.report.commands import Invocation
         from perfguard.report.terminal import case_status
-        from perfguard.report.words import new_remedy
+        from perfguard.report.steps import new_remedy
 
         results = list(results)
         by_case = case_status(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new

@@ -6,9 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# perfguard.inert lived in this folder, and report/markdown.py still takes it from here.
-from perfguard import inert  # noqa: F401
-
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
     from perfguard.model import RunRecord

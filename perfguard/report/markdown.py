@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from perfguard import units
+from perfguard import inert, units
 from perfguard.model import RunRecord
-from perfguard.report import inert, notes, view, words, work
+from perfguard.report import notes, view, words, work
 from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, launch_line, ranked_scalings, regime_line, rough, scaling_lines
 from perfguard.report.commands import Invocation
 from perfguard.report.view import Device, Entry

@@ -10,7 +10,7 @@ from perfguard.analysis import counting
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
 from perfguard.model import tally as model_tally
-from perfguard.report import fitting, notes, words, work
+from perfguard.report import fitting, notes, steps, words, work
 from perfguard.report.commands import Invocation
 from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
@@ -137,7 +137,7 @@ def summary(
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:
             run = Invocation.of(record.options) if record else Invocation()
-            lines.append((NEW_LINE.format(n=len(news)) + words.new_remedy(run), {"cyan": True}))
+            lines.append((NEW_LINE.format(n=len(news)) + steps.new_remedy(run), {"cyan": True}))
         figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
         if figures:  # a baseline recorded before perfguard measured them: judged from its next update
             names = ", ".join(sorted({v.metric for v in figures}))

@@ -15,21 +15,12 @@ from collections.abc import Callable, Sequence
 from perfguard import defaults, units
 from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
 from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
-from perfguard.analysis.noise import OWN_RUNS
-from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, NextStep, Verdict
+from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, Verdict
 from perfguard.model.names import shown
+from perfguard.report import steps
 from perfguard.report.commands import Invocation
 
 DEFAULT = Invocation()
-# What a case not in the baseline yet needs: in each new verdict's line, and once per run in the terminal.
-NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
-
-
-def new_remedy(run: Invocation = DEFAULT) -> str:
-    """How to record cases not in the baseline yet, as the run's own command."""
-    return f"record them with `{run.update()}` (several runs make their tolerances tight)"
-
-
 def line(v: Verdict, run: Invocation = DEFAULT) -> str:
     """The verdict's whole line: "gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
     return f"{v.metric} {v.status}: {detail(v, run)}"
@@ -44,9 +35,7 @@ def detail(v: Verdict, run: Invocation = DEFAULT) -> str:
         if v.compared:
             text += f" against {v.baseline_file or ('the base' if v.paired else 'the baseline')}"
             text += f" ({_bound(v)})"
-    deciding = [s for s in v.next_steps if s.action in DECIDING]
-    said = [s for s in (_held(v), _remeasured(v), _inconclusive(v, deciding) if deciding else "",
-                        *(_step(v, s, run) for s in v.next_steps if s.action not in DECIDING)) if s]
+    said = [s for s in (_held(v), _remeasured(v), *steps.said(v, run)) if s]
     if v.accepted_reason is not None:
         said.append(f"accepted: {shown(v.accepted_reason, 200)}")
     text += "".join(f"; {s}" for s in said)
@@ -237,80 +226,6 @@ def listed(names: Sequence[str], shown_names: int = SHOWN_NAMES) -> str:
     return ", ".join(names[:shown_names]) + (f" and {more} more" if more > 0 else "")
 
 
-# --- what to do next -------------------------------------------------------------------------------
-
-
-def _step(v: Verdict, step: NextStep, run: Invocation) -> str:
-    """A next step in words; "" for the ones said once for the whole run (accepting: accept_line)."""
-    update = f"`{run.update()}`"
-    action = step.action
-    if action == "accept":
-        return ""
-    if action == "record":
-        if v.status == "new" and v.reason == "not_in_baseline":
-            return NEW_HINT.replace("`pytest --perfguard --perfguard-update`", update)
-        if v.status == "new":
-            return f"record it with {update}" + (" to judge this figure" if v.metric in TIME_METRICS else "")
-        return "the head is faster: nothing to do" if v.paired else f"run {update} to make it the baseline"
-    if action == "allow_counter":
-        allowed = f"; allowed {_count(v.allowed_more or 0, v.metric)} more" if v.allowed_more else ""
-        return (f"counts are exact, so any growth fails{allowed}; allow it with counters={{{v.metric!r}: N}} on the case "
-                "or --perfguard-counter-allowance, or accept it (the command below)")
-    if v.metric in COUNTER_KINDS and v.status == "same":
-        return ""
-    return _ADVICE.get(action, lambda v, s: "")(v, step)
-
-
-def _count(n: float, kind: str) -> str:
-    if kind == "copy_bytes":
-        return units.size(n)
-    one, many = COUNTER_LABELS.get(kind, (kind, kind))
-    return f"{units.count(n)} {one if n == 1 else many}"
-
-
-# The steps that would let the gate see a change of the threshold's size: said together, as alternatives.
-DECIDING = ("own_runs", "more_runs", "ab", "threshold")
-
-
-def _inconclusive(v: Verdict, steps: Sequence[NextStep]) -> str:
-    """What would let the gate see a change of the threshold's size."""
-    ways = []
-    for s in steps:
-        if s.action == "own_runs":
-            ways.append(f"{OWN_RUNS} runs of this {v.source} in the baseline, which then judge it alone (it has {v.own_runs})")
-        elif s.action == "more_runs":
-            ways.append(f"{int(s.value or 0)} baseline runs (it has {v.baseline_runs})")
-        elif s.action == "ab":
-            ways.append("`perfguard ab`, base and head measured by turns on one card")
-        elif s.action == "threshold":
-            ways.append(f"a threshold of {s.value:g}% (`@perf_case(threshold=...)`) if that is the change that matters")
-    return "to decide it: " + "; or ".join(ways)
-
-
-def _rounds(v: Verdict, step: NextStep) -> str:
-    if step.value is None:
-        return "more rounds (raise perfguard ab's --rounds) would give it a spread" if v.reason == "no_spread" else ""
-    return f"raise perfguard ab's --budget or --max-rounds (about {int(step.value)} rounds would decide it)"
-
-
-def _quieten(v: Verdict, step: NextStep) -> str:
-    how = "lock the GPU's clocks or quieten the machine" if step.action == "lock_clocks" else "run on a quieter machine (fewer busy cores)"
-    return f"its spread is too wide for {v.threshold_pct:g}% here: {how}, or give the case a wider threshold="
-
-
-_ADVICE: dict[str, Callable[[Verdict, NextStep], str]] = {
-    "raise_budget": lambda v, s: "raise --perfguard-budget",
-    "rerun_idle": lambda v, s: "rerun on an idle, cool GPU",
-    "rerun_quiet": lambda v, s: "rerun on a quieter machine or raise --perfguard-budget",
-    "find_leak": lambda v, s: "look for tensors kept across calls: appended to a list, cached, or held by a graph",
-    "rerecord": lambda v, s: ("not compared: the software differs from the baseline's, which picks other kernels; "
-                              "re-record the baseline under this software"),
-    "more_rounds": _rounds,
-    "quieten": _quieten,
-    "lock_clocks": _quieten,
-}
-
-
 # --- re-measurements -------------------------------------------------------------------------------
 
 
@@ -338,12 +253,3 @@ def _remeasured(v: Verdict) -> str:
         return (f"{said}; they agree with each other within {spread:.1f} points, so the change sits at the edge of what "
                 "this case's noise allows (more baseline runs narrow the tolerance)")
     return f"{said}; they disagree with each other by {spread:.1f} points"
-
-
-def accept_line(verdicts: Sequence[Verdict], run: Invocation = DEFAULT, *, paired: bool = False) -> str | None:
-    """The run's one line that accepts every change that failed it, as a command that works as printed."""
-    cases = sorted({v.case_id for v in verdicts if any(s.action == "accept" for s in v.next_steps) and v.status == "regressed"})
-    if not cases:
-        return None
-    command = run.accept_change(cases) if paired else run.accept(cases)
-    return f"perfguard: to accept these changes: `{command}`"

@@ -1,0 +1,111 @@
+"""A verdict's next steps in words (model/verdicts.py NextStep): the commands and declarations that
+would act on it or decide it, each command with the run's own folders (report/commands.py), and the
+run's one line that accepts every change that failed it. report/words.py says them after what was seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from perfguard import units
+from perfguard.analysis.noise import OWN_RUNS
+from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_METRICS, NextStep, Verdict
+from perfguard.report.commands import Invocation
+
+DEFAULT = Invocation()
+# What a case not in the baseline yet needs: in each new verdict's line (with the run's own command).
+NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
+
+
+def new_remedy(run: Invocation = DEFAULT) -> str:
+    """How to record cases not in the baseline yet, as the run's own command."""
+    return f"record them with `{run.update()}` (several runs make their tolerances tight)"
+
+
+
+
+def said(v: Verdict, run: Invocation = DEFAULT) -> list[str]:
+    """The verdict's next steps, each in words; those that would decide an inconclusive time, as one."""
+    deciding = [s for s in v.next_steps if s.action in DECIDING]
+    return [s for s in (_inconclusive(v, deciding) if deciding else "",
+                        *(_step(v, s, run) for s in v.next_steps if s.action not in DECIDING)) if s]
+
+
+def _step(v: Verdict, step: NextStep, run: Invocation) -> str:
+    """A next step in words; "" for the ones said once for the whole run (accepting: accept_line)."""
+    update = f"`{run.update()}`"
+    action = step.action
+    if action == "accept":
+        return ""
+    if action == "record":
+        if v.status == "new" and v.reason == "not_in_baseline":
+            return NEW_HINT.replace("`pytest --perfguard --perfguard-update`", update)
+        if v.status == "new":
+            return f"record it with {update}" + (" to judge this figure" if v.metric in TIME_METRICS else "")
+        return "the head is faster: nothing to do" if v.paired else f"run {update} to make it the baseline"
+    if action == "allow_counter":
+        allowed = f"; allowed {_count(v.allowed_more or 0, v.metric)} more" if v.allowed_more else ""
+        return (f"counts are exact, so any growth fails{allowed}; allow it with counters={{{v.metric!r}: N}} on the case "
+                "or --perfguard-counter-allowance, or accept it (the command below)")
+    if v.metric in COUNTER_KINDS and v.status == "same":
+        return ""
+    return _ADVICE.get(action, lambda v, s: "")(v, step)
+
+
+def _count(n: float, kind: str) -> str:
+    if kind == "copy_bytes":
+        return units.size(n)
+    one, many = COUNTER_LABELS.get(kind, (kind, kind))
+    return f"{units.count(n)} {one if n == 1 else many}"
+
+
+# The steps that would let the gate see a change of the threshold's size: said together, as alternatives.
+DECIDING = ("own_runs", "more_runs", "ab", "threshold")
+
+
+def _inconclusive(v: Verdict, steps: Sequence[NextStep]) -> str:
+    """What would let the gate see a change of the threshold's size."""
+    ways = []
+    for s in steps:
+        if s.action == "own_runs":
+            ways.append(f"{OWN_RUNS} runs of this {v.source} in the baseline, which then judge it alone (it has {v.own_runs})")
+        elif s.action == "more_runs":
+            ways.append(f"{int(s.value or 0)} baseline runs (it has {v.baseline_runs})")
+        elif s.action == "ab":
+            ways.append("`perfguard ab`, base and head measured by turns on one card")
+        elif s.action == "threshold":
+            ways.append(f"a threshold of {s.value:g}% (`@perf_case(threshold=...)`) if that is the change that matters")
+    return "to decide it: " + "; or ".join(ways)
+
+
+def _rounds(v: Verdict, step: NextStep) -> str:
+    if step.value is None:
+        return "more rounds (raise perfguard ab's --rounds) would give it a spread" if v.reason == "no_spread" else ""
+    return f"raise perfguard ab's --budget or --max-rounds (about {int(step.value)} rounds would decide it)"
+
+
+def _quieten(v: Verdict, step: NextStep) -> str:
+    how = "lock the GPU's clocks or quieten the machine" if step.action == "lock_clocks" else "run on a quieter machine (fewer busy cores)"
+    return f"its spread is too wide for {v.threshold_pct:g}% here: {how}, or give the case a wider threshold="
+
+
+_ADVICE: dict[str, Callable[[Verdict, NextStep], str]] = {
+    "raise_budget": lambda v, s: "raise --perfguard-budget",
+    "rerun_idle": lambda v, s: "rerun on an idle, cool GPU",
+    "rerun_quiet": lambda v, s: "rerun on a quieter machine or raise --perfguard-budget",
+    "find_leak": lambda v, s: "look for tensors kept across calls: appended to a list, cached, or held by a graph",
+    "rerecord": lambda v, s: ("not compared: the software differs from the baseline's, which picks other kernels; "
+                              "re-record the baseline under this software"),
+    "more_rounds": _rounds,
+    "quieten": _quieten,
+    "lock_clocks": _quieten,
+}
+
+
+def accept_line(verdicts: Sequence[Verdict], run: Invocation = DEFAULT, *, paired: bool = False) -> str | None:
+    """The run's one line that accepts every change that failed it, as a command that works as printed."""
+    cases = sorted({v.case_id for v in verdicts if any(s.action == "accept" for s in v.next_steps) and v.status == "regressed"})
+    if not cases:
+        return None
+    command = run.accept_change(cases) if paired else run.accept(cases)
+    return f"perfguard: to accept these changes: `{command}`"
