@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from perfguard.errors import BaselineError
@@ -46,14 +47,16 @@ DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d
 
 def check_record(record: RunRecord, source: str) -> RunRecord:
     """`record` itself, or a BaselineError naming `source` and the first field that makes no sense."""
-    _refuse_first(_problems(record, "RunRecord"), source, REFUSED)
+    if not clean(record):
+        _refuse_first(_problems(record, "RunRecord"), source, REFUSED)
     return record
 
 
 def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED) -> BaselineFile:
     """As `check_record`, and every case must be a measurement a later run can be compared with.
     `advice` ends the message: what to do about it (the store, about to write, says it did not)."""
-    _refuse_first(_problems(baseline, "BaselineFile"), source, advice)
+    if not clean(baseline):
+        _refuse_first(_problems(baseline, "BaselineFile"), source, advice)
     for key, entry in baseline.cases.items():
         r, where = entry.result, f"BaselineFile.cases[{names.shown(key)}].result"
         judged = r.timings.get(r.judged_metric)
@@ -64,6 +67,62 @@ def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED) -
             raise BaselineError(f"{source}: {where}.timings['{r.judged_metric}'].samples_ms is empty; a baseline "
                                 f"keeps its newest run's samples; {advice}")
     return baseline
+
+
+def clean(obj: Any) -> bool:
+    """Whether `_problems` finds nothing in dataclass `obj`, by a walk compiled once per class: no paths,
+    no generator per field, a tuple's figures judged by its min, max and sum. False may be a false alarm
+    (figures whose sum is past a float's range, a list where a tuple was typed): the checks then run
+    `_problems`, which clears it or names the field, so what a refusal says is its walk's, as before."""
+    return _cleaner(type(obj))(obj)
+
+
+@functools.cache
+def _cleaner(cls: type) -> Callable[[Any], bool]:
+    fields = dataclasses.fields(cls)
+    plan = [(f.name, _bound(f.name)[0], f.name in FREE_FORM, f.name.endswith("samples_ms")) for f in fields]
+    dates = tuple(n for n in DATE_FIELDS if hasattr(cls, n) or n in {f.name for f in fields})
+    kind = issubclass(cls, KINDS)
+
+    def ok(obj: Any) -> bool:
+        for name, most, free, samples in plan:
+            value = getattr(obj, name)
+            if value is None or type(value) is str:  # most fields: nothing to check, no call
+                continue
+            if not _value_clean(value, most, free, samples):
+                return False
+        for name in dates:
+            value = getattr(obj, name, None)
+            if value is not None and not is_date(value):
+                return False
+        return not kind or next(_kind_problems(obj, ""), None) is None
+    return ok
+
+
+def _value_clean(value: Any, most: float, free: bool, samples: bool) -> bool:
+    """Whether one field's value passes `_out_of_bounds`, the samples' sign and its dataclasses' checks."""
+    t = type(value)
+    if value is None or t is str or t is bool:
+        return True
+    if t is float or t is int:
+        return free or -most <= value <= most  # nan fails both comparisons
+    if t is tuple or t is dict:
+        items = tuple(value.values()) if t is dict else value
+        if not items:
+            return True
+        if dataclasses.is_dataclass(items[0]):
+            return all(dataclasses.is_dataclass(i) and not isinstance(i, type) and clean(i) for i in items)
+        if free or all(type(i) is str for i in items):
+            return True
+        try:
+            total, low, high = sum(items), min(items), max(items)
+        except TypeError:  # figures and words mixed: the walk judges each
+            return False
+        # nan or inf among them make the sum so; min and max alone would miss a nan.
+        return total - total == 0 and -most <= low and high <= most and not (samples and t is tuple and low < 0)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return clean(value)
+    return False
 
 
 def _refuse_first(problems: Iterator[str], source: str, advice: str) -> None:
@@ -135,6 +194,15 @@ def _dates(obj: Any, where: str) -> Iterator[str]:
 def _own_problems(obj: Any, where: str) -> Iterator[str]:
     yield from _out_of_bounds(obj, where)
     yield from _dates(obj, where)
+    yield from _kind_problems(obj, where)
+
+
+# The classes _kind_problems has rules for (`clean` asks it only of these).
+KINDS = (DeviceInfo, CaseResult, Profile, RunTime, Memory, TimeSummary)
+
+
+def _kind_problems(obj: Any, where: str) -> Iterator[str]:
+    """What the rules of `obj`'s own class find wrong in it."""
     if isinstance(obj, DeviceInfo) and not names.is_slug(obj.slug):
         yield f"{where}.slug {names.shown(obj.slug)} is not a device slug (lower-case letters and digits joined by dashes)"
     elif isinstance(obj, CaseResult):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
-from perfguard.model import migration
+from perfguard.model import compiled, migration
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
@@ -31,7 +31,7 @@ READABLE_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
 # is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
 # report) from recursing past Python's limit on a hostile file.
 MAX_FREE_FORM_DEPTH = 16
-MAX_INT = 2**63  # every count and byte figure perfguard writes fits in 64 bits
+MAX_INT = compiled.MAX_INT  # every count and byte figure perfguard writes fits in 64 bits
 # Runs of one case a baseline may hold. perfguard keeps `keep_runs` (defaults.KEEP_RUNS, 10; a
 # fleet's baseline keeps 3 × its runners), so a thousand is far above any setting in use; past it a file
 # is not a baseline but an edit: one case of 1,000,000 runs (324 MB) made `baseline show` take 125 s
@@ -172,6 +172,14 @@ def _check_schema(data: Any, source: str) -> int:
 
 def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:
     """Build dataclass `cls` from parsed JSON, strictly: unknown or missing fields are errors."""
+    try:
+        return compiled.converter(cls)(data)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - the walk below decides, and names the field
+        return _walk(cls, data, source, path)
+
+
+def _walk(cls: type[T], data: Any, source: str, path: str = "") -> T:
+    """`from_jsonable` field by field, reflectively: what a refusal says, and what it is."""
     where = path or cls.__name__
     if not isinstance(data, dict):
         raise BaselineError(f"{source}: {where} should be an object, found {type(data).__name__}")
@@ -211,7 +219,7 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
     if origin is typing.Literal:
         return _word(typing.get_args(hint), value, source, where)
     if dataclasses.is_dataclass(hint):
-        return from_jsonable(hint, value, source, where)
+        return _walk(hint, value, source, where)
     if origin is tuple:
         if not isinstance(value, list):
             raise BaselineError(f"{source}: {where} should be a list, found {type(value).__name__}")
@@ -225,7 +233,7 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
             for k in value:
                 _word(typing.get_args(key), k, source, f"{where} key")
         if dataclasses.is_dataclass(item):
-            return {k: from_jsonable(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
+            return {k: _walk(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
         if item is Any:
             return _free_form(value, source, where)
         return {k: _convert(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
