@@ -1,5 +1,6 @@
 """The converters and checks compiled per class (model/compiled.py, checks.clean) against the walks
-they stand in for: the same objects from the committed baseline, and never a pass where a walk refuses."""
+they stand in for: the same objects from the committed baseline, and never a pass where a walk refuses.
+How each refusal is worded is the walks' (tests/test_bad_input.py, test_hostile_input.py and others)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from perfguard.model import checks, codec, compiled, migration
 from perfguard.model.baseline import BaselineFile
+from perfguard.model.records import RunRecord
 
 BASELINE = Path(__file__).resolve().parent.parent / "baselines" / "nvidia-h200.json"
 
@@ -27,6 +29,7 @@ def test_compiled_builds_what_the_walk_builds(data: dict) -> None:
     assert fast == codec._walk(BaselineFile, copy.deepcopy(data), "b.json")
     assert repr(fast) == repr(codec._walk(BaselineFile, copy.deepcopy(data), "b.json"))  # floats stay floats
     assert checks.clean(fast)
+    assert compiled.checked(BaselineFile)(copy.deepcopy(data)) == fast  # and the pass that checks as it builds
 
 
 def _nested(depth: int) -> list:
@@ -87,6 +90,10 @@ def test_clean_passes_nothing_the_walk_refuses(data: dict, what: str, edit) -> N
     baseline = codec.from_jsonable(BaselineFile, edited, "b.json")
     assert next(checks._problems(baseline, "BaselineFile"), None) is not None
     assert not checks.clean(baseline)
+    with pytest.raises(compiled.Refused):
+        compiled.checked(BaselineFile)(edited)
+    with pytest.raises(codec.BaselineError):
+        codec.loads_baseline(json.dumps({**edited, "schema_version": 4}), "b.json")
 
 
 def test_clean_sees_a_nan_that_min_and_max_miss() -> None:
@@ -94,3 +101,12 @@ def test_clean_sees_a_nan_that_min_and_max_miss() -> None:
     assert checks._value_clean((1.0, 2.0), 1e9, False, True)
     assert not checks._value_clean({"bf16": 1e19}, 1e18, False, False)  # a mapping's figures have bounds too
     assert not checks._value_clean((-1.0, 2.0), 1e9, False, True)
+
+
+def test_a_record_of_the_baselines_results_passes_the_checked_pass(data: dict) -> None:
+    baseline = codec.from_jsonable(BaselineFile, data, "b.json")
+    record = RunRecord(created_at="2026-12-02T00:00:00+00:00", perfguard_version="0", devices=(baseline.device,),
+                       results=tuple(e.result for e in baseline.cases.values()))
+    parsed = json.loads(codec.dumps(record))
+    built = compiled.checked(RunRecord)(copy.deepcopy(parsed))  # Refused would mean the slow way for every record
+    assert built == codec._walk(RunRecord, parsed, "r.json") == codec.loads_record(codec.dumps(record), "r.json")

@@ -45,17 +45,18 @@ DATE_FIELDS = ("created_at", "recorded_at", "measured_at")
 DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):(\d{2}))?)?", re.ASCII)
 
 
-def check_record(record: RunRecord, source: str) -> RunRecord:
-    """`record` itself, or a BaselineError naming `source` and the first field that makes no sense."""
-    if not clean(record):
+def check_record(record: RunRecord, source: str, known_clean: bool = False) -> RunRecord:
+    """`record` itself, or a BaselineError naming `source` and the first field that makes no sense.
+    `known_clean`: the pass that built it (compiled.checked) found nothing to refuse."""
+    if not known_clean and not clean(record):
         _refuse_first(_problems(record, "RunRecord"), source, REFUSED)
     return record
 
 
-def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED) -> BaselineFile:
+def check_baseline(baseline: BaselineFile, source: str, advice: str = REFUSED, known_clean: bool = False) -> BaselineFile:
     """As `check_record`, and every case must be a measurement a later run can be compared with.
     `advice` ends the message: what to do about it (the store, about to write, says it did not)."""
-    if not clean(baseline):
+    if not known_clean and not clean(baseline):
         _refuse_first(_problems(baseline, "BaselineFile"), source, advice)
     for key, entry in baseline.cases.items():
         r, where = entry.result, f"BaselineFile.cases[{names.shown(key)}].result"
@@ -81,7 +82,7 @@ def clean(obj: Any) -> bool:
 def _cleaner(cls: type) -> Callable[[Any], bool]:
     fields = dataclasses.fields(cls)
     plan = [(f.name, _bound(f.name)[0], f.name in FREE_FORM, f.name.endswith("samples_ms")) for f in fields]
-    dates = tuple(n for n in DATE_FIELDS if hasattr(cls, n) or n in {f.name for f in fields})
+    dates = date_fields(cls)
     kind = issubclass(cls, KINDS)
 
     def ok(obj: Any) -> bool:
@@ -97,6 +98,11 @@ def _cleaner(cls: type) -> Callable[[Any], bool]:
                 return False
         return not kind or next(_kind_problems(obj, ""), None) is None
     return ok
+
+
+def date_fields(cls: type) -> tuple[str, ...]:
+    """The DATE_FIELDS that `_dates` finds on an instance of dataclass `cls`."""
+    return tuple(n for n in DATE_FIELDS if hasattr(cls, n) or n in {f.name for f in dataclasses.fields(cls)})
 
 
 def _value_clean(value: Any, most: float, free: bool, samples: bool) -> bool:
