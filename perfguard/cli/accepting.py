@@ -12,6 +12,7 @@ import argparse
 import datetime
 
 from perfguard import units
+from perfguard.analysis.counting import figure
 from perfguard.cli.common import add_option, command, read_record
 from perfguard.errors import ConfigError
 from perfguard.model import COUNTER_KINDS, AcceptedChange, names
@@ -55,7 +56,7 @@ def _figure(metric: str, value: float | None) -> str:
     if value is None:
         return "n/a"
     if metric in COUNTER_KINDS:
-        return units.size(value) if metric == "copy_bytes" else units.count(value)
+        return figure(metric, value)
     if metric in ("peak_memory", "footprint", "retained_memory"):
         return units.size(value)
     return units.precise_duration(value)

@@ -22,7 +22,6 @@ from perfguard.plugin.options import Options
 from perfguard.plugin.properties import DEVICE_KEY, RESULT_KEY, THREADS_KEY, VERDICTS_KEY
 from perfguard.plugin.workers import PIN_KEY
 from perfguard.report import steps, words
-from perfguard.report.commands import Invocation
 
 CONFIRM_CASES = defaults.CONFIRM_CASES
 
@@ -47,7 +46,7 @@ class Measurer:
         self.config = config
         self.options = Options.of(config)
         self.baselines = Baselines.of(config)
-        self.invocation = Invocation(baselines=self.options.baselines_arg, report=self.options.report_arg)
+        self.invocation = self.options.invocation
         self.owners: dict[str, str] = {}  # case id -> nodeid, to refuse duplicate ids
         self.cpu_threads: int | None = None  # torch's threads while measuring on a CPU (measure.torch_state)
         self._kind: str | None = None

@@ -12,12 +12,15 @@ import dataclasses
 import os
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from perfguard import defaults
 from perfguard.options import TIMEOUT_BUDGETS, TRUE_WORDS, is_false, option
+
+if TYPE_CHECKING:
+    from perfguard.report.commands import Invocation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +51,13 @@ class Options:
     # its hostname. The verdict adds the host-to-host offset of tiny kernels only for hosts a baseline
     # has not seen.
     host: str | None = None
+
+    @property
+    def invocation(self) -> Invocation:
+        """The run's folders as the commands a verdict prints repeat them (report/commands.py)."""
+        from perfguard.report.commands import Invocation  # here, not at load: the unused plugin stays light
+
+        return Invocation(baselines=self.baselines_arg, report=self.report_arg)
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:

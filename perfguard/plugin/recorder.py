@@ -153,11 +153,10 @@ class Recorder:
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
         from perfguard.analysis.series import Admission
-        from perfguard.report.commands import Invocation
 
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
         # old runs describe other code, or this run is off, and mixed in it would read as noise.
-        run = Invocation(baselines=self.options.baselines_arg, report=self.options.report_arg)
+        run = self.options.invocation
         # The cases the acceptance file names (a reviewed pull request) start their new series with no force.
         accepted = self.baselines.accepted()
         named = {c.case_id: c.reason for c in accepted.changes} if not isinstance(accepted, BaselineError) else {}

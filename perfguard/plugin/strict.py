@@ -116,7 +116,6 @@ class Watch:
               baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> list[Fact]:
         """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
         baseline file's label and the file as read (None: there is none)."""
-        from perfguard.report.commands import Invocation
         from perfguard.report.terminal import case_status
         from perfguard.report.steps import new_remedy
 
@@ -127,15 +126,14 @@ class Watch:
             if baseline is None:
                 n = sum(r.device == device.slug for r in results)
                 facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are not "
-                                  "judged; record one with `{Invocation(baselines=options.baselines_arg, report=options.report_arg).update()}` "
+                                  "judged; record one with `{options.invocation.update()}` "
                                   "or perfguard baseline accept"))
         for status, what in (("missing", "in the baseline but did not run (renamed, removed or not collected): "
                                          "not judged"),
                              ("new", "not in the baseline: measured, not judged")):
             ids = sorted(case for case, overall in by_case.items() if overall == status)
             if ids:
-                run = Invocation(baselines=options.baselines_arg, report=options.report_arg)
-                remedy = f"; {new_remedy(run)}" if status == "new" else ""
+                remedy = f"; {new_remedy(options.invocation)}" if status == "new" else ""
                 facts.append(Fact(f"{len(ids)} {status} case(s), {what}: {_named(ids)}{remedy}"))
         facts += [Fact(f"{nodeid}: skipped ({reason}): not measured, not judged") for nodeid, reason in sorted(self.skipped.items())]
         facts += [Fact(f"{nodeid}: marked xfail ({how}): a regression of it cannot fail the run")

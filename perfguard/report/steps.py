@@ -13,8 +13,6 @@ from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_METRICS, NextSte
 from perfguard.report.commands import Invocation
 
 DEFAULT = Invocation()
-# What a case not in the baseline yet needs: in each new verdict's line (with the run's own command).
-NEW_HINT = "record it with `pytest --perfguard --perfguard-update` (several runs make its tolerance tight)"
 
 
 def new_remedy(run: Invocation = DEFAULT) -> str:
@@ -39,7 +37,7 @@ def _step(v: Verdict, step: NextStep, run: Invocation) -> str:
         return ""
     if action == "record":
         if v.status == "new" and v.reason == "not_in_baseline":
-            return NEW_HINT.replace("`pytest --perfguard --perfguard-update`", update)
+            return f"record it with {update} (several runs make its tolerance tight)"
         if v.status == "new":
             return f"record it with {update}" + (" to judge this figure" if v.metric in TIME_METRICS else "")
         return "the head is faster: nothing to do" if v.paired else f"run {update} to make it the baseline"
