@@ -34,6 +34,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pi
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -86,6 +87,9 @@ def open_report(browser, tmp_path: Path, records: list[RunRecord]) -> Path:
     page.write_text(render_html(records), encoding="utf-8")
     browser.get_log("browser")  # drop what an earlier page logged
     browser.get(page.as_uri())
+    # Under load, chromedriver has returned from a file:// page of 1,000 rows with 115 of them parsed
+    # (seen with two busy workers): wait for the whole document, which the tests read.
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script("return document.readyState") == "complete")
     return page
 
 
