@@ -73,11 +73,11 @@ def main(argv: list[str]) -> int:
           f"points: p50 {_pct(moved, 0.5):+.2f}, p90 {_pct(moved, 0.9):+.2f}, largest {max(moved):+.2f}")
 
     if write:
-        calibration = old.calibration
-        if calibration and calibration.fingerprint != next(iter(new.cases.values())).fingerprint:
-            calibration = None
-        write_atomic(old_path, dumps(dataclasses.replace(new, calibration=new.calibration or calibration)))
-        print(f"wrote {old_path}: {len(new.cases)} cases, calibration {'kept' if calibration else 'none'}")
+        # The old file's calibration still places the cases where the software it measured is the same.
+        same = old.calibration and old.calibration.fingerprint == next(iter(new.cases.values())).fingerprint
+        calibration = new.calibration or (old.calibration if same else None)
+        write_atomic(old_path, dumps(dataclasses.replace(new, calibration=calibration)))
+        print(f"wrote {old_path}: {len(new.cases)} cases, calibration {'measured ' + calibration.measured_at if calibration else 'none'}")
     return 0
 
 
