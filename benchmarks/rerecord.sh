@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # Issue 31: re-record the committed H200 baseline for the current perfguard, one card at a time.
-#   bash benchmarks/rerecord.sh BASELINE.json OUTDIR [RUNS]
+#   bash benchmarks/rerecord.sh BASELINE.json OUTDIR [RUNS [PYTEST ARGS...]]   (e.g. 3 -k 'rms_norm and 32768')
 # Adds RUNS (default 3) runs of `pytest --perfguard --perfguard-update suites/` on this machine's card to a
 # copy of BASELINE.json (OUTDIR/baselines/nvidia-h200.json), one process each, so that each run is the
 # unit of evidence. A card the file already holds runs of is refused: a held machine stays the same card,
 # and more runs of one card do not tell the card-to-card offset (DESIGN §5).
 set -uo pipefail
-src=${1:?baseline file}; out=${2:?output folder}; runs=${3:-3}
+src=${1:?baseline file}; out=${2:?output folder}; runs=${3:-3}; shift $(( $# < 3 ? $# : 3 ))
 mkdir -p "$out/baselines"
 cp "$src" "$out/baselines/nvidia-h200.json"
 export PYTHONUNBUFFERED=1
 if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/perfguard-pycache; fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . >"$out/install.log" 2>&1 || export PYTHONPATH=$PWD
+plugin=()
+# Not installable here: run from the tree, naming the plugin, since then it is no pytest11 entry point.
+python3 -m pip install -q --no-deps --no-build-isolation -e . >"$out/install.log" 2>&1 || { export PYTHONPATH=$PWD; plugin=(-p perfguard.plugin); }
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n 1)
 echo "card $uuid"
 if grep -q "\"$uuid\"" "$src"; then echo "refused: $src already holds runs of $uuid"; exit 3; fi
 for i in $(seq 1 "$runs"); do
   start=$(date +%s)
-  python3 -m pytest -q -p no:cacheprovider --perfguard --perfguard-update --perfguard-baselines="$out/baselines" \
-    --perfguard-report="$out/run$i" suites/ >"$out/run$i.log" 2>&1
+  python3 -m pytest -q -p no:cacheprovider "${plugin[@]}" --perfguard --perfguard-update --perfguard-baselines="$out/baselines" \
+    --perfguard-report="$out/run$i" "$@" suites/ >"$out/run$i.log" 2>&1
   echo "run $i: exit $? in $(( $(date +%s) - start )) s: $(tail -n 1 "$out/run$i.log")"
 done
