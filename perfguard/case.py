@@ -41,7 +41,11 @@ OPTIONS = (
     "memory_breakdown",
     "device_kinds",
     "check",
+    "compile",
 )
+# What `compile=` may pass on to torch.compile (True: its defaults). fullgraph=True makes a graph break
+# an error, which is the user's choice; perfguard counts breaks either way.
+COMPILE_OPTIONS = ("backend", "mode", "fullgraph", "dynamic", "options")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -65,6 +69,9 @@ class CaseSpec:
     memory_breakdown: bool = False
     device_kinds: tuple[str, ...] = DEVICE_KINDS
     check: Callable[..., Any] | None = None
+    # torch.compile's keywords for the callable the setup returns ({} or None: not compiled by perfguard;
+    # a callable the user compiled is measured as compiled all the same: measure/compiling.py).
+    compile: Mapping[str, Any] | None = None
     location: str = ""
     named: bool = False  # given name=, rather than named after its function (or test)
 
@@ -270,7 +277,23 @@ def build_spec(
     if opts.get("check") is not None and not callable(opts["check"]):
         raise ConfigError(f"{where}: check must be callable, got {opts['check']!r}")
     opts["memory_breakdown"] = bool(opts.get("memory_breakdown", False))
+    opts["compile"] = _compile_options(where, opts.get("compile"), opts.get("mode", "eager"))
     return CaseSpec(setup=setup, location=location, named=options.get("name") is not None, **opts)
+
+
+def _compile_options(where: str, value: Any, mode: str) -> dict[str, Any] | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: compile must be True or a mapping of torch.compile's keywords "
+                          f"({', '.join(COMPILE_OPTIONS)}), got {value!r}")
+    check_keywords(f"{where}: compile", value, COMPILE_OPTIONS)
+    if mode == "graph":
+        raise ConfigError(f"{where}: mode='graph' captures the call in a CUDA graph, which a compiled call does "
+                          "its own way: use compile={'mode': 'reduce-overhead'} instead")
+    return {**value}
 
 
 def rename_advice(first: CaseSpec, second: CaseSpec) -> str:

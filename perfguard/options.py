@@ -24,6 +24,9 @@ from perfguard import defaults
 # outside its budget, so the timeout allows for them many times over; only a call that does not end
 # should meet it (60 s at the default budget).
 TIMEOUT_BUDGETS = 120
+# A compiled case's cold and warm compiles (measure/compiling.py): GPT-2 small's training step took
+# 17-25 s cold on an H200; a larger model, minutes.
+COMPILE_TIMEOUT_S = 600.0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -84,7 +84,8 @@ def _shown(raw: Any) -> str:
 
 
 # The work counters (perfguard.model.measured.CounterKind's words; a test holds them equal).
-COUNTER_KINDS = ("kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops")
+COUNTER_KINDS = ("kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops",
+                 "graphs", "graph_breaks", "recompiles", "eager_frames")
 
 
 def counter_allowance(raw: Any) -> dict[str, str]:

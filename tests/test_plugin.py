@@ -369,7 +369,7 @@ def test_an_unknown_perf_keyword_is_one_line_with_the_close_one(smoke):
     assert failure_text(result, "test_fixture_with_an_unknown_keyword").strip() == (
         f"perf() in test_smoke.py::test_fixture_with_an_unknown_keyword (test_smoke.py:{line}): unknown keyword 'byts'; "
         "did you mean 'bytes'? known keywords: name, bytes, flops, cache, mode, threshold, memory_threshold, counters, budget_s, "
-        "memory_breakdown, device_kinds, check"
+        "memory_breakdown, device_kinds, check, compile"
     )
 
 
@@ -570,7 +570,7 @@ def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_pa
     assert "Interrupted" not in str(result.stdout) and "Traceback" not in str(result.stdout)
     assert [failure_text(result, f"ERROR at setup of {case}").strip() for case in ("softmax", "empty_grid", "misspelt", "sized")] == [
         "perf_case 'softmax' (test_mistakes.py:4): unknown keyword 'thresold'; did you mean 'threshold'? known keywords: "
-        "name, params, bytes, flops, cache, mode, threshold, memory_threshold, counters, budget_s, memory_breakdown, device_kinds, check",
+        "name, params, bytes, flops, cache, mode, threshold, memory_threshold, counters, budget_s, memory_breakdown, device_kinds, check, compile",
         "perf_case 'empty_grid' (test_mistakes.py:8): params['n'] is empty; give at least one value",
         "perf_case 'misspelt' (test_mistakes.py:12): setup does not take parameter(s) m; add them to its signature",
         "perf_case 'sized' (test_mistakes.py:16): setup does not take parameter(s) m; add them to its signature",

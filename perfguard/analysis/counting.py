@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from perfguard import units
-from perfguard.model import (COUNTER_KINDS, COUNTER_LABELS, CaseResult, CountChange, Counters, NextStep, Reason, Verdict,
+from perfguard.model import (COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, CaseResult, CountChange, Counters, NextStep, Reason, Verdict,
                              VerdictStatus)
 
 SHOWN_NAMES = 3  # changed names a line lists before "and N more"
@@ -44,7 +44,7 @@ def compare_counters(
     for kind in COUNTER_KINDS:
         if not (new.counted(kind) and old.counted(kind)):
             continue
-        before, after = getattr(old, kind), getattr(new, kind)
+        before, after = canonical(kind, getattr(old, kind)), canonical(kind, getattr(new, kind))
         deltas = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in {*before, *after}}
         deltas = {name: d for name, d in deltas.items() if round(d, 6)}
         if not deltas:
@@ -52,6 +52,23 @@ def compare_counters(
         verdicts.append(_judge(current.id, kind, old, new, deltas, allowed.get(kind, allowed.get("*", "0")),
                                env, baseline_file))
     return verdicts
+
+
+# Inductor numbers the kernels it generates within each graph ("triton_poi_fused_add_mul_0", "_1"), so
+# the same kernel gets another number when the graphs around it change, at no cost: a kernel is
+# compared by its name without that number (a new kernel still adds to its name's count).
+INDUCTOR_NUMBER = re.compile(r"^(triton_[a-z]{3}_\w*?)_\d+$")
+
+
+def canonical(kind: str, counts: Mapping[str, float]) -> dict[str, float]:
+    """`counts` by the names they are compared by: a generated kernel's without Inductor's number."""
+    if kind != "kernels":
+        return dict(counts)
+    merged: dict[str, float] = {}
+    for name, n in counts.items():
+        key = INDUCTOR_NUMBER.sub(r"\1", name)
+        merged[key] = merged.get(key, 0.0) + n
+    return merged
 
 
 def kinds_above(allowance: Mapping[str, str], ceiling: Mapping[str, str]) -> list[str]:
@@ -74,8 +91,8 @@ def kinds_above(allowance: Mapping[str, str], ceiling: Mapping[str, str]) -> lis
 def summary(counters: Counters) -> str:
     """"140 kernels, 1 host-device sync, 2 copies (8 B), 312 ATen operators"."""
     parts = []
-    for kind in ("kernels", "syncs", "copies", "memsets", "segments", "aten_ops"):
-        if counters.counted(kind) and (counters.total(kind) or kind in ("kernels", "syncs", "aten_ops")):
+    for kind in ("kernels", "syncs", "copies", "memsets", "segments", "aten_ops", *COMPILE_KINDS):
+        if counters.counted(kind) and (counters.total(kind) or kind in ("kernels", "syncs", "aten_ops", "graphs", "graph_breaks")):
             parts.append(_count(counters.total(kind), kind))
             if kind == "copies" and counters.total("copy_bytes"):
                 parts[-1] += f" ({units.size(counters.total('copy_bytes'))})"
@@ -123,8 +140,8 @@ def _judge(case_id: str, kind: str, old: Counters, new: Counters, deltas: dict[s
     else:
         status, reason = "same", "allowed" if grown else "moved"
     ranked = sorted(deltas.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
-    counts = tuple(CountChange(name, d, new.sync_causes.get(name) if kind == "syncs" else None)
-                   for name, d in ranked)
+    causes = new.sync_causes if kind == "syncs" else {**old.frames, **new.frames} if kind in COMPILE_KINDS else {}
+    counts = tuple(CountChange(name, d, causes.get(name)) for name, d in ranked)
     return Verdict(case_id=case_id, metric=kind, status=status, baseline=before, current=after,
                    change_pct=100.0 * (after / before - 1.0) if before else None, threshold_pct=0.0,
                    baseline_file=baseline_file, env_mismatch=env, reason=reason, next_steps=steps, counts=counts,

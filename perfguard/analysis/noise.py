@@ -123,7 +123,7 @@ def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
     adds host work leaves the GPU time as it was), and where either side's call kept the GPU waiting
     on the host, the GPU's busy time, the GPU figure the host's speed does not move."""
     host_bound = current.regime in HOST_BOUND_REGIMES or baseline.regime in HOST_BOUND_REGIMES
-    wanted = [current.judged_metric, "caller_time", *(("busy_time",) if host_bound else ())]
+    wanted = [current.judged_metric, "caller_time", *(("busy_time",) if host_bound else ()), "compile_cold", "compile_warm"]
     return [m for m in dict.fromkeys(wanted) if m in current.timings and (m == current.judged_metric or m in baseline.timings)]
 
 

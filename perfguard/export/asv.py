@@ -49,6 +49,11 @@ METRICS = {m.suffix: m for m in (
     Metric("syncs", "track", "syncs", "host-device synchronisations per call (work counter)"),
     Metric("aten_ops", "track", "operators", "ATen operators per call (work counter)"),
     Metric("footprint", "memory", "bytes", "the most the case held during a call, in bytes counted from before its setup"),
+    Metric("compile_cold", "time", "seconds", "torch.compile: the first call with its compile, Inductor and Triton caches empty"),
+    Metric("compile_warm", "time", "seconds", "torch.compile: the compile again, served from the caches the cold one filled"),
+    Metric("graphs", "track", "graphs", "torch.compile: graphs dynamo compiled in the case (compile counter)"),
+    Metric("graph_breaks", "track", "breaks", "torch.compile: graph breaks in the case (compile counter)"),
+    Metric("recompiles", "track", "recompiles", "torch.compile: recompiles in the case (compile counter)"),
 )}
 
 
@@ -164,9 +169,13 @@ def _figures(r: CaseResult) -> Iterable[tuple[str, float | int, dict[str, Any]]]
     if busy is not None:
         yield "busy_time", busy.summary.median_ms * 1e-3, {k: v * 1e-3 if k.startswith(("ci", "q")) else v
                                                             for k, v in _latency_stats(busy.samples_ms).items()}
+    for metric in ("compile_cold", "compile_warm"):  # one figure a run: no interval of its own
+        timing = r.timings.get(metric)
+        if timing is not None:
+            yield metric, timing.summary.median_ms * 1e-3, {}
     c = r.counters
     if c is not None:  # counts are exact: asv's step detection sees any change
-        for kind in ("kernels", "syncs", "aten_ops"):
+        for kind in ("kernels", "syncs", "aten_ops", "graphs", "graph_breaks", "recompiles"):
             if c.counted(kind):
                 yield kind, c.total(kind), {}
     if r.memory is not None and r.memory.footprint_bytes is not None:

@@ -37,7 +37,20 @@ class Children:
     def left(self) -> tuple[str, ...]:
         """The children alive now that were not before, each as "name (pid N)", by pid."""
         living = _living()
-        return tuple(f"{living[pid]} (pid {pid})" for pid in sorted(living.keys() - self.pids))
+        return tuple(f"{living[pid]} (pid {pid})" for pid in sorted(living.keys() - self.pids) if not _torchs(pid))
+
+
+# Inductor's pool of compile workers: started by a case's first compile, kept for the process by torch
+# (torch._inductor.async_compile), and every later compile's. Not the case's to end.
+TORCH_POOLS = ("torch/_inductor/compile_worker", "torch._inductor.compile_worker")
+
+
+def _torchs(pid: int) -> bool:
+    try:
+        command = (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return any(pool in command for pool in TORCH_POOLS)
 
 
 # States of a process that has ended: zombie (not yet waited for), dead.

@@ -23,6 +23,7 @@ import torch
 from perfguard import inert
 from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError, first_line
+from perfguard.measure import compiling
 from perfguard.measure.children import Children
 from perfguard.measure.torch_state import TorchState
 from perfguard.model import DeviceInfo
@@ -94,7 +95,10 @@ def guard(where: str, stage: str, step: Callable[[], Any]) -> Any:
             "make the case smaller or limit it with device_kinds"
         )
     except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
-        message = f"{where}: {stage} raised {type(exc).__name__}: {_whole_message(exc)}\n{user_traceback(exc)}"
+        if compiling.is_compiler_error(exc):  # dynamo's message runs to pages: its first line and the user's frame
+            message = f"{inert.printable(compiling.compile_error(where, exc))}\n{compiling.user_frames(user_traceback(exc))}"
+        else:
+            message = f"{where}: {stage} raised {type(exc).__name__}: {_whole_message(exc)}\n{user_traceback(exc)}"
     except SystemExit as exc:  # sys.exit() would end pytest's test with a traceback of pytest's frames
         message = (f"{where}: {stage} called sys.exit({exc.code!r}); a case must return (or raise), not exit\n"
                    f"{user_traceback(exc)}")

@@ -15,7 +15,7 @@ from typing import Any
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError
-from perfguard.measure import breakdown, counters, memory, nvml, telemetry, watchdog
+from perfguard.measure import breakdown, compiling, counters, memory, nvml, telemetry, watchdog
 from perfguard.measure.lifecycle import case_scope, first_call, guard, nvtx, setup, user_traceback
 from perfguard.measure.timers import (
     BATCH_TARGET_S,
@@ -30,7 +30,7 @@ from perfguard.measure.timers import (
     sample,
     warm_up,
 )
-from perfguard.model import CaseResult, DeviceInfo, Timing, thin_samples
+from perfguard.model import CaseResult, Counters, DeviceInfo, Timing, thin_samples
 
 WARMUP_S = 0.025
 # Shares of the budget: the GPU time's samples, then the caller's, then the memory pass.
@@ -78,6 +78,13 @@ def _run(
 
 
 def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult) -> CaseResult:
+    session = compiling.Session(device.kind == "cuda", declared=bool(instance.spec.compile))
+    with session.running():
+        return _measured(instance, device, rule, base, session)
+
+
+def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult,
+              session: compiling.Session) -> CaseResult:
     cuda = device.kind == "cuda"
     where = instance.id
     handle = nvml.handle(device.uuid) if cuda else None
@@ -87,12 +94,15 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
     mem_before = memory.before_setup(handle, graph=instance.spec.mode == "graph") if cuda else None
 
     t_setup = time.perf_counter()
-    fn = setup(instance, device)
+    fn = compiling.wrap(setup(instance, device), instance.spec.compile)
     setup_s = time.perf_counter() - t_setup
 
     start = time.perf_counter()
     with nvtx(f"{where}: warm-up", cuda):
-        outputs = first_call(instance, fn, device)
+        outputs = session.first_call(lambda: first_call(instance, fn, device))
+        if session.compiled:
+            guard(where, "the warm compile", lambda: session.warm(fn))
+            start = time.perf_counter()  # the case's wall time is its measurement's: the compiles are said apart
         # The budget is for sampling: a first call that compiles, picks kernels or creates cuBLAS
         # handles (a second, for a model's first forward in a process) must not eat the samples' share.
         sampling = time.perf_counter()
@@ -164,6 +174,16 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
                 timings["busy_time"] = Timing(summarize(busy, "counted"), tuple(busy))
         except Exception as exc:  # noqa: BLE001 - the profiler or the call failing must not fail the case
             counted = counters.problem(where, exc)
+    compiled = session.result()
+    if compiled is not None:
+        timings["compile_cold"] = _once(compiled.cold_ms)
+        if compiled.warm_ms is not None:
+            timings["compile_warm"] = _once(compiled.warm_ms)
+        # torch.compile's counters join the work counters, also where the profiled pass failed (calls 0)
+        work = dataclasses.replace(work or Counters(calls=0, device=False), compiled=True, frames=compiled.frames,
+                                   **compiled.counts)
+        if compiled.problem:  # a torch whose dynamo lacks what a counter reads: said, not a failure
+            counted = f"{counted}; {compiled.problem}" if counted else f"{where}: {compiled.problem}"
     parts = None
     if instance.spec.memory_breakdown:
         with nvtx(f"{where}: memory breakdown", cuda):
@@ -187,6 +207,11 @@ def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, bas
         counters_problem=counted,
         outputs=outputs,
     )
+
+
+def _once(ms: float) -> Timing:
+    """A figure taken once a run (a compile's time): a summary of its one sample."""
+    return Timing(summarize([ms], "once"), (ms,))
 
 
 class _Outrun(Exception):

@@ -30,6 +30,7 @@ from perfguard.model.baseline import (
     RunTime,
 )
 from perfguard.model.measured import (
+    COMPILE_KINDS,
     COUNTER_KINDS,
     COUNTER_LABELS,
     CounterKind,
@@ -87,6 +88,7 @@ __all__ = [
     "BaselineEntry",
     "BaselineFile",
     "CASE_STATUSES",
+    "COMPILE_KINDS",
     "COUNTER_KINDS",
     "COUNTER_LABELS",
     "Calibration",

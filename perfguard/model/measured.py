@@ -135,8 +135,13 @@ class Profile:
 
 # The work counters a case is judged by, each a kind of work per call (perfguard/measure/counters.py):
 # deterministic on one software stack, whatever the host's or the card's speed.
-CounterKind = Literal["kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops"]
+# The last four are torch.compile's (perfguard/measure/compiling.py), counted over the whole case, not
+# per call: what dynamo compiled, where it broke the graph, what made it compile again, and which
+# frames it gave up on (run eagerly from then on).
+CounterKind = Literal["kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops",
+                      "graphs", "graph_breaks", "recompiles", "eager_frames"]
 COUNTER_KINDS: tuple[CounterKind, ...] = typing.get_args(CounterKind)
+COMPILE_KINDS: tuple[CounterKind, ...] = ("graphs", "graph_breaks", "recompiles", "eager_frames")
 COUNTER_LABELS: dict[str, tuple[str, str]] = {  # (one, many): "1 sync", "3 syncs"
     "kernels": ("kernel", "kernels"),
     "syncs": ("host-device sync", "host-device syncs"),
@@ -146,6 +151,10 @@ COUNTER_LABELS: dict[str, tuple[str, str]] = {  # (one, many): "1 sync", "3 sync
     "allocations": ("allocator call", "allocator calls"),
     "segments": ("new cudaMalloc segment", "new cudaMalloc segments"),
     "aten_ops": ("ATen operator", "ATen operators"),
+    "graphs": ("compiled graph", "compiled graphs"),
+    "graph_breaks": ("graph break", "graph breaks"),
+    "recompiles": ("recompile", "recompiles"),
+    "eager_frames": ("frame run eagerly", "frames run eagerly"),
 }
 
 
@@ -170,9 +179,20 @@ class Counters:
     sync_causes: dict[str, str] = dataclasses.field(default_factory=dict)
     device: bool = False  # whether the GPU's side was counted (False on a CPU: aten_ops only)
     wall_s: float | None = None  # the pass's wall time, profiler and analysis included
+    # torch.compile's counters, over the whole case (COMPILE_KINDS): by graph (its function and file), by
+    # graph break and by recompile (what dynamo said, and in which function), by frame given up on.
+    graphs: dict[str, float] = dataclasses.field(default_factory=dict)
+    graph_breaks: dict[str, float] = dataclasses.field(default_factory=dict)
+    recompiles: dict[str, float] = dataclasses.field(default_factory=dict)
+    eager_frames: dict[str, float] = dataclasses.field(default_factory=dict)
+    compiled: bool = False  # whether the case compiled anything (its compile counters were taken)
+    frames: dict[str, str] = dataclasses.field(default_factory=dict)  # a compile counter's name -> the user's file:line
 
     def total(self, kind: str) -> float:
         return float(sum(getattr(self, kind).values()))
 
     def counted(self, kind: str) -> bool:
-        return self.device or kind == "aten_ops"
+        if kind in COMPILE_KINDS:
+            return self.compiled
+        # calls 0: the profiled pass failed and only the compile was counted
+        return bool(self.calls) and (self.device or kind == "aten_ops")

@@ -98,12 +98,17 @@ class TimeSummary:
 # - "caller_time": the caller's time per call on a GPU, back-to-back calls on the host clock;
 # - "busy_time": the GPU's busy time per call, the union of the call's kernel and copy intervals in
 #   one profiled pass (perfguard/measure/counters.py): what the GPU did, whatever the host's speed.
-TimeMetric = Literal["gpu_time", "caller_time", "busy_time"]
+# - "compile_cold", "compile_warm": a torch.compile'd case's first call, compile included, with empty
+#   Inductor and Triton caches (cold) and with them filled by the cold one (warm): one figure a run,
+#   never part of the timed calls (perfguard/measure/compiling.py).
+TimeMetric = Literal["gpu_time", "caller_time", "busy_time", "compile_cold", "compile_warm"]
 TIME_METRICS: tuple[TimeMetric, ...] = typing.get_args(TimeMetric)
 TIME_LABELS: dict[str, str] = {
     "gpu_time": "GPU time",
     "caller_time": "the caller's time",
     "busy_time": "GPU busy time",
+    "compile_cold": "compile time (cold caches)",
+    "compile_warm": "compile time (warm caches)",
 }
 
 

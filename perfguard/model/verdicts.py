@@ -38,6 +38,7 @@ Reason = Literal[
     "allowed",  # a count grew within its allowance (same)
     "fell",  # a count fell (improved)
     "moved",  # counts moved between names, the total as it was (same)
+    "compiled_host",  # the caller's time of a compiled call, past a tolerance its host work moves by between processes (inconclusive)
     "software_changed",  # counts compared under other software, which picks other kernels: not compared (inconclusive)
     "accepted",  # a person accepted this change (accepted)
     "legacy",  # a verdict of a record written before verdicts carried their reason

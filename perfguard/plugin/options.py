@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from perfguard import defaults
-from perfguard.options import TIMEOUT_BUDGETS, TRUE_WORDS, is_false, option
+from perfguard.options import COMPILE_TIMEOUT_S, TIMEOUT_BUDGETS, TRUE_WORDS, is_false, option
 
 if TYPE_CHECKING:
     from perfguard.report.commands import Invocation
@@ -123,10 +123,11 @@ class Options:
             return {"*": "0"}
         return self.max_counter_allowance
 
-    def timeout_for(self, budget_s: float) -> float | None:
-        """Seconds after which a case of this budget is stopped; None: never."""
+    def timeout_for(self, budget_s: float, compiles: bool = False) -> float | None:
+        """Seconds after which a case of this budget is stopped; None: never. A case declared with
+        `compile=` gets COMPILE_TIMEOUT_S more by default: its two compiles run before its samples."""
         if self.timeout_s is None:
-            return TIMEOUT_BUDGETS * budget_s
+            return TIMEOUT_BUDGETS * budget_s + (COMPILE_TIMEOUT_S if compiles else 0.0)
         return self.timeout_s or None
 
 

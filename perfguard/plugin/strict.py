@@ -126,7 +126,7 @@ class Watch:
             if baseline is None:
                 n = sum(r.device == device.slug for r in results)
                 facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are not "
-                                  "judged; record one with `{options.invocation.update()}` "
+                                  f"judged; record one with `{options.invocation.update()}` "
                                   "or perfguard baseline accept"))
         for status, what in (("missing", "in the baseline but did not run (renamed, removed or not collected): "
                                          "not judged"),

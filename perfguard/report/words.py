@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from perfguard import defaults, units
 from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
 from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
-from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, Verdict
+from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, Verdict
 from perfguard.model.names import shown
 from perfguard.report import steps
 from perfguard.report.commands import Invocation
@@ -186,11 +186,17 @@ def _no_spread(v: Verdict) -> str:
     return "measured in fewer than two rounds on both sides, so no round-to-round spread to judge it by"
 
 
+def _compiled_host(v: Verdict) -> str:
+    return (f"{_figures(v)}, outside ±{v.tolerance_pct:.1f}%: not failed, as the host's time of a compiled call "
+            "(dynamo's guards and frame) moves between processes by more than a few runs can bound; its GPU and "
+            "busy time and its compile counters judge what it does")
+
+
 _TIME: dict[str, Callable[[Verdict], str]] = {
     "outside": _outside, "within": _within, "blind": _blind, "few_samples": lambda v: f"{_figures(v)} from too few samples to decide",
     "throttled": _throttled, "imprecise": _imprecise, "not_confirmed": _outside, "did_not_run": _missing,
     "not_measured": _missing, "not_in_baseline": _new_case, "kind_not_in_baseline": _new_kind, "no_spread": _no_spread,
-    "accepted": _outside,
+    "accepted": _outside, "compiled_host": _compiled_host,
 }
 def _bytes(v: Verdict) -> str:
     return _retained(v) if v.metric == "retained_memory" else _sizes(v)
@@ -215,8 +221,10 @@ def _counted(v: Verdict) -> str:
                 else f"syncs per call {units.count(before)} → {units.count(after)}")
     else:
         named = [f"{'+' if c.delta > 0 else '−'}{figure(kind, abs(c.delta))} × {short_name(c.name) if kind == 'kernels' else c.name}"
-                 for c in v.counts]
-        head = f"{COUNTER_LABELS.get(kind, (kind, kind))[1]} per call {figure(kind, before)} → {figure(kind, after)}"
+                 + (f" (at {c.cause})" if c.cause else "") for c in v.counts]
+        # torch.compile's counters are the whole case's (measure/compiling.py), the others one call's.
+        per = " in the case" if kind in COMPILE_KINDS else " per call"
+        head = f"{COUNTER_LABELS.get(kind, (kind, kind))[1]}{per} {figure(kind, before)} → {figure(kind, after)}"
     return f"{head}: {listed(named)}" if named else head
 
 

@@ -4,7 +4,7 @@ what changed against the baseline (the counter verdicts' lines)."""
 from __future__ import annotations
 
 from perfguard import units
-from perfguard.model import COUNTER_KINDS, CaseResult, Counters
+from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, CaseResult, Counters
 from perfguard.report.view import Entry
 from perfguard.report import words
 
@@ -28,7 +28,17 @@ def section(r: CaseResult) -> list[tuple[str, str]]:
             ("allocator calls", units.count(c.total("allocations"))),
             ("new segments", units.count(c.total("segments"))),
         ]
-    rows.append(("ATen operators", units.count(c.total("aten_ops"))))
+    if c.calls:
+        rows.append(("ATen operators", units.count(c.total("aten_ops"))))
+    if c.compiled:  # torch.compile's counters: the whole case's, each by name and the user's line
+        for kind in COMPILE_KINDS:
+            named = "; ".join(f"{units.count(n)} × {name}" + (f" (at {c.frames[name]})" if name in c.frames else "")
+                              for name, n in getattr(c, kind).items())
+            rows.append((COUNTER_LABELS[kind][1], named or "0"))
+    for metric in ("compile_cold", "compile_warm"):
+        ms = r.median_of(metric)
+        if ms is not None:
+            rows.append((TIME_LABELS[metric], units.duration(ms)))
     busy = r.median_of("busy_time")
     if busy is not None:
         rows.append(("GPU busy time", units.duration(busy)))

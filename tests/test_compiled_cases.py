@@ -1,0 +1,185 @@
+"""torch.compile'd cases on the CPU (issue 32): the compile timed cold and warm, outside the timed
+calls; graph breaks, recompiles, compiled graphs and frames given up on counted by name and judged
+exactly; Inductor's kernel numbering not a change; a compile that fails is one line, and the other
+cases still run. Inner runs use the `aot_eager` backend: dynamo's part is the same as Inductor's,
+and it compiles in a second, not twenty."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import pytest
+
+from perfguard.analysis.counting import compare_counters
+from perfguard.analysis.verdict import compare_case
+from perfguard.model import CaseResult, Counters, Timing, loads_record
+from perfguard.analysis.stats import summarize
+
+CASES = '''
+    import os
+
+    import torch
+
+    from perfguard import perf_case
+
+    INJECT = os.environ.get("INJECT", "")
+
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+            self.step = 0
+
+        def forward(self, x):
+            y = torch.relu(self.lin(x))
+            if INJECT == "break":
+                torch._dynamo.graph_break()
+            if INJECT == "recompile":
+                y = y * self.step  # an int attribute that changes every step: dynamo specialises on it
+            return y * 2 + 1
+
+
+    def failing_backend(gm, inputs):
+        raise RuntimeError("this backend cannot compile anything")
+
+
+    @perf_case(compile={"backend": "aot_eager"}, budget_s=0.05, threshold=1000)
+    def declared():
+        torch.manual_seed(0)
+        model, x = Block(), torch.randn(32, 64)
+
+        def call():
+            if INJECT == "recompile":
+                model.step += 1
+            return model(x)
+        return call
+
+
+    @perf_case(budget_s=0.05, threshold=1000)
+    def user_compiled():
+        torch.manual_seed(0)
+        block = Block()
+        model = torch.compile(block, backend="aot_eager")
+        x = torch.randn(32, 64)
+
+        def call():
+            if INJECT == "recompile":
+                block.step += 1
+            return model(x)
+        return call
+
+
+    @perf_case(compile={"backend": failing_backend}, budget_s=0.05)
+    def broken():
+        x = torch.randn(8)
+        return lambda: x * 2
+'''
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, run_pytest):
+    """One recorded run, then the unchanged code, a graph break and a per-step recompile against it."""
+    path = tmp_path_factory.mktemp("compiled")
+    (path / "test_cases.py").write_text(textwrap.dedent(CASES))
+    out = {}
+    for name, args, inject in (("record", ("--perfguard-update",), ""), ("same", (), ""), ("break", (), "break"),
+                               ("recompile", (), "recompile")):
+        # The undeclared (user-compiled) case's compile counts against its timeout: room for a busy machine.
+        done = run_pytest(path, "--perfguard", "--perfguard-timeout=300", *args, env={"INJECT": inject})
+        record = loads_record((path / "reports" / "perfguard.json").read_text(), name)
+        out[name] = (done, "\n".join(done.outlines), record)
+    return out
+
+
+def test_a_compiled_case_is_timed_apart_from_its_compile_and_counted(runs):
+    done, text, record = runs["record"]
+    results = {r.id: r for r in record.results}
+    for case in ("declared", "user_compiled"):
+        r = results[case]
+        assert r.status == "ok", r.error
+        assert {"compile_cold", "compile_warm"} <= set(r.timings), r.timings.keys()
+        # cold: empty caches; warm: served from them, so it costs less
+        assert r.median_of("compile_warm") < r.median_of("compile_cold")
+        c = r.counters
+        assert c.compiled and c.total("graphs") == 1 and c.total("graph_breaks") == 0 and c.total("recompiles") == 0
+        assert c.frames and all(where.endswith(".py:" + where.rsplit(":", 1)[1]) for where in c.frames.values())
+
+
+def test_unchanged_compiled_code_is_judged_same(runs):
+    done, text, record = runs["same"]
+    judged = [v for v in record.verdicts if v.case_id in ("declared", "user_compiled")]
+    assert not [v for v in judged if v.status == "regressed"], text[-3000:]
+    assert {"compile_cold", "compile_warm"} <= {v.metric for v in judged}
+
+
+@pytest.mark.parametrize("case", ["declared", "user_compiled"])
+def test_a_graph_break_is_caught_by_name_with_the_users_line(runs, case):
+    done, text, record = runs["break"]
+    assert done.ret == 1
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"{case}: graph_breaks regressed"))
+    assert "graph breaks in the case 0 → 1: +1 × Call to `torch._dynamo.graph_break()` in forward (test_cases.py)" in line
+    assert "test_cases.py:20)" in line  # the line of the break, not dynamo's
+    graphs = next(ln for ln in text.splitlines() if ln.startswith(f"{case}: graphs regressed"))
+    assert "forward, resumed (test_cases.py)" in graphs
+
+
+@pytest.mark.parametrize("case, frame", [("declared", "call"), ("user_compiled", "forward")])
+def test_a_recompile_every_step_is_caught_by_the_guard_that_failed(runs, case, frame):
+    done, text, record = runs["recompile"]
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"{case}: recompiles regressed"))
+    assert "recompiles in the case 0 → 7" in line and f".step == 3 in {frame} (test_cases.py)" in line
+    eager = next(ln for ln in text.splitlines() if ln.startswith(f"{case}: eager_frames regressed"))
+    assert f"+1 × {frame} (test_cases.py)" in eager  # dynamo's recompile limit: it runs eagerly from then on
+
+
+def test_a_compile_that_fails_is_one_line_with_the_users_frame_and_the_others_still_run(runs):
+    done, text, record = runs["record"]
+    broken = next(r for r in record.results if r.id == "broken")
+    first = broken.error.splitlines()[0]
+    assert first == ("broken: torch.compile failed: BackendCompilerFailed: backend='failing_backend' raised: "
+                     "RuntimeError: this backend cannot compile anything"), broken.error
+    assert 'test_cases.py", line 27, in failing_backend' in broken.error
+    assert "/torch/" not in broken.error  # the user's frames, not the compiler's pages
+    assert {r.id: r.status for r in record.results}["declared"] == "ok"
+
+
+def _counters(**kinds) -> Counters:
+    return Counters(calls=5, device=True, **kinds)
+
+
+def _result(counters: Counters, caller_ms: float = 0.2) -> CaseResult:
+    samples = [caller_ms * (1 + 0.001 * i) for i in range(20)]
+    timing = Timing(summarize(samples, "settled"), tuple(samples))
+    return CaseResult(id="c", name="c", status="ok", device="nvidia-h200", timer="cuda-events", regime="enqueue-bound",
+                      timings={"gpu_time": dataclasses.replace(timing), "caller_time": timing}, counters=counters)
+
+
+def test_inductors_kernel_numbering_is_not_a_change_but_a_new_kernel_still_is():
+    old = _counters(kernels={"triton_poi_fused_add_mul_0": 1.0, "triton_red_fused_sum_1": 1.0})
+    renumbered = _counters(kernels={"triton_poi_fused_add_mul_1": 1.0, "triton_red_fused_sum_0": 1.0})
+    assert compare_counters(_result(renumbered), _result(old)) == []
+    more = _counters(kernels={"triton_poi_fused_add_mul_0": 1.0, "triton_poi_fused_add_mul_2": 1.0,
+                              "triton_red_fused_sum_1": 1.0})
+    (v,) = compare_counters(_result(more), _result(old))
+    assert v.status == "regressed" and [(c.name, c.delta) for c in v.counts] == [("triton_poi_fused_add_mul", 1.0)]
+
+
+def test_a_compiled_calls_host_time_is_not_failed_by_its_spread_between_processes():
+    compiled = dataclasses.replace(_counters(), compiled=True, graphs={"forward (model.py)": 1.0})
+    base, slower = _result(compiled, 0.170), _result(compiled, 0.448)  # issue 32's unchanged run on an H200
+    caller = next(v for v in compare_case(slower, base) if v.metric == "caller_time")
+    assert (caller.status, caller.reason) == ("inconclusive", "compiled_host")
+    eager = next(v for v in compare_case(_result(_counters(), 0.448), _result(_counters(), 0.170)) if v.metric == "caller_time")
+    assert eager.status == "regressed"  # an eager call's host time is still judged
+
+
+def test_asv_gets_the_compile_times_and_counters(runs):
+    from perfguard.export import asv
+
+    done, text, record = runs["record"]
+    r = next(r for r in record.results if r.id == "declared")
+    figures = {name: value for name, value, _ in asv._figures(r)}
+    assert figures["compile_cold"] == pytest.approx(r.median_of("compile_cold") / 1e3)
+    assert figures["graphs"] == 1 and figures["graph_breaks"] == 0 and figures["recompiles"] == 0
