@@ -18,7 +18,7 @@ from perfguard import store
 from perfguard.analysis.series import Admission
 from perfguard.analysis.stats import timing
 from perfguard.errors import BaselineError
-from perfguard.model import MAX_BASELINE_SAMPLES, SCHEMA_VERSION, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
+from perfguard.model import MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
 
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-1234", index=3,
                   driver="580.159.04", cuda="12.8", torch="2.11.0", triton="3.6.0")
@@ -48,7 +48,7 @@ def test_update_then_load_round_trips(tmp_path):
     baseline = store.load(tmp_path, H200)
     entry = baseline.cases["vector_add[n=1024]"]
     assert (entry.recorded_at, entry.commit, entry.fingerprint) == (WHEN, "abc123", H200.fingerprint())
-    assert entry.result.samples_ms == tuple(round_sig(x) for x in result("x").samples_ms)
+    assert entry.result.samples_ms == tuple(round_sig(x, SAMPLE_DIGITS) for x in result("x").samples_ms)
     assert entry.result.judged_time.median_ms == pytest.approx(result("x").judged_time.median_ms)
     # The file belongs to the GPU model, not to the card that happened to record it.
     assert baseline.device.slug == "nvidia-h200" and baseline.device.uuid is None and baseline.device.index is None
@@ -80,9 +80,11 @@ def test_samples_are_capped_but_the_summary_keeps_every_sample(tmp_path):
 def test_file_is_sorted_and_rounded_so_resaving_identical_data_is_an_empty_diff(tmp_path):
     path = write_baseline(tmp_path, result("zeta", scale=1 / 3), result("alpha", scale=2 / 7))
     text = path.read_text()
-    assert text == json.dumps(json.loads(text), sort_keys=True, indent=1) + "\n"
-    assert text.index('"alpha"') < text.index('"zeta"')
-    assert "0.333333\n" in text or "0.333333," in text
+    assert text == dumps(loads_baseline(text, "b.json"))
+    lines = text.splitlines()  # one case a line, keys sorted: an update's diff names the cases it changed
+    assert [line.split('"')[1] for line in lines if line.startswith('"alpha"') or line.startswith('"zeta"')] == ["alpha", "zeta"]
+    assert all(json.loads("{" + line.rstrip(",") + "}") for line in lines if line.startswith(('"alpha"', '"zeta"')))
+    assert "0.333333," in text or "0.333333}" in text
     assert "0.3333333" not in text  # six significant digits, no float noise
     assert dumps(store.load(tmp_path, H200)) == text
     # The same figures recorded again are one more run: the diff adds the runs' lines and nothing else.

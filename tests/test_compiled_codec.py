@@ -5,6 +5,7 @@ How each refusal is worded is the walks' (tests/test_bad_input.py, test_hostile_
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from perfguard.model import checks, codec, compiled, migration
-from perfguard.model.baseline import BaselineFile
-from perfguard.model.records import RunRecord
+from perfguard.model.baseline import BaselineFile, RunTime
+from perfguard.model.measured import Memory
+from perfguard.model.records import CaseResult, RunRecord, TimeSummary
 
 BASELINE = Path(__file__).resolve().parent.parent / "baselines" / "nvidia-h200.json"
 
@@ -110,3 +112,16 @@ def test_a_record_of_the_baselines_results_passes_the_checked_pass(data: dict) -
     parsed = json.loads(codec.dumps(record))
     built = compiled.checked(RunRecord)(copy.deepcopy(parsed))  # Refused would mean the slow way for every record
     assert built == codec._walk(RunRecord, parsed, "r.json") == codec.loads_record(codec.dumps(record), "r.json")
+
+
+def test_each_floor_of_the_typed_pass_is_a_rule_that_the_checks_word(data: dict) -> None:
+    # model/generated.py checks checks.FLOORS inline; a value past one must be one _kind_problems names.
+    entry = codec.from_jsonable(BaselineFile, data, "b.json").cases
+    first = next(iter(entry.values()))
+    instances = {RunTime: first.runs[0].timings["gpu_time"], TimeSummary: first.result.judged_time,
+                 Memory: Memory(footprint_bytes=1, retained_bytes_per_call=1), CaseResult: first.result}
+    for (cls, name), (least, strictly) in checks.FLOORS.items():
+        at, past = least, least - 1
+        assert next(checks._kind_problems(dataclasses.replace(instances[cls], **{name: past}), ""), None), (cls, name)
+        problem = next(checks._kind_problems(dataclasses.replace(instances[cls], **{name: at}), ""), None)
+        assert (problem is not None) == strictly, (cls, name)

@@ -18,7 +18,7 @@ import pytest
 
 import perfguard
 from perfguard.analysis.stats import ci_half_width_ratio
-from perfguard.model import RunRecord, loads_record
+from perfguard.model import MAX_STORED_SAMPLES, SAMPLE_DIGITS, RunRecord, loads_record, round_sig
 
 BUDGET = 0.2
 
@@ -133,11 +133,12 @@ def test_each_case_has_at_least_ten_samples_summarised_in_the_record(record):
     for r in record.results:
         lat = r.judged_time
         assert lat.n >= 10, r.id
-        assert len(r.samples_ms) == min(lat.n, 1000), r.id
+        assert len(r.samples_ms) == min(lat.n, MAX_STORED_SAMPLES), r.id
         assert lat.min_ms <= lat.p10_ms <= lat.median_ms <= lat.p90_ms <= lat.max_ms, r.id
         assert lat.ci_low_ms <= lat.median_ms <= lat.ci_high_ms, r.id
-        if lat.n <= 1000:  # every sample kept: the summary is of them
-            assert lat.min_ms == min(r.samples_ms) and lat.max_ms == max(r.samples_ms), r.id
+        if lat.n <= MAX_STORED_SAMPLES:  # every sample kept: the summary is of them
+            # written at SAMPLE_DIGITS, the summary at SIGNIFICANT_DIGITS
+            assert (round_sig(lat.min_ms, SAMPLE_DIGITS), round_sig(lat.max_ms, SAMPLE_DIGITS)) == (min(r.samples_ms), max(r.samples_ms)), r.id
 
 
 def test_the_stop_reason_follows_the_stopping_rule(record):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from perfguard.model import SCHEMA_VERSION, dumps, loads_baseline, loads_record
+from perfguard.model import SAMPLE_DIGITS, SCHEMA_VERSION, dumps, loads_baseline, loads_record, round_sig
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = {"median_ms": 1.0, "mean_ms": 1.0, "min_ms": 0.9, "max_ms": 1.2, "p10_ms": 0.95, "p90_ms": 1.1,
@@ -67,4 +68,8 @@ def test_the_h200_baseline_committed_at_schema_2_loads_migrated_and_writes_back_
             assert entry.result.median_of("caller_time") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
     text = dumps(baseline)
     assert json.loads(text)["schema_version"] == SCHEMA_VERSION
-    assert loads_baseline(text, "again.json") == baseline
+    again = loads_baseline(text, "again.json")  # its samples now at SAMPLE_DIGITS, all else as it was
+    assert again == dataclasses.replace(baseline, cases={k: dataclasses.replace(e, result=dataclasses.replace(
+        e.result, timings={m: dataclasses.replace(t, samples_ms=tuple(round_sig(x, SAMPLE_DIGITS) for x in t.samples_ms))
+                           for m, t in e.result.timings.items()})) for k, e in baseline.cases.items()})
+    assert loads_baseline(dumps(again), "again.json") == again

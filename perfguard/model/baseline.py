@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, Regime, TimeMetric, Timing
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RunTime:
     """One kind of time of one run, as a baseline keeps it."""
 
@@ -22,7 +22,7 @@ class RunTime:
     ci_half_pct: float | None = None  # the run's own 95% half-width of the median, percent
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RunSummary:
     """One independent run of a case, as a baseline keeps it: the run, not the call, is the unit of
     evidence (calls within a run share its clocks, card and host; runs do not)."""
@@ -45,7 +45,7 @@ class RunSummary:
         return timing.median_ms if timing else None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class BaselineEntry:
     """One case in a baseline file: the summaries of its last runs (oldest first) and the newest
     run's result (samples capped), with when, where and under what that run was recorded."""
@@ -57,7 +57,7 @@ class BaselineEntry:
     runs: tuple[RunSummary, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Calibration:
     """What `perfguard calibrate` measured on this GPU model: its copy bandwidth and matmul rates."""
 
@@ -73,7 +73,7 @@ class Calibration:
         return dataclasses.replace(device, calibrated_bandwidth_gbps=self.copy_gbps, calibrated_tflops=dict(self.tflops))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class BaselineFile:
     """`baselines/<device.slug>.json`: the accepted figures of one GPU (or CPU) model, by case id."""
 
@@ -119,7 +119,7 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     return (run.device_uuid, run.host, times, kept(run.sm_clock_mhz), run.peak_allocated_bytes)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Candidate:
     """A run that asks to join a case's series: its result, its summary, and where it came from."""
 
@@ -132,7 +132,7 @@ class Candidate:
     measured_here: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Admitted:
     """The series to keep for a case (oldest first, before the cap), and the result the entry keeps:
     the newest admitted run's, or None when none was admitted (the entry stays as it was)."""

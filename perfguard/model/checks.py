@@ -205,6 +205,21 @@ def _own_problems(obj: Any, where: str) -> Iterator[str]:
 
 # The classes _kind_problems has rules for (`clean` asks it only of these).
 KINDS = (DeviceInfo, CaseResult, Profile, RunTime, Memory, TimeSummary)
+# The figures among those rules, as the least value each field takes ((least, strictly above it)), for
+# model/generated.py's typed pass, which checks them inline (thousands of run times a file); the rules
+# of slugs and links it leaves to _kind_problems, on the classes named here (one device, a result per
+# case). tests/test_compiled_codec.py checks that _kind_problems refuses what each floor does.
+FLOORS: dict[tuple[type, str], tuple[float, bool]] = {
+    (RunTime, "median_ms"): (0, True),
+    (RunTime, "n"): (1, False),
+    **{(TimeSummary, f.name): (0, f.name == "median_ms") for f in dataclasses.fields(TimeSummary)
+       if f.name.endswith("_ms") or f.name == "n"},
+    (Memory, "footprint_bytes"): (0, False),
+    (Memory, "retained_bytes_per_call"): (0, False),
+    (CaseResult, "dropped_samples"): (0, False),
+    (CaseResult, "enqueue_ms"): (0, False),
+}
+WORDED_RULES = (DeviceInfo, CaseResult, Profile)
 
 
 def _kind_problems(obj: Any, where: str) -> Iterator[str]:

@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
-from perfguard.model import compiled, migration
+from perfguard.model import compiled, migration, reading
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
 from perfguard.model.baseline import BaselineFile, run_summary
-from perfguard.model.records import SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
+from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
 READABLE_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
@@ -50,7 +50,8 @@ def round_sig(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses to dicts, tuples to lists, floats rounded; the inverse of `from_jsonable`."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: _samples(value) if f.name.endswith("samples_ms") and isinstance(value, tuple) else to_jsonable(value)
+                for f in dataclasses.fields(obj) for value in (getattr(obj, f.name),)}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -65,13 +66,42 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def _samples(samples: tuple[float, ...]) -> list[Any]:
+    """Raw samples at SAMPLE_DIGITS: what reads them (a run's drift, a histogram) asks no more (records.py)."""
+    return [int(x) if x.is_integer() and abs(x) < 2**53 else round_sig(x, SAMPLE_DIGITS) if isinstance(x, float) else x
+            for x in samples]
+
+
+# json's own separators (", " and ": "): 7% of a baseline, and the text a person edits or searches reads
+# as it always has ('"median_ms": 0.0051').
+_compact = functools.partial(json.dumps, sort_keys=True, allow_nan=False)
+
+
 def dumps(obj: Any) -> str:
-    """The text of a record: sorted keys, one key a line, so that stored files diff cleanly."""
-    return json.dumps(to_jsonable(obj), sort_keys=True, indent=1, allow_nan=False) + "\n"
+    """The text of a record, baseline or acceptance file: sorted keys, and one line per member of the top
+    object and per item of each container in it (a baseline's case, a record's result), so that a
+    stored file diffs by case, at two thirds of its size indented a key a line (issue 34)."""
+    data = to_jsonable(obj)
+    if not isinstance(data, dict):
+        return _compact(data) + "\n"
+    members = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, dict) and value:
+            inner = ",\n".join(f"{_compact(k)}: {_compact(value[k])}" for k in sorted(value))
+            members.append(f"{_compact(key)}: {{\n{inner}\n}}")
+        elif isinstance(value, list) and value:
+            members.append(f"{_compact(key)}: [\n" + ",\n".join(map(_compact, value)) + "\n]")
+        else:
+            members.append(f"{_compact(key)}: {_compact(value)}")
+    return "{\n" + ",\n".join(members) + "\n}\n"
 
 
 def loads_record(text: str, source: str) -> RunRecord:
     """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
+    fast = reading.record(text, source)
+    if fast is not None:
+        return fast
     data = _parse(text, source)
     data = migration.record(data, _check_schema(data, source))
     record, known_clean = _checked(RunRecord, data, source)
@@ -80,6 +110,9 @@ def loads_record(text: str, source: str) -> RunRecord:
 
 def loads_baseline(text: str, source: str) -> BaselineFile:
     """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
+    fast = reading.baseline(text, source)
+    if fast is not None:
+        return fast
     data = _parse(text, source)
     version = _check_schema(data, source)
     data = migration.baseline(data, version)

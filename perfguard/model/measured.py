@@ -10,7 +10,7 @@ from typing import Literal
 POWER_CAP = "sw_power_cap"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Telemetry:
     """Clock, temperature, power and throttle state around a case (NVML); null on a CPU."""
 
@@ -26,7 +26,7 @@ class Telemetry:
     power_capped: bool = False  # the software power cap held the mean SM clock below its maximum
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Memory:
     """GPU memory of one call of the case, in bytes; null on a CPU."""
 
@@ -46,7 +46,7 @@ class Memory:
     retained_bytes_per_call: int | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class MemoryBreakdown:
     """Bytes live on the case's device at the peak of one call, by what they hold.
 
@@ -84,7 +84,7 @@ class MemoryBreakdown:
 BREAKDOWN_BYTES = tuple(f.name for f in dataclasses.fields(MemoryBreakdown) if f.type in ("int", int))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Figures derived from the median and the declared bytes and flops."""
 
@@ -106,7 +106,7 @@ class Metrics:
     roofs: str | None = None  # where the roofline's ceilings came from: "calibrated" or "datasheet"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ProfileOp:
     """One row of the profiler's operator table (grouped by operator and input shapes), per profiled call.
 
@@ -121,7 +121,7 @@ class ProfileOp:
     self_memory_bytes: int  # allocated minus freed by the operator itself (GPU memory on a GPU)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Profile:
     """The case re-run under torch.profiler (--perfguard-profile): its top operators and its Chrome trace."""
 
@@ -158,7 +158,7 @@ COUNTER_LABELS: dict[str, tuple[str, str]] = {  # (one, many): "1 sync", "3 sync
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Counters:
     """The work of one call, counted in one profiled pass of `calls` calls after warm-up; every
     figure is per call. Each mapping is by name: a kernel's, an ATen operator's, a sync's ("cudaStreamSynchronize

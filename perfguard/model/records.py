@@ -21,14 +21,20 @@ from perfguard.model.verdicts import Verdict
 # Older files load and are migrated (model/migration.py, called by codec.py).
 SCHEMA_VERSION = 4
 SIGNIFICANT_DIGITS = 6
-# Raw samples kept per case in a record: enough for its distribution and drift, small enough to ship.
-MAX_STORED_SAMPLES = 1000
+# Raw samples are written with 4: they feed a run's drift (the medians of 5 blocks, analysis/priors.py),
+# a histogram and asv's quartiles, none of which sees 0.05%; an event timer's ticks (32 ns on an H200)
+# stay exact below 10 µs. Summaries and run medians, which verdicts compare, keep SIGNIFICANT_DIGITS.
+SAMPLE_DIGITS = 4
+# Raw samples kept per case in a record: as many as its baseline keeps (MAX_BASELINE_SAMPLES), which is
+# all that a baseline update or the drift reads of them; the summary is of every sample. 1,000 until
+# issue 34: a record's median case then took 4.2 KB of samples alone.
+MAX_STORED_SAMPLES = 200
 # Raw samples of the newest run kept per case in a baseline: enough to see its drift within the run
 # (analysis/noise.py) and draw its distribution, few enough for a diff a reviewer can scroll through.
 MAX_BASELINE_SAMPLES = 200
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class DeviceInfo:
     """What a figure was measured on; `slug` names the baseline file (nvidia-h200, cpu-...)."""
 
@@ -69,7 +75,7 @@ class DeviceInfo:
         return {"driver": self.driver, "cuda": self.cuda, "torch": self.torch, "triton": self.triton}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class TimeSummary:
     """Summary of the per-call samples, in milliseconds. CI is the 95% interval of the median."""
 
@@ -112,7 +118,7 @@ TIME_LABELS: dict[str, str] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Timing:
     """One kind of time of a case: its summary and its raw samples (thinned), in ms."""
 
@@ -141,7 +147,7 @@ def judged_metric(regime: str) -> TimeMetric:
     return "caller_time" if regime == "caller" else "gpu_time"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class CaseResult:
     """Everything measured for one case instance (one grid point) in one run."""
 
@@ -220,7 +226,7 @@ JudgedBy = Literal["own", "fleet"]
 JUDGED_BY: tuple[JudgedBy | None, ...] = (None, *typing.get_args(JudgedBy))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RunRecord:
     """One run: the devices it used and every case's result."""
 

@@ -67,7 +67,7 @@ Action = Literal[
 ]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class NextStep:
     """One thing that would settle or act on a verdict; `value` is its figure (runs, rounds, a percent)."""
 
@@ -75,7 +75,7 @@ class NextStep:
     value: float | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class LeftOut:
     """A baseline run left out of the spread as far from the others."""
 
@@ -84,7 +84,7 @@ class LeftOut:
     change_pct: float  # from the others' median
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class CountChange:
     """How one named count (a kernel, an ATen operator, a sync) changed per call."""
 
@@ -93,7 +93,7 @@ class CountChange:
     cause: str | None = None  # what a sync is for, where the trace says
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Verdict:
     """How one metric of one case compares with its baseline (or, under perfguard ab, the base's rounds).
 

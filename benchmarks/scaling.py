@@ -1,0 +1,149 @@
+"""How reading, updating and reporting scale with the number of cases: copies of the committed baseline
+(baselines/nvidia-h200.json, 132 cases) and of a run record of its results, ×1, ×10, ×40 and ×~150.
+
+    python benchmarks/scaling.py [--copies 1 10 40 152] [--repeats 5] [--render-up-to 5280]
+
+Every copy of a case is renamed (`c7_add[...]`), so a file of 20,064 cases holds 20,064 distinct ones,
+each with its runs, counters and samples as committed. The record is the baseline's newest results
+(as `pytest --perfguard` would write them, verdicts aside). Per size it prints the files' sizes and
+median case, `store.load_file` and `codec.loads_record` against `json.load` of the same file (medians
+of reads by turns, so that the machine's load falls on both), their peak memory (tracemalloc, the text
+read included) against the file's size, a `--perfguard-update` of every case (`store.update`: read,
+admit one more run, write), and the HTML and Markdown reports' render times. Targets (issue 34):
+a load ≤ 2× json.load, its peak ≤ 3× the file, a median case ≤ 3 KB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from machine import describe
+
+from perfguard import store
+from perfguard.store.baselines import MAX_BASELINE_BYTES
+from perfguard.model import BaselineFile, RunRecord, dumps, loads_baseline, loads_record
+from perfguard.report.html import render_html
+from perfguard.report.markdown import render_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "baselines" / "nvidia-h200.json"
+CASE_LINE, RESULT_LINE = '"c', '{"bytes": '  # how a renamed case's line, and a result's, begin (codec.dumps)
+
+
+def copies_of(baseline: BaselineFile, copies: int) -> BaselineFile:
+    """`baseline` with each case `copies` times, every copy renamed."""
+    cases = {}
+    for k in range(copies):
+        for entry in baseline.cases.values():
+            r = entry.result
+            renamed = dataclasses.replace(r, id=f"c{k}_{r.id}", name=f"c{k}_{r.name}")
+            cases[renamed.id] = dataclasses.replace(entry, result=renamed)
+    return dataclasses.replace(baseline, cases=dict(sorted(cases.items())))
+
+
+def record_of(baseline: BaselineFile) -> RunRecord:
+    newest = max(e.recorded_at for e in baseline.cases.values())
+    return RunRecord(created_at=newest, perfguard_version="scaling", devices=(baseline.device,),
+                     results=tuple(e.result for e in baseline.cases.values()), commit="scaling")
+
+
+def median_s(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):  # by turns
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def peak_bytes(fn: Callable[[], Any]) -> int:
+    tracemalloc.start()
+    try:
+        kept = fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        del kept
+
+
+def median_line(text: str, prefix: str) -> float:
+    """The median byte size of the lines that hold one case (a baseline's entry, a record's result)."""
+    return statistics.median(len(line.encode()) for line in text.splitlines() if line.startswith(prefix))
+
+
+def json_load(path: Path) -> Any:
+    with path.open(encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40, 152])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--render-up-to", type=int, default=5280, help="render the reports up to this many cases")
+    args = parser.parse_args(argv)
+    committed = store.load_file(COMMITTED)
+    assert committed is not None
+    print(describe())
+    print(f"{COMMITTED.relative_to(ROOT)}: {COMMITTED.stat().st_size / 1e6:.2f} MB, {len(committed.cases)} cases, "
+          f"{sum(len(e.runs) for e in committed.cases.values())} runs")
+    head = ("cases", "baseline MB", "median case KB", "load ms", "× json.load", "peak × file",
+            "record MB", "median case KB", "load ms", "× json.load", "peak × file", "update s", "HTML s", "Markdown s")
+    rows = []
+    for copies in args.copies:
+        with tempfile.TemporaryDirectory() as tmp:
+            baseline = copies_of(committed, copies)
+            record = record_of(baseline)
+            bpath, rpath = Path(tmp) / "nvidia-h200.json", Path(tmp) / "perfguard.json"
+            btext, rtext = dumps(baseline), dumps(record)
+            bpath.write_text(btext, encoding="utf-8")
+            rpath.write_text(rtext, encoding="utf-8")
+            del baseline  # what is measured below is what a load holds, not this copy
+            repeats = max(1, args.repeats if copies <= 10 else args.repeats // 2)
+            # Past store.MAX_BASELINE_BYTES the store refuses the file; the codec's read is timed instead,
+            # and no update is made (it would be refused).
+            capped = bpath.stat().st_size > MAX_BASELINE_BYTES
+            load = ((lambda: loads_baseline(bpath.read_text(encoding="utf-8"), str(bpath))) if capped
+                    else lambda: store.load_file(bpath))
+            load()  # once first: imports and the per-class code
+            t = median_s({"load": load, "json": lambda: json_load(bpath),
+                          "record": lambda: loads_record(rpath.read_text(encoding="utf-8"), str(rpath)),
+                          "rjson": lambda: json_load(rpath)}, repeats)
+            bpeak = peak_bytes(load)
+            rpeak = peak_bytes(lambda: loads_record(rpath.read_text(encoding="utf-8"), str(rpath)))
+            start = time.perf_counter()
+            if not capped:
+                store.update(tmp, committed.device, record.results, commit="scaling", recorded_at="2026-12-03T00:00:00+00:00")
+            update_s = None if capped else time.perf_counter() - start
+            html_s = md_s = None
+            if len(record.results) <= args.render_up_to:
+                html_s = median_s({"html": lambda: render_html([record])}, 1)["html"]
+                md_s = median_s({"md": lambda: render_markdown([record])}, 1)["md"]
+            bsize, rsize = bpath.stat().st_size, rpath.stat().st_size  # before the update's run was added
+            rows.append((f"{len(record.results):,}", f"{bsize / 1e6:.2f}", f"{median_line(btext, CASE_LINE) / 1e3:.1f}",
+                         f"{t['load'] * 1e3:.0f}", f"{t['load'] / t['json']:.2f}", f"{bpeak / bsize:.2f}",
+                         f"{rsize / 1e6:.2f}", f"{median_line(rtext, RESULT_LINE) / 1e3:.1f}",
+                         f"{t['record'] * 1e3:.0f}", f"{t['record'] / t['rjson']:.2f}", f"{rpeak / rsize:.2f}",
+                         "over the cap" if update_s is None else f"{update_s:.2f}", "-" if html_s is None else f"{html_s:.2f}", "-" if md_s is None else f"{md_s:.2f}"))
+            print("  " + " | ".join(rows[-1]), flush=True)
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---:|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
