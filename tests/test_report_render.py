@@ -414,3 +414,16 @@ def test_the_htmls_needs_attention_names_the_metric_and_status_of_each_verdict()
     attention = page.split("<h2>Needs attention</h2>", 1)[1].split("</section>", 1)[0]
     assert "gpu_time regressed: 500.0 µs → 600.0 µs (+20.0%)" in attention
     assert "aten_ops regressed: ATen operators per call 40 → 52" in attention
+
+
+def test_what_many_cases_did_alike_is_one_line_that_names_five_of_them():
+    """A suite's shared fixture that leaves a setting changed made a line per case: 5,280 of them were
+    2 MB of Markdown, forced past its limit."""
+    from perfguard.report.advice import case_lines
+
+    cases = [dataclasses.replace(result(f"add[n={i}]"), restored_state=("default dtype",)) for i in range(5280)]
+    (line,) = case_lines(cases)  # ids in sorted order
+    assert line.startswith("add[n=0], add[n=1000], add[n=1001], add[n=1002], add[n=1003] and 5275 more changed torch's default dtype")
+    assert line.endswith("perfguard restored it after each case")
+    markdown = render_markdown([record(*cases)])
+    assert len(markdown.encode("utf-8")) < LIMIT_BYTES and markdown.count("changed torch's") == 1
