@@ -10,7 +10,7 @@ The header, the charts and what needs attention are markup. The table's rows and
 view are data packed into the page (`packed.py`, `panels.py`): report.js builds a page of rows at a
 time, sorted and filtered over every case, and a case's detail view when it is opened, each string
 as text (`textContent`), never as markup. At 5,280 cases the page went from 32 MB of markup that
-Chromium parsed in 8 s to well under 1 MB, open in a fraction of a second (docs/development.md).
+Chromium parsed in 7-8 s to 1.6 MB, open in 0.3 s (docs/development.md).
 Without scripts the page still says what needs attention and that the table needs JavaScript.
 """
 
