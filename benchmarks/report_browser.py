@@ -7,11 +7,12 @@ view), opened from a file in Debian's headless Chromium through Selenium, with t
 tests/test_report_browser.py. The times are the page's own, from its performance API, not
 Selenium's round trips:
 
-    load   navigation start to the end of the load event (PerformanceNavigationTiming.loadEventEnd):
-           parsing 4 MB of HTML, the inline CSS, SVG and the report's script
+    load   navigation start to the first page of rows in the table: the report's script marks it
+           (`perfguard-rows`) once it has inflated the packed rows and built a page of them, after
+           the load event (parsing the page, its CSS, SVG and script)
     paint  navigation start to the first contentful paint
     sort   a click on the column's header to the next frame (performance.mark / measure): the
-           report's script reorders the 1,000 <tbody>s and the browser lays the table out again;
+           report's script sorts every case and shows the first page; the browser lays it out again;
            "script" is the click handler alone
 
 Each repeat loads the page afresh (no back-forward cache: about:blank in between) and sorts once.
@@ -30,6 +31,7 @@ from machine import describe
 from report_render import synthetic_record
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
 
 from perfguard.report.html import render_html
 
@@ -39,8 +41,11 @@ FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-u
 LOAD_JS = """
 const nav = performance.getEntriesByType("navigation")[0];
 const paint = performance.getEntriesByName("first-contentful-paint")[0];
-return [nav.loadEventEnd, paint ? paint.startTime : null, document.querySelectorAll("#cases > tbody").length];
+const rows = performance.getEntriesByName("perfguard-rows")[0];
+return [Math.max(nav.loadEventEnd, rows ? rows.startTime : 0), paint ? paint.startTime : null,
+        document.getElementById("shown").textContent];
 """
+READY_JS = "return document.readyState === 'complete' && !!document.getElementById('cases').dataset.state.match(/ready|failed/)"
 # Click the header, then wait for the frame after it: requestAnimationFrame runs before the browser
 # lays out and paints that frame, the timeout after it.
 SORT_JS = """
@@ -90,9 +95,10 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.repeats):
                 driver.get("about:blank")
                 driver.get(page.as_uri())
-                load_ms, paint_ms, bodies = driver.execute_script(LOAD_JS)
-                if bodies != args.cases:
-                    raise SystemExit(f"the page holds {bodies} cases, not {args.cases}")
+                WebDriverWait(driver, 120, poll_frequency=0.05).until(lambda d: d.execute_script(READY_JS))
+                load_ms, paint_ms, shown = driver.execute_script(LOAD_JS)
+                if shown != f"{args.cases} of {args.cases} cases":
+                    raise SystemExit(f"the page shows {shown!r}, not all {args.cases} cases")
                 sort_ms, script_ms, order = driver.execute_async_script(SORT_JS, args.column)
                 if order != "ascending":
                     raise SystemExit(f"clicking {args.column!r} did not sort the table (aria-sort {order!r})")

@@ -37,7 +37,10 @@ _LEGACY_COMMAND = "##["
 def printable(text: object, keep: str = "") -> str:
     """`text` with each character a terminal would act on, or not show, written as its escape; the
     characters in `keep` (a page's line breaks) stay as they are."""
-    return "".join(c if c in keep else _escape(c) for c in str(text))
+    text = str(text)
+    if text.isprintable():  # nearly every string, checked in C: a report's 5,280 cases hold a million
+        return text
+    return "".join(c if c in keep else _escape(c) for c in text)
 
 
 def in_page(value: object) -> object:

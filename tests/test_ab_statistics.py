@@ -9,6 +9,7 @@ import math
 import random
 
 import pytest
+from report_page import text
 
 from perfguard.ab import rounds, shards
 from perfguard.ab.sides import Side
@@ -189,6 +190,6 @@ def test_the_reports_name_each_cases_card_when_a_model_ran_on_several():
     run = RunRecord(created_at="2026-12-01T00:00:00+00:00", perfguard_version="0", devices=tuple(cards), results=results)
     lines = table(run.results, run.devices)
     assert lines[1].split()[-1] == "card" and "GPU 3 (GPU-3aaaaaaa)" in next(line for line in lines if line.startswith("right"))
-    assert "GPU 0 (GPU-0aaaaaaa)" in render_html([run]) and "GPU 3 (GPU-3aaaaaaa)" in render_markdown([run])
+    assert "GPU 0 (GPU-0aaaaaaa)" in text(render_html([run])) and "GPU 3 (GPU-3aaaaaaa)" in render_markdown([run])
     one_card = dataclasses.replace(run, results=tuple(dataclasses.replace(r, device_uuid=cards[0].uuid) for r in results))
     assert "card" not in table(one_card.results, one_card.devices)[1].split()  # one card: no column

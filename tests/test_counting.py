@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from report_page import panels
 
 from perfguard import parsers
 from perfguard.analysis import noise, priors
@@ -283,9 +284,10 @@ def test_the_reports_show_the_kernels_by_name_and_what_changed():
     record = RunRecord(created_at="2026-12-01T12:00:00+00:00", perfguard_version="0",
                        devices=(DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200"),),
                        results=(new,), verdicts=tuple(compare_case(new, old)))
-    page = render_html([record])
-    assert "work per call: kernels by name" in page and "vectorized_elementwise_kernel&lt;4" in page
-    assert "kernels per call 140 → 152: +12 × vectorized_elementwise_kernel&lt;MulFunctor&gt;" in page
+    (panel,) = panels(render_html([record]), new.id)
+    assert panel["kernels"][0] == ["kernel", "per call"]  # panel.js: "work per call: kernels by name"
+    assert any("vectorized_elementwise_kernel<4" in name for name, _ in panel["kernels"][1])
+    assert any("kernels per call 140 → 152: +12 × vectorized_elementwise_kernel<MulFunctor>" in line for line in panel["work"])
     assert "| 152/0 |" in render_markdown([record])
     lines = record_lines(record)
     assert any("152/0" in line for line in lines) and any("kernels regressed" in line for line in lines)

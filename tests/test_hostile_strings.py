@@ -26,12 +26,15 @@ import yaml
 cmarkgfm = pytest.importorskip("cmarkgfm", reason="needs cmark-gfm (pip install -e '.[test]')")
 Options = pytest.importorskip("cmarkgfm.cmark").Options
 
+from perfguard import inert
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps, loads_record
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
+from report_page import panels, sections
+from report_page import text as page_text
 from test_bad_input import failure_lines
 from test_report_render import H200
 from test_report_render import record as gpu_record
@@ -182,15 +185,17 @@ def test_bidi_and_zero_width_characters_show_as_escapes_on_every_surface(tmp_pat
     path.write_text(dumps(run))
     assert main(["show", str(path)]) == 0
     # (The pytest summary prints each line through the same inert.line: tests/test_inert_text.py.)
-    surfaces = {"HTML": render_html([run]), "Markdown": render_markdown([run]), "perfguard show": capsys.readouterr().out}
+    page = render_html([run])
+    # The HTML: its markup, and the strings of its packed rows and detail views, as the page shows them.
+    surfaces = {"HTML": page_text(page), "Markdown": render_markdown([run]), "perfguard show": capsys.readouterr().out}
     for surface, text in surfaces.items():
         # The Markdown's own zero-width spaces (after an `@`, a `:` of `://`) break GitHub's autolinks.
         raw = sorted(f"U+{ord(c):04X}" for c in set(text) if c in INVISIBLE + "\x1b" and not (surface == "Markdown" and c == "\u200b"))
         assert raw == [], surface
         assert "mul\\u202e4202-regressed" in text and "\\u2066" in text, surface
-    page = surfaces["HTML"]
     assert "<figcaption><b>NVIDIA\\u202e H200\\u202a" in page  # the roofline's caption
-    assert "a\\u202eb\\x1bc" in page  # the parameters cell
+    assert "a\\u202eb\\x1bc" in sections(panels(page, "mul\\u202e4202-regressed[n=1" + "".join(
+        inert.printable(c) for c in INVISIBLE) + "]")[0])["run"]["parameters"]
 
 
 # --- 3. a line break in a record's or a baseline's text forges no line -------------------------------

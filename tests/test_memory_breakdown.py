@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from report_page import panels
 
 from perfguard import perf_case
 from perfguard.model import CaseResult, MemoryBreakdown, RunRecord, dumps, loads_record
@@ -221,12 +222,11 @@ def test_the_html_report_draws_a_bar_per_category_and_shows_why_one_is_missing(o
     failed = dataclasses.replace(result, id="failed", memory_breakdown=MemoryBreakdown(error="memory breakdown failed: <b>x</b>"))
     run = dataclasses.replace(record_of(result, failed), devices=(detect("cpu"),))
     page = render_html([run])
-    assert "<h4>memory at peak, by category</h4>" in page
-    for name in ("parameters", "gradients", "optimizer state"):
-        assert f'title="{name}: ' in page, name
-    assert "memory breakdown failed: &lt;b&gt;x&lt;/b&gt;" in page
-    assert "<p class=\"extra\">peak in optimizer at Adam; from the profiler</p>" in page
-    assert 'class="extra unnamed"' not in page  # the profiler named the whole peak
+    (drawn,), (failed_panel,) = panels(page, result.id), panels(page, "failed")
+    assert {"parameters", "gradients", "optimizer state"} <= {name for name, _, _ in drawn["breakdown"]}  # a bar each
+    assert failed_panel["breakdown_missing"] == "memory breakdown failed: <b>x</b>"
+    assert drawn["breakdown_note"] == "peak in optimizer at Adam; from the profiler"
+    assert drawn["breakdown_unnamed"] is None  # the profiler named the whole peak
 
 
 def test_the_html_report_says_how_much_is_unnamed_and_why():
@@ -237,9 +237,10 @@ def test_the_html_report_says_how_much_is_unnamed_and_why():
     old = MemoryBreakdown(parameters=3 * 2**20, unknown=2**20)  # a record written before the reason was
     page = render_html([record_of(CaseResult(id="s", name="s", status="ok", memory_breakdown=parts),
                                   CaseResult(id="old", name="old", status="ok", memory_breakdown=old))])
-    assert ('<p class="extra unnamed">unknown 1.0 MiB, 25.0% of the peak: 1.0 MiB in 1 block '
-            "&lt;script&gt;live&lt;/script&gt; before the call</p>") in page
-    assert "unknown 1.0 MiB, 25.0% of the peak (the record says not why: written before perfguard said it)" in page
+    assert panels(page, "s")[0]["breakdown_unnamed"] == ("unknown 1.0 MiB, 25.0% of the peak: 1.0 MiB in 1 block "
+                                                         "<script>live</script> before the call")
+    assert panels(page, "old")[0]["breakdown_unnamed"] == (
+        "unknown 1.0 MiB, 25.0% of the peak (the record says not why: written before perfguard said it)")
 
 
 def test_the_case_detail_says_where_the_peak_fell_and_how_it_was_taken():
@@ -305,7 +306,7 @@ def test_the_training_step_suite_records_its_breakdown_under_perfguard(tmp_path,
     # Adam's state: exp_avg and exp_avg_sq, and on a CPU a 4-byte step counter per parameter.
     assert parts.optimizer_state == 2 * nbytes(params) + 4 * len(params)
     assert parts.activations > 0
-    assert "<h4>memory at peak, by category</h4>" in (tmp_path / "reports" / "perfguard.html").read_text()
+    assert panels((tmp_path / "reports" / "perfguard.html").read_text(), result.id)[0]["breakdown"]  # drawn
 
 
 # --- on CUDA --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import dataclasses
 import json
 
 import pytest
+from report_page import panels, sections
 
 from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
@@ -151,8 +152,8 @@ def test_the_reports_show_the_footprint_and_what_a_call_retains():
     assert lines[1].split()[-1] == "footprint" and lines[2].endswith("200.0 MiB +1.0 MiB/call")
     assert any(line.startswith("train_step: retained_memory regressed: 0 B → 1.0 MiB") for line in lines)
     assert "| 200.0 MiB +1.0 MiB/call |" in render_markdown([record])
-    html = render_html([record])
-    assert "retained per call" in html and "1.0 MiB (a leak)" in html and "held between calls" in html
+    held = sections(panels(render_html([record]), leaky.id)[0])["memory"]
+    assert held["retained per call"] == "1.0 MiB (a leak)" and "held between calls" in held
 
 
 def test_a_case_whose_baseline_predates_the_figures_reads_judged_not_new_in_the_reports():

@@ -12,6 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from report_page import panels
+from report_page import rows as rows_of
 
 from perfguard import perf_case, store
 from perfguard.model import CaseResult, Profile, ProfileOp, RunRecord, dumps, loads_record
@@ -230,10 +232,14 @@ def test_all_profiles_every_case_with_real_aten_operators(profiled_all):
 def test_the_html_report_shows_the_operator_table_and_links_the_trace(profiled_all):
     path, _ = profiled_all
     page = (path / "reports" / "perfguard.html").read_text()
-    assert "<th>operator</th><th>calls</th><th>total</th><th>self</th><th>input shapes</th><th>self memory</th>" in page
-    assert "<td>aten::mm</td><td>1</td>" in page and "<td>[[128, 128], [128, 128]]</td><td>64.0 KiB</td>" in page
-    assert 'per call, over 5 profiled calls, by self CPU time · Chrome trace <a href="traces/softmax.json">' in page
-    assert "not captured (profile with --perfguard-profile)" not in page
+    (matmul,) = panels(page, "matmul[n=128]")
+    head, rows = matmul["profile"]
+    assert head == ["operator", "calls", "total", "self", "input shapes", "self memory"]
+    assert any(r[:2] == ["aten::mm", "1"] and r[-2:] == ["[[128, 128], [128, 128]]", "64.0 KiB"] for r in rows), rows
+    (softmax,) = panels(page, "softmax")
+    assert softmax["profile_note"]["facts"] == "per call, over 5 profiled calls, by self CPU time"
+    assert softmax["profile_note"]["trace"] == "traces/softmax.json"  # panel.js links it
+    assert all("profile" in p for case in rows_of(page) for p in panels(page, case))  # none "not captured"
 
 
 def test_a_traces_folder_that_cannot_be_written_is_one_line_not_a_failure(tmp_path, run_pytest):
@@ -252,8 +258,10 @@ def test_a_profile_without_operators_or_with_a_problem_says_so_in_the_report():
     empty = dataclasses.replace(PROFILED, id="nap", profile=Profile(sort_by="cuda", calls=5, kernels_per_call=0.0))
     broken = dataclasses.replace(PROFILED, id="broken", profile=Profile(problem="broken: not profiled: <oops>"))
     page = render_html([RunRecord(created_at="2026-11-29T00:00:00+00:00", perfguard_version="0", results=(empty, broken))])
-    assert "<b>profiler:</b> no operator ran in the 5 profiled calls, 0 GPU kernels per call</p>" in page
-    assert '<b>profiler:</b> <span class="warn">broken: not profiled: &lt;oops&gt;</span>' in page
+    (nap,), (bad,) = panels(page, "nap"), panels(page, "broken")
+    assert "profile" not in nap and nap["profile_note"] == {  # panel.js: "profiler: " and the facts
+        "facts": "no operator ran in the 5 profiled calls, 0 GPU kernels per call", "trace": None, "problem": None}
+    assert "profile" not in bad and bad["profile_note"] == {"facts": "", "trace": None, "problem": "broken: not profiled: <oops>"}
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import html as htmllib
 import json
 import os
 import re
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from report_page import packed, panels, rows, sections, text
 
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
@@ -68,12 +68,6 @@ def many(n: int, statuses=("same", "regressed", "improved", "new", "unstable")) 
     return record(*results, verdicts=tuple(verdicts))
 
 
-def rows(page: str) -> list[str]:
-    """The case ids of the table's rows, in order, unescaped."""
-    cells = re.findall(r'<tr class="case"[^>]*><th scope="row"><span class="id">(.*?)</span></th>', page)
-    return [htmllib.unescape(re.sub(r"<[^>]+>", "", c)) for c in cells]
-
-
 # --- Markdown ------------------------------------------------------------------------------------
 
 
@@ -116,31 +110,57 @@ def test_html_shows_a_case_whose_name_or_parameters_hold_html_as_text():
     page = render_html([run])
     for raw in (HOSTILE, "<script>alert(2)", '"><b>gpu'):
         assert raw not in page
-    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;script&gt;alert(2)&lt;/script&gt;" in page
-    assert rows(page) == [HOSTILE]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page  # in what needs attention: markup, escaped
+    assert rows(page) == [HOSTILE]  # the table's rows and details are data, which the page shows as text
+    assert "<script>alert(2)</script>" in sections(panels(page, HOSTILE)[0])["run"]["parameters"]
 
 
 def test_html_of_one_case_renders_with_header_roofline_and_detail():
     page = render_html([record(result("add[n=1024]"), verdicts=(verdict("add[n=1024]", "regressed", 12.0),))])
     assert rows(page) == ["add[n=1024]"]
-    for text in ("NVIDIA H200", "580.159.04", "0123456789ab", "2026-11-29 12:00 UTC", "1</b> regressed",
-                 "memory roof 4,814 GB/s", 'class="hist"', "95% CI", "not captured"):
-        assert text in page, text
+    for said in ("NVIDIA H200", "580.159.04", "0123456789ab", "2026-11-29 12:00 UTC", "1</b> regressed",
+                 "memory roof 4,814 GB/s"):
+        assert said in page, said
+    (panel,) = panels(page, "add[n=1024]")
+    assert panel["hist"]["bars"].startswith("M") and "95% CI" in panel["hist"]["rest"]
+    assert "95% CI" in sections(panel)["gpu_time"] and "not captured" in panel["breakdown_missing"]
 
 
 def test_html_of_1000_cases_has_every_case_once():
     run = many(1000)
     page = render_html([run])
     assert sorted(rows(page)) == sorted(r.id for r in run.results)
+    assert len(packed(page)[1]) == 1000  # a detail view per case, in the rows' order
     assert "250 cases without both declared bytes and flops not on the chart" in page
-    assert len(page.encode("utf-8")) < 5 * 10**6
+    assert len(page.encode("utf-8")) < 10**6  # as markup it was 4 MB
 
 
 def test_html_is_one_self_contained_file():
     page = render_html([many(5)])
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
-    assert not re.search(r"<(link|img|iframe)\b|<script\s+src|@import|url\(|https?://", page)
+    # panel.js names SVG's namespace, a name that is never fetched.
+    fetched = page.replace('"http://www.w3.org/2000/svg"', "")
+    assert not re.search(r"<(link|img|iframe)\b|<script\s+src|@import|url\(|https?://", fetched)
     assert page.count("<style>") == 1 and page.count("<script>") == 1
+
+
+def test_the_tables_data_is_base64_in_attributes_and_holds_record_text_as_strings():
+    run = record(result(HOSTILE), verdicts=(verdict(HOSTILE, "regressed", 12.0),))
+    page = render_html([run])
+    values = re.findall(r'<data class="(?:rows|details)" value="([^"]*)"', page)
+    assert len(values) == 2 and all(re.fullmatch(r"[A-Za-z0-9+/]*=*", v) for v in values)
+    table, details = packed(page)
+    assert table[0][:2] == ["case-0", HOSTILE] and details[0][0]["verdicts"][0][:2] == ["regressed", "gpu time"]
+
+
+def test_without_scripts_the_page_lists_what_needs_attention_and_says_the_table_needs_them():
+    page = render_html([many(400)])  # 80 regressed, 80 improved, 80 unstable
+    static = page[page.index('<section class="attention">'):page.index('<div class="controls">')]
+    shown, hidden = static.split("<noscript>", 1)
+    assert shown.count("<li>") == html_report.ATTENTION_ITEMS
+    assert hidden.count("<li>") == html_report.STATIC_ITEMS - html_report.ATTENTION_ITEMS
+    assert 'badge v-regressed">regressed</span> <a href="#case-0" class="id">op[n=1' in shown
+    assert "The table of cases is built by the page's script" in hidden and "(200 of 240)" in hidden
 
 
 def test_html_orders_cases_by_verdict_and_counts_them_in_the_header():
@@ -160,13 +180,11 @@ def test_merging_two_devices_shows_one_row_per_case_with_both_devices():
                   created_at="2026-11-29T13:00:00+00:00")
     page = render_html([h200, a100])
     assert sorted(rows(page)) == sorted(ids)
-    assert page.count('<tr class="case"') == 3
     assert re.search(r'<tr class="groups">.*NVIDIA H200.*NVIDIA A100-SXM4-80GB', page)
-    body = page[page.index('<tbody id="case-0"'):page.index('<tbody id="case-1"')]
-    assert 'badge v-same">same' in body and 'badge v-new">new' in body
-    assert "<h3>NVIDIA H200</h3>" in body and "<h3>NVIDIA A100-SXM4-80GB</h3>" in body
-    last = page[page.index('<tbody id="case-2"'):]
-    assert "not run on this device" in last
+    table, details = packed(page)
+    assert [c[5] for c in table[0][5] if len(c) > 5] == ["same", "new"]  # a verdict badge per device
+    assert [p["device"] for p in details[0]] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB"]
+    assert details[2][1] == {"device": "NVIDIA A100-SXM4-80GB", "absent": True}  # not run on this device
     assert "merged from 2 run records" in page
 
 
@@ -190,12 +208,13 @@ def test_missing_and_errored_cases_render_with_what_is_known():
     broken = CaseResult(id="broken", name="broken", status="error", device=H200.slug, error="setup raised ValueError: <x>")
     page = render_html([record(result("a"), broken, verdicts=(verdict("a", "same", 0.2), verdict("gone", "missing")))])
     assert rows(page)[0] == "broken" and set(rows(page)) == {"a", "broken", "gone"}
-    assert "setup raised ValueError: &lt;x&gt;" in page and 'badge v-missing">missing' in page
+    assert panels(page, "broken")[0]["error"] == "setup raised ValueError: <x>" and "setup raised ValueError: &lt;x&gt;" in page
+    assert panels(page, "gone")[0]["verdicts"][0][0] == "missing" and 'badge v-missing">missing' in page
 
 
 def test_environment_mismatches_are_shown_on_the_case():
     page = render_html([record(result("a"), verdicts=(verdict("a", "same", 0.2, env=("torch 2.11.0 → 2.12.0",)),))])
-    assert 'class="env warn">environment: differs from the baseline: torch 2.11.0 → 2.12.0' in page
+    assert panels(page, "a")[0]["env"] == ["differs from the baseline: torch 2.11.0 → 2.12.0", True]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,10 +232,13 @@ def test_figures_issue_4_adds_appear_once_the_record_carries_them():
         memory_breakdown={"parameters": 2**30, "activations": 3 * 2**30},
     )
     page = render_html([record(later)])
-    assert "<th>bound<td>memory" in page and "<th>efficiency<td>90.0%" in page and ">memory</td>" in page
-    assert "aten::add" in page and "activations 3.0 GiB (75%)" in page
-    plain = render_html([record(base)])
-    assert "not captured (profile with --perfguard-profile)" in plain and "not captured (declare memory_breakdown" in plain
+    (panel,) = panels(page, "step")
+    assert sections(panel)["throughput"]["bound"] == "memory" and sections(panel)["throughput"]["efficiency"] == "90.0%"
+    assert [c[0] for c in packed(page)[0][0][5]][-1] == "memory"  # the table's bound column
+    assert panel["profile"][1][0][0] == "aten::add" and ["activations", "3.0 GiB", 0.75] in panel["breakdown"]
+    (plain,) = panels(render_html([record(base)]), "step")
+    assert "profile" not in plain and "profile_note" not in plain  # panel.js: "not captured (profile with …)"
+    assert plain["breakdown_missing"].startswith("not captured (declare memory_breakdown")
 
 
 def test_the_roofline_of_a_known_gpu_has_its_compute_roofs_and_each_case_its_bound():
@@ -237,8 +259,8 @@ def test_the_roofline_of_a_known_gpu_has_its_compute_roofs_and_each_case_its_bou
     for roof in ("memory roof 4,814 GB/s", "bf16, fp16 990 TFLOP/s", "tf32 494 TFLOP/s", "fp32, fp64 67 TFLOP/s"):
         assert roof in page, roof
     assert "compute roof not drawn" not in page
-    assert all(f">{bound}</td>" in page for bound in ("memory", "compute", "launch"))
-    assert "<th>bound<td>launch-bound; capture the calls in a CUDA graph" in page
+    assert sorted(row[5][-1][0] for row in packed(page)[0]) == ["compute", "launch", "memory"]
+    assert sections(panels(page, "add")[0])["throughput"]["bound"].startswith("launch-bound; capture the calls in a CUDA graph")
     assert re.search(r"matmul: 2\.73e\+03 FLOP/B, 7\d\d TFLOP/s, 7\d\.\d% of its roof", page)
 
 
@@ -300,10 +322,10 @@ def test_every_report_shows_each_cases_detectable_change_and_the_html_what_it_re
                                     confirmed=True)
     run = record(result("add[n=1024]"), result("fresh"), verdicts=(confirmed, verdict("fresh", "new")))
     page = render_html([run])
-    assert ">detects<" in page and "5.4% · 3 runs" in page
-    for fragment in ("baseline runs", "run-to-run spread", "±0.20% (1 s.d.)", "tolerance", "±5.0% (threshold 5%)",
-                     "5.4% slowdowns, 19 times in 20", "measurements", "561 µs, 559 µs (confirmed)"):
-        assert fragment in page, fragment
+    assert ">detects<" in page and "5.4% · 3 runs" in text(page)
+    assert sections(panels(page, "add[n=1024]")[0])["gate"] == {
+        "baseline runs": "3", "run-to-run spread": "±0.20% (1 s.d.)", "tolerance": "±5.0% (threshold 5%)",
+        "detects": "5.4% slowdowns, 19 times in 20", "measurements": "560 µs, 561 µs, 559 µs (confirmed)"}
     markdown = render_markdown([run])
     assert "| detects |" in markdown and "5.4% · 3 runs" in markdown
     from perfguard.report.terminal import table
@@ -355,7 +377,9 @@ def test_a_cpu_run_says_its_figures_are_rough_in_every_report_and_marks_the_unse
     assert markdown.count("CPU figures (host clock) are rough") == 1 and markdown.count("| ~") == 3
     page = render_html([run])
     assert page.count("<b>CPU</b>: CPU figures (host clock) are rough") == 1
-    assert page.count(html_report.ROUGH_TITLE.replace("'", "&#39;")) == 3 and ">~" in page
+    medians = {row[1] + row[2]: row[5][1] for row in packed(page)[0]}  # [text, sort, class, note, title]
+    assert sorted(case for case, m in medians.items() if m[0].startswith("~") and m[4] == html_report.ROUGH_TITLE) == [
+        "mm[n=1]", "mm[n=2]", "mm[n=4]"]
 
 
 def test_a_gpu_run_carries_no_cpu_warning_nor_marks():
@@ -414,3 +438,16 @@ def test_the_htmls_needs_attention_names_the_metric_and_status_of_each_verdict()
     attention = page.split("<h2>Needs attention</h2>", 1)[1].split("</section>", 1)[0]
     assert "gpu_time regressed: 500.0 µs → 600.0 µs (+20.0%)" in attention
     assert "aten_ops regressed: ATen operators per call 40 → 52" in attention
+
+
+def test_what_many_cases_did_alike_is_one_line_that_names_five_of_them():
+    """A suite's shared fixture that leaves a setting changed made a line per case: 5,280 of them were
+    2 MB of Markdown, forced past its limit."""
+    from perfguard.report.advice import case_lines
+
+    cases = [dataclasses.replace(result(f"add[n={i}]", samples=5), restored_state=("default dtype",)) for i in range(5280)]
+    (line,) = case_lines(cases)  # ids in sorted order
+    assert line.startswith("add[n=0], add[n=1000], add[n=1001], add[n=1002], add[n=1003] and 5275 more changed torch's default dtype")
+    assert line.endswith("perfguard restored it after each case")
+    markdown = render_markdown([record(*cases)])
+    assert len(markdown.encode("utf-8")) < LIMIT_BYTES and markdown.count("changed torch's") == 1

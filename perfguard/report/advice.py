@@ -48,8 +48,7 @@ def regime_line(results: Iterable[CaseResult]) -> str | None:
     for regime, text in named.items():
         cases = sorted(r.id for r in results if r.regime == regime)
         if cases:
-            more = f" and {len(cases) - NAMED} more" if len(cases) > NAMED else ""
-            parts.append(f"{len(cases)} {text}: {', '.join(cases[:NAMED])}{more}")
+            parts.append(f"{len(cases)} {text}: {_named(cases)}")
     return "timing: " + "; ".join(parts) if parts else None
 
 
@@ -137,18 +136,39 @@ def case_lines(results: Iterable[CaseResult]) -> list[str]:
     lines = []
     broken = [r.id for r in ran if r.outputs == "non-finite"]
     if broken:
-        more = f" and {len(broken) - NAMED} more" if len(broken) > NAMED else ""
-        lines.append(f"NaN or inf in the output of {', '.join(broken[:NAMED])}{more}: "
+        lines.append(f"NaN or inf in the output of {_named(broken)}: "
                      "measured all the same; declare check= to fail such a case")
     unchecked = [r for r in ran if r.outputs != "checked"]
     if unchecked:
         lines.append(f"outputs not checked: {len(unchecked)} of {len(ran)} case(s) declare no check=")
-    lines += [f"{r.id} changed torch's {', '.join(r.restored_state)} and left it so; perfguard restored it after the case"
-              for r in results if r.restored_state]
+    # A line per case would be a line per case of a suite whose shared fixture leaves a setting
+    # changed: 5,280 of them made the Markdown 2 MB. Cases that did the same share a line, and each
+    # kind names NAMED cases at most and counts the rest.
+    settings: dict[tuple[str, ...], list[str]] = {}
+    for r in results:
+        if r.restored_state:
+            settings.setdefault(tuple(r.restored_state), []).append(r.id)
+    lines += [f"{_named(ids)} changed torch's {', '.join(state)} and left it so; perfguard restored it after "
+              + ("the case" if len(ids) == 1 else "each case") for state, ids in settings.items()]
+    left = [r for r in results if r.left_processes]
     lines += [f"{r.id} left {len(r.left_processes)} child process(es) running: {', '.join(r.left_processes)}; "
               "they take the machine from every case after it: end them in the case (terminate and wait, "
-              "or a with-block)" for r in results if r.left_processes]
-    return lines + [line for r in results if (line := unnamed_line(r))]
+              "or a with-block)" for r in left[:NAMED]]
+    if len(left) > NAMED:
+        lines.append(f"{len(left) - NAMED} more case(s) left child processes running: "
+                     f"{_named([r.id for r in left[NAMED:]])}")
+    unnamed = [(r.id, line) for r in results if (line := unnamed_line(r))]
+    lines += [line for _, line in unnamed[:NAMED]]
+    if len(unnamed) > NAMED:
+        lines.append(f"{len(unnamed) - NAMED} more case(s) whose memory breakdown leaves a tenth of its peak or more "
+                     f"unnamed: {_named([case_id for case_id, _ in unnamed[NAMED:]])}")
+    return lines
+
+
+def _named(ids: Sequence[str]) -> str:
+    """"a, b, c, d, e and 12 more": NAMED ids at most, the rest counted."""
+    more = f" and {len(ids) - NAMED} more" if len(ids) > NAMED else ""
+    return ", ".join(ids[:NAMED]) + more
 
 
 def unnamed_line(r: CaseResult) -> str | None:

@@ -4,8 +4,14 @@ CSS, JavaScript and SVG are inline and a Content-Security-Policy forbids every f
 works from a zip on a laptop with no network. The policy runs only the report's own script, named by
 its hash: no inline script or event attribute anywhere else, and no `javascript:` link, would run.
 Autoescaping is on for everything: a case id or parameter holding HTML is shown as text, and one
-holding a bidi override or a zero-width character shows it as its escape (`inert.in_page`). Sorting, filtering and the per-case detail rows are plain
-JavaScript over a server-rendered table, so every case is in the page even with scripts off.
+holding a bidi override or a zero-width character shows it as its escape (`inert.in_page`).
+
+The header, the charts and what needs attention are markup. The table's rows and each case's detail
+view are data packed into the page (`packed.py`, `panels.py`): report.js builds a page of rows at a
+time, sorted and filtered over every case, and a case's detail view when it is opened, each string
+as text (`textContent`), never as markup. At 5,280 cases the page went from 32 MB of markup that
+Chromium parsed in 7-8 s to 1.6 MB, open in 0.3 s (docs/development.md).
+Without scripts the page still says what needs attention and that the table needs JavaScript.
 """
 
 from __future__ import annotations
@@ -21,27 +27,20 @@ from typing import TYPE_CHECKING, Any
 from perfguard import inert, units
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
-from perfguard.report import charts, view, words, work
+from perfguard.report import charts, packed, view, words
 from perfguard.report import notes as run_notes
 from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, launch_line, ranked_scalings, regime_line, rough, scaling_cells
-from perfguard.report.details import (
-    breakdown,
-    breakdown_missing,
-    breakdown_note,
-    breakdown_unnamed,
-    environment,
-    message,
-    profile_note,
-    profile_table,
-    sections,
-)
 from perfguard.report.commands import Invocation
+from perfguard.report.panels import panel
 from perfguard.report.view import Device, Entry
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
 
 TEMPLATES = Path(__file__).with_name("templates")
+SCRIPTS = ("panel.js", "report.js")  # one <script> element, as the policy names its hash: the builder of details first
+PAGE_ROWS = 100  # rows report.js shows at a time: Chromium lays out 100 rows in milliseconds
+DETAIL_CHUNK = 100  # cases per packed block of detail views: opening a case inflates its block only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,24 +130,30 @@ def _render(records: Sequence[RunRecord], fits: Sequence[Scaling] | None) -> str
     advice, scaling = _advice(merged, devices, fits)
     clocks = clock_line(e.result for e in merged.entries() if e.result)
     cpu = run_notes.once([run_notes.cpu_note([e.result for e in merged.entries() if e.result], records)])
+    multi, several = len(devices) > 1, merged.records > 1
+    details = [packed.pack([[panel(d, e, multi=multi, several=several) for d, e in row.panels] for row in rows[i:i + DETAIL_CHUNK]])
+               for i in range(0, len(rows), DETAIL_CHUNK)]
     context = {
         "headline": headline,
         "devices": devices,
         "columns": columns,
-        "multi": len(devices) > 1,
-        "several": merged.records > 1,
-        "rows": rows,
+        "multi": multi,
+        "cases": len(rows),
+        "rows_packed": packed.pack([_row_data(row) for row in rows]),
+        "details_packed": details,
+        "page_rows": PAGE_ROWS,
+        "detail_chunk": DETAIL_CHUNK,
         "counts": counts,
         "notes": notes,
         "rooflines": [_roofline(d, rows) for d in devices],
-        "attention": _attention(rows, len(devices) > 1),
+        "attention": _attention(rows, multi),
         "advice": advice,
         "clocks": clocks,
         "cpu": cpu,
         "scaling": scaling,
         "scaling_open": len(scaling) <= NAMED,
         "css": _static("report.css"),
-        "js": _static("report.js"),
+        "js": _script(),
         "script_hash": _script_hash(),
     }
     return _template().render(context)
@@ -180,6 +185,18 @@ def _row(index: int, case_id: str, by_device: Mapping[str, Entry], devices: list
     cells = [_cell(c, e) for e in entries for c in columns]
     return Row(f"case-{index}", case_id, name, bracket + rest, " ".join(sorted({e.status for e in present})),
                search.lower(), cells, list(zip(devices, entries, strict=True)))
+
+
+def _row_data(row: Row) -> list[Any]:
+    """A row as report.js reads it: [key, name, [parameters], statuses, search text, cells], each cell
+    [text, sort, class, note, title, badge] without its trailing empty fields."""
+    cells = []
+    for c in row.cells:
+        fields = [c.text, c.sort, c.cls, c.note, c.title, c.badge]
+        while len(fields) > 1 and fields[-1] == "":
+            fields.pop()
+        cells.append(fields)
+    return [row.key, row.name, row.grid, row.statuses, row.search, cells]
 
 
 def _cell(column: Column, entry: Entry | None) -> Cell:
@@ -241,12 +258,17 @@ def _roofline(device: Device, rows: list[Row]) -> tuple[Device, charts.Roofline 
 
 ATTENTION = ("error", "regressed", "unstable", "improved", "missing")
 ATTENTION_ITEMS = 12
+# Without scripts the table is not built: the page lists this many of what needs attention, in markup.
+STATIC_ITEMS = 200
+
+Item = tuple[str, str, str, str, list[str]]
 
 
-def _attention(rows: list[Row], multi: bool) -> tuple[list[tuple[str, str, str, str, list[str]]], int]:
+def _attention(rows: list[Row], multi: bool) -> tuple[list[Item], list[Item], int]:
     """What needs a person, first: (key, case id, device, status, what moved: a line per verdict), at most
-    ATTENTION_ITEMS, and how many in all. Each verdict's whole line, "metric status:" and all: the
-    badge says the case's status, not which of its figures moved."""
+    ATTENTION_ITEMS; the next ones up to STATIC_ITEMS, for a page without scripts; and how many in all.
+    Each verdict's whole line, "metric status:" and all: the badge says the case's status, not which
+    of its figures moved."""
     items = []
     for row in rows:
         for device, e in row.panels:
@@ -257,23 +279,23 @@ def _attention(rows: list[Row], multi: bool) -> tuple[list[tuple[str, str, str, 
             text = said or error[:1]
             items.append((view.rank(e.status), row.key, row.case_id, device.info.name if multi else "", e.status, text))
     items.sort(key=lambda item: item[0])
-    return [item[1:] for item in items[:ATTENTION_ITEMS]], len(items)
-
-
-def _histogram(entry: Entry) -> charts.Histogram | None:
-    r = entry.result
-    if r is None or r.judged_time is None:
-        return None
-    v = entry.judged()
-    baseline = v.baseline if v is not None and v.status not in ("new", "missing") else None
-    return charts.histogram(r.samples_ms, r.judged_time.median_ms, (r.judged_time.ci_low_ms, r.judged_time.ci_high_ms), baseline)
+    ranked = [item[1:] for item in items[:STATIC_ITEMS]]
+    return ranked[:ATTENTION_ITEMS], ranked[ATTENTION_ITEMS:], len(items)
 
 
 @cache
 def _script_hash() -> str:
     """The CSP source that lets report.js, and nothing else, run: the hash of the script element's text."""
-    digest = hashlib.sha256(str(_static("report.js")).encode("utf-8")).digest()
+    digest = hashlib.sha256(str(_script()).encode("utf-8")).digest()
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+@cache
+def _script() -> Any:
+    """The page's one script: the detail view's builder (panel.js), then the table's (report.js)."""
+    from markupsafe import Markup
+
+    return Markup("\n".join(_static(name) for name in SCRIPTS))
 
 
 @cache
@@ -296,10 +318,7 @@ def _environment() -> Any:
         undefined=jinja2.StrictUndefined,
     )
     env.globals.update(
-        label=view.label, when=view.when, versions=view.versions, duration=units.duration,
-        sections=sections, kernel_rows=work.kernel_rows, work_changes=work.changes, environment=environment, message=message, profile_table=profile_table, profile_note=profile_note,
-        breakdown=breakdown, breakdown_missing=breakdown_missing, breakdown_note=breakdown_note,
-        breakdown_unnamed=breakdown_unnamed,
-        histogram=_histogram, by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
+        label=view.label, when=view.when, versions=view.versions,
+        by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
     )
     return env
