@@ -182,3 +182,36 @@ def test_asv_gets_the_compile_times_and_counters(runs):
     figures = {name: value for name, value, _ in asv._figures(r)}
     assert figures["compile_cold"] == pytest.approx(r.median_of("compile_cold") / 1e3)
     assert figures["graphs"] == 1 and figures["graph_breaks"] == 0 and figures["recompiles"] == 0
+
+
+AB_SUITE = '''
+    import torch
+    import mylib
+    from perfguard import perf_case
+
+    @perf_case(compile={"backend": "aot_eager"}, budget_s=0.05, threshold=1000)
+    def block():
+        x = torch.randn(32, 64)
+        return lambda: mylib.block(x)
+'''
+AB_LIB = ("import torch\n\n\ndef block(x):\n    y = torch.relu(x) * 2\n{extra}    return y + 1\n")
+
+
+def test_ab_judges_a_graph_break_between_two_commits(tmp_path, inner_args, forked):
+    from test_ab import ab_forked, git  # perfguard ab through forked processes, as test_ab runs it
+
+    repo = tmp_path / "project"
+    (repo / "src").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_block.py").write_text(textwrap.dedent(AB_SUITE))
+    (repo / "tests" / "conftest.py").write_text("import sys\nsys.path.insert(0, 'src')\n")
+    git(repo, "init", "-q")
+    for extra in ("", "    torch._dynamo.graph_break()\n"):
+        (repo / "src" / "mylib.py").write_text(AB_LIB.format(extra=extra))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "graph break" if extra else "base")
+    # Counts are exact: the fewest rounds ab takes (2) decide them (the times stay undecided, which is not the point)
+    done, _ = ab_forked(repo, (*inner_args, "--perfguard-timeout=300"), forked, "--rounds", "2", "--max-rounds", "2")
+    text = done.stdout + done.stderr
+    assert done.returncode == 1, text[-3000:]
+    assert "block: graph_breaks regressed: graph breaks in the case 0 → 1: +1 × Call to `torch._dynamo.graph_break()` in block (mylib.py)" in text
