@@ -24,6 +24,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perfguard.model import loads_record  # noqa: E402
+
 SUITE = ROOT / "suites" / "test_compiled.py"
 INJECT = '''
 import os as _os
@@ -69,35 +73,31 @@ def summary(out: Path) -> None:
     rows = []
     paths = [*out.glob("*/perfguard.json"), *out.glob("*.json")]  # a run's report folder, or its record fetched
     for path in sorted(paths, key=lambda p: p.stat().st_mtime):
-        record = json.loads(path.read_text())
+        record = loads_record(path.read_text(), str(path))
         name = path.parent.name if path.name == "perfguard.json" else path.stem
-        for r in record["results"]:
-            c = r.get("counters") or {}
-            t = {k: v["summary"]["median_ms"] for k, v in r.get("timings", {}).items()}
-            verdicts = [v for v in record.get("verdicts", []) if v["case_id"] == r["id"]]
-            rows.append((name, r["id"].split("[")[0], r["status"],
-                         {k: sum(c.get(k, {}).values()) for k in ("graphs", "graph_breaks", "recompiles", "eager_frames", "kernels")},
-                         t.get("compile_cold"), t.get("compile_warm"), t.get("gpu_time"), t.get("caller_time"), c.get("wall_s"),
-                         sorted({(v["metric"], v["status"]) for v in verdicts if v["status"] != "same"})))
-    for row in rows:
-        run_name, case, status, counts, cold, warm, gpu, caller, wall, odd = row
-        s = lambda ms: f"{ms / 1e3:.1f} s" if ms else "-"  # noqa: E731
-        ms = lambda x: f"{x:.3f} ms" if x is not None else "-"  # noqa: E731
+        for r in record.results:
+            c = r.counters
+            counts = {k: c.total(k) if c else 0 for k in ("graphs", "graph_breaks", "recompiles", "eager_frames", "kernels")}
+            odd = sorted({(v.metric, v.status) for v in record.verdicts if v.case_id == r.id and v.status != "same"})
+            rows.append((name, r.id.split("[")[0], r.status, counts, r.median_of("compile_cold"), r.median_of("compile_warm"),
+                         r.median_of("gpu_time"), r.median_of("caller_time"), c.wall_s if c else None, odd))
+    s = lambda ms: f"{ms / 1e3:.1f} s" if ms else "-"  # noqa: E731
+    ms = lambda x: f"{x:.3f} ms" if x is not None else "-"  # noqa: E731
+    for run_name, case, status, counts, cold, warm, gpu, caller, wall, odd in rows:
         print(f"{run_name:18} {case:28} {status:5} {json.dumps(counts)} cold {s(cold)} warm {s(warm)} gpu {ms(gpu)} "
-              f"caller {ms(caller)} counting {wall:.2f} s; not same: {odd}")
+              f"caller {ms(caller)} counting {wall or 0:.2f} s; not same: {odd}")
     for case in sorted({r[1] for r in rows}):
         runs = [r for r in rows if r[1] == case and r[0].startswith("run")]
-        counts = {json.dumps(r[3]) for r in runs}
         for i, label in ((4, "cold"), (5, "warm")):
             xs = [r[i] for r in runs if r[i]]
             if len(xs) > 1:
                 print(f"{case}: compile {label} over {len(xs)} runs: median {statistics.median(xs) / 1e3:.1f} s, "
                       f"sd {100 * statistics.stdev(xs) / statistics.mean(xs):.1f}%, range {min(xs) / 1e3:.1f}-{max(xs) / 1e3:.1f} s")
-        print(f"{case}: counters identical across {len(runs)} processes: {len(counts) == 1}")
+        print(f"{case}: counters identical across {len(runs)} processes: {len({json.dumps(r[3]) for r in runs}) == 1}")
     for log in sorted(out.glob("inject-*.log")):
         print(f"--- {log.stem}")
         for line in log.read_text().splitlines():
-            if " regressed: " in line and ("graph_breaks" in line or "recompiles" in line or "graphs" in line or "eager_frames" in line):
+            if " regressed: " in line and any(f"{k} regressed" in line for k in ("graph_breaks", "recompiles", "graphs", "eager_frames")):
                 print("  " + line[:400])
 
 

@@ -121,7 +121,8 @@ HOST_BOUND_REGIMES = ("caller", "enqueue-bound")
 def judged_times(current: CaseResult, baseline: CaseResult) -> list[TimeMetric]:
     """The times a case is judged by, the judged figure first: the caller's own time too (a change that
     adds host work leaves the GPU time as it was), and where either side's call kept the GPU waiting
-    on the host, the GPU's busy time, the GPU figure the host's speed does not move."""
+    on the host, the GPU's busy time, the GPU figure the host's speed does not move; and a compiled
+    case's compile times, where both sides have them."""
     host_bound = current.regime in HOST_BOUND_REGIMES or baseline.regime in HOST_BOUND_REGIMES
     wanted = [current.judged_metric, "caller_time", *(("busy_time",) if host_bound else ()), "compile_cold", "compile_warm"]
     return [m for m in dict.fromkeys(wanted) if m in current.timings and (m == current.judged_metric or m in baseline.timings)]

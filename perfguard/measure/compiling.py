@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from perfguard.errors import first_line
+from perfguard.model import COMPILE_KINDS
 
 METRICS_LIMIT = 4096  # dynamo keeps its last 64 compiles; a case that recompiles needs them all
 # What dynamo says of a frame it gave up on: it runs eagerly from then on.
@@ -174,7 +175,7 @@ class Session:
             return None
         metrics = [m for i, m in enumerate(self._utils.get_compilation_metrics())
                    if not any(lo <= i < hi for lo, hi in self._skip)]
-        counts: dict[str, dict[str, float]] = {k: {} for k in ("graphs", "graph_breaks", "recompiles", "eager_frames")}
+        counts: dict[str, dict[str, float]] = {k: {} for k in COMPILE_KINDS}
         frames: dict[str, str] = {}
         last: dict[str, str] = {}  # a frame's function, by dynamo's frame id: a frame it gave up on has no name
         for m in metrics:
