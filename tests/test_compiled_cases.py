@@ -215,3 +215,32 @@ def test_ab_judges_a_graph_break_between_two_commits(tmp_path, inner_args, forke
     text = done.stdout + done.stderr
     assert done.returncode == 1, text[-3000:]
     assert "block: graph_breaks regressed: graph breaks in the case 0 → 1: +1 × Call to `torch._dynamo.graph_break()` in block (mylib.py)" in text
+
+
+SLOW_COMPILE = '''
+    import time
+
+    import torch
+
+    from perfguard import perf_case
+
+
+    def slow_backend(gm, inputs):
+        time.sleep(60)  # a compile that outlasts the case's timeout
+        return gm
+
+
+    @perf_case(budget_s=0.05)
+    def compiles_slowly():
+        x = torch.randn(8)
+        return torch.compile(lambda: x * 2, backend=slow_backend)
+'''
+
+
+def test_a_compile_that_outlasts_the_timeout_says_so_and_how_to_allow_for_it(tmp_path, run_pytest):
+    (tmp_path / "test_slow.py").write_text(textwrap.dedent(SLOW_COMPILE))
+    done = run_pytest(tmp_path, "--perfguard", "--perfguard-timeout=3")
+    text = "\n".join(done.outlines)
+    assert done.ret == 1, text[-2000:]
+    assert ("compiles_slowly: still compiling after 3 s (torch.compile), stopped (--perfguard-timeout); declare it "
+            "with @perf_case(compile=...) (600 s more for its compiles) or raise the timeout") in text

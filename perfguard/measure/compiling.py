@@ -43,6 +43,7 @@ GAVE_UP = re.compile(r"recompile.limit|cache.size.limit", re.IGNORECASE)
 RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_\d+$")
 BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 REASON_HEAD = re.compile(r"^Encountered graph break when attempting to trace")
+COMPILING_FILES = ("/torch/_dynamo/convert_frame.py", "/torch/_inductor/compile_fx.py")
 COMPILER_MODULES = ("torch._dynamo", "torch._inductor", "torch.fx", "torch._subclasses", "torch.utils._sympy")
 
 
@@ -67,6 +68,17 @@ def wrap(fn: Callable[[], Any], options: Mapping[str, Any] | bool | None) -> Cal
 def is_compiler_error(exc: BaseException) -> bool:
     """Whether torch.compile raised it (dynamo, Inductor, a backend), not the user's code run eagerly."""
     return any(type(e).__module__.startswith(COMPILER_MODULES) for e in _chain(exc))
+
+
+def was_compiling(exc: BaseException) -> bool:
+    """Whether `exc` (a timeout, say) came while dynamo or Inductor was compiling: dynamo's frame
+    conversion or Inductor's compile on the stack (running compiled code passes through neither)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(COMPILING_FILES):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def user_frames(frames: str) -> str:

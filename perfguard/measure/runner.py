@@ -259,5 +259,9 @@ def _replace(result: CaseResult, **changes: Any) -> CaseResult:
 
 def _timed_out(where: str, timeout_s: float | None, exc: BaseException) -> str:
     frames = user_traceback(exc)
+    if compiling.was_compiling(exc):  # a compile the case did not declare counts against its default timeout
+        return (f"{where}: still compiling after {timeout_s:g} s (torch.compile), stopped (--perfguard-timeout); "
+                "declare it with @perf_case(compile=...) (600 s more for its compiles) or raise the timeout"
+                + (f"\n{compiling.user_frames(frames)}" if frames else ""))
     return (f"{where}: still running after {timeout_s:g} s, stopped (--perfguard-timeout); make it finish sooner "
             "or raise the timeout" + (f"\n{frames}" if frames else ""))

@@ -34,7 +34,7 @@ def section(r: CaseResult) -> list[tuple[str, str]]:
         for kind in COMPILE_KINDS:
             named = "; ".join(f"{units.count(n)} × {name}" + (f" (at {c.frames[name]})" if name in c.frames else "")
                               for name, n in getattr(c, kind).items())
-            rows.append((COUNTER_LABELS[kind][1], named or "0"))
+            rows.append((f"{COUNTER_LABELS[kind][1]} (in the case)", named or "0"))
     for metric in ("compile_cold", "compile_warm"):
         ms = r.median_of(metric)
         if ms is not None:
