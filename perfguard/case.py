@@ -69,8 +69,8 @@ class CaseSpec:
     memory_breakdown: bool = False
     device_kinds: tuple[str, ...] = DEVICE_KINDS
     check: Callable[..., Any] | None = None
-    # torch.compile's keywords for the callable the setup returns ({} or None: not compiled by perfguard;
-    # a callable the user compiled is measured as compiled all the same: measure/compiling.py).
+    # torch.compile's keywords for the callable the setup returns ({}: its defaults; None: not compiled by
+    # perfguard, though a callable the user compiled is measured as compiled all the same: measure/compiling.py).
     compile: Mapping[str, Any] | None = None
     location: str = ""
     named: bool = False  # given name=, rather than named after its function (or test)

@@ -244,3 +244,17 @@ def test_a_compile_that_outlasts_the_timeout_says_so_and_how_to_allow_for_it(tmp
     assert done.ret == 1, text[-2000:]
     assert ("compiles_slowly: still compiling after 3 s (torch.compile), stopped (--perfguard-timeout); declare it "
             "with @perf_case(compile=...) (600 s more for its compiles) or raise the timeout") in text
+
+
+def test_compile_true_compiles_with_torch_compiles_defaults_and_a_typo_is_refused():
+    from perfguard.case import build_spec
+    from perfguard.errors import ConfigError
+    from perfguard.measure import compiling
+
+    spec = build_spec(lambda device: None, {"compile": True}, default_name="ok")
+    assert spec.compile == {}
+    fn = lambda: None  # noqa: E731
+    assert compiling.wrap(fn, spec.compile) is not fn  # compiled, with torch.compile's defaults
+    assert compiling.wrap(fn, build_spec(lambda device: None, {}, default_name="eager").compile) is fn
+    with pytest.raises(ConfigError, match=r"compile: unknown keyword 'bakend'; did you mean 'backend'\?"):
+        build_spec(lambda device: None, {"compile": {"bakend": "inductor"}}, default_name="typo")

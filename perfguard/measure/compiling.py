@@ -58,11 +58,9 @@ class Compiled:
     problem: str | None = None
 
 
-def wrap(fn: Callable[[], Any], options: Mapping[str, Any] | bool | None) -> Callable[[], Any]:
-    """The case's callable compiled as `@perf_case(compile=...)` declares (True: torch.compile's defaults)."""
-    if not options:
-        return fn
-    return torch.compile(fn, **(dict(options) if isinstance(options, Mapping) else {}))
+def wrap(fn: Callable[[], Any], options: Mapping[str, Any] | None) -> Callable[[], Any]:
+    """The case's callable compiled as `@perf_case(compile=...)` declares ({}: torch.compile's defaults)."""
+    return fn if options is None else torch.compile(fn, **options)
 
 
 def is_compiler_error(exc: BaseException) -> bool:

@@ -78,7 +78,7 @@ def _run(
 
 
 def _measure(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, base: CaseResult) -> CaseResult:
-    session = compiling.Session(device.kind == "cuda", declared=bool(instance.spec.compile))
+    session = compiling.Session(device.kind == "cuda", declared=instance.spec.compile is not None)
     with session.running():
         return _measured(instance, device, rule, base, session)
 

@@ -91,7 +91,7 @@ class Measurer:
                 raise CaseFailure(f"{instance.id}: {problem}")
             self._pinned = None  # CUDA is up and sees its one GPU: that cannot change in this process
         budget_s = instance.spec.budget_s or self.options.budget_s
-        timeout_s = self.options.timeout_for(budget_s, compiles=bool(instance.spec.compile))
+        timeout_s = self.options.timeout_for(budget_s, compiles=instance.spec.compile is not None)
         if self.options.enabled and self.kind == "cpu":
             if self.cpu_threads is None:
                 from perfguard.measure.torch_state import measuring_threads
