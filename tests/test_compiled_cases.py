@@ -106,6 +106,12 @@ def test_a_compiled_case_is_timed_apart_from_its_compile_and_counted(runs):
         assert c.frames and all(where.endswith(".py:" + where.rsplit(":", 1)[1]) for where in c.frames.values())
 
 
+def test_the_terminal_says_how_long_each_compile_took_and_what_dynamo_made_of_it(runs):
+    done, text, record = runs["break"]
+    line = next(ln for ln in text.splitlines() if ln.startswith("compiled (outside the timed calls): "))
+    assert "declared (" in line and " cold, " in line and " warm; 3 graph(s), 1 graph break(s))" in line, line
+
+
 def test_unchanged_compiled_code_is_judged_same(runs):
     done, text, record = runs["same"]
     judged = [v for v in record.verdicts if v.case_id in ("declared", "user_compiled")]

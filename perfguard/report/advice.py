@@ -52,6 +52,25 @@ def regime_line(results: Iterable[CaseResult]) -> str | None:
     return "timing: " + "; ".join(parts) if parts else None
 
 
+def compile_line(results: Iterable[CaseResult]) -> str | None:
+    """One line naming the torch.compile'd cases with their compile times and what dynamo made of them;
+    None without any. The compile is outside the timed calls: said here, judged as its own kind of time."""
+    cases = sorted((r for r in results if r.counters and r.counters.compiled), key=lambda r: r.id)
+    if not cases:
+        return None
+    named = []
+    for r in cases[:NAMED]:
+        cold, warm = r.median_of("compile_cold"), r.median_of("compile_warm")
+        times = f"{units.duration(cold)} cold" + (f", {units.duration(warm)} warm" if warm is not None else "") if cold else ""
+        c = r.counters
+        shape = ", ".join(f"{units.count(c.total(k))} {label}" for k, label in (
+            ("graphs", "graph(s)"), ("graph_breaks", "graph break(s)"), ("recompiles", "recompile(s)"),
+            ("eager_frames", "frame(s) run eagerly")) if k in ("graphs", "graph_breaks") or c.total(k))
+        named.append(f"{r.id} ({'; '.join(p for p in (times, shape) if p)})")
+    more = f" and {len(cases) - NAMED} more" if len(cases) > NAMED else ""
+    return f"compiled (outside the timed calls): {', '.join(named)}{more}"
+
+
 # SM clocks that spread more than this over a run were not held still.
 CLOCK_SPREAD = 0.02
 

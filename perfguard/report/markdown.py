@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from perfguard import inert, units
 from perfguard.model import RunRecord
 from perfguard.report import notes, view, words, work
-from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, launch_line, ranked_scalings, regime_line, rough, scaling_lines
+from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, compile_line, launch_line, ranked_scalings, regime_line, rough, scaling_lines
 from perfguard.report.commands import Invocation
 from perfguard.report.view import Device, Entry
 
@@ -98,7 +98,8 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
         if shown < len(chosen):
             out.force(f"- … and {len(chosen) - shown} more: see the HTML report")
     results = [e.result for e in entries if e.result is not None]
-    for advice in (launch_line(results), regime_line(results), clock_line(results), notes.cpu_note(results, records)):
+    for advice in (launch_line(results), regime_line(results), compile_line(results), clock_line(results),
+                   notes.cpu_note(results, records)):
         if advice:
             out.force("", f"_{_md(advice, limit=WORDS_CHARS)}_")
     cases = case_lines(results)

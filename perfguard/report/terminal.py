@@ -12,7 +12,7 @@ from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseR
 from perfguard.model import tally as model_tally
 from perfguard.report import fitting, notes, steps, words, work
 from perfguard.report.commands import Invocation
-from perfguard.report.advice import (NAMED, case_lines, clock_line, launch_line, ranked_scalings, regime_line, run_line,
+from perfguard.report.advice import (NAMED, case_lines, clock_line, compile_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
 from perfguard.report.view import card_names, deciding, footprint_text
@@ -113,7 +113,7 @@ def summary(
     status = run_line(record) if record else None
     if status:
         lines.insert(0, (status, {"red": True, "bold": True}))
-    for advice in (launch_line(results), regime_line(results)):
+    for advice in (launch_line(results), regime_line(results), compile_line(results)):
         if advice:
             lines.append((advice, {"cyan": True}))
     for warning in (clock_line(results), cpu_line(results, record.options if record else None)):
