@@ -121,7 +121,7 @@ class Session:
         self.compiled = False
         self._cold_ms = 0.0
         self._warm_ms: float | None = None
-        self._skip: list[tuple[int, int]] = []  # the warm compile's metrics: a repeat, not the case's
+        self._warm_metrics = range(0)  # the warm compile's metrics, by index: a repeat, not the case's
         self._breaks: dict[str, tuple[float, str]] = {}
         self.problem: str | None = None
 
@@ -177,14 +177,13 @@ class Session:
         if self.cuda:
             torch.cuda.synchronize()
         self._warm_ms = (time.perf_counter() - start) * 1e3
-        self._skip.append((first, len(self._utils.get_compilation_metrics())))
+        self._warm_metrics = range(first, len(self._utils.get_compilation_metrics()))
 
     def result(self) -> Compiled | None:
         """The compile's times and counters; None where the case compiled nothing."""
         if not self.compiled:
             return None
-        metrics = [m for i, m in enumerate(self._utils.get_compilation_metrics())
-                   if not any(lo <= i < hi for lo, hi in self._skip)]
+        metrics = [m for i, m in enumerate(self._utils.get_compilation_metrics()) if i not in self._warm_metrics]
         counts: dict[str, dict[str, float]] = {k: {} for k in COMPILE_KINDS}
         frames: dict[str, str] = {}
         last: dict[str, str] = {}  # a frame's function, by dynamo's frame id: a frame it gave up on has no name
