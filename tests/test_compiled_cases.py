@@ -7,6 +7,7 @@ and it compiles in a second, not twenty."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import textwrap
@@ -77,6 +78,21 @@ CASES = '''
     def broken():
         x = torch.randn(8)
         return lambda: x * 2
+
+
+    @perf_case(budget_s=0.05, threshold=1000)
+    def eager_after():
+        """After compiled cases (dynamo imported), a case that compiles nothing: which caches does it see?"""
+        x = torch.randn(32, 64)
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+        def call():
+            if not os.path.exists(os.environ["SEEN"]):  # the first call, measured as a compile would be
+                with open(os.environ["SEEN"], "w") as seen:
+                    seen.write(f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR')} {os.environ.get('TRITON_CACHE_DIR')} "
+                               f"{default_cache_dir()}")
+            return x * 2
+        return call
 '''
 
 
@@ -85,11 +101,12 @@ def runs(tmp_path_factory, run_pytest):
     """One recorded run, then the unchanged code, a graph break and a per-step recompile against it."""
     path = tmp_path_factory.mktemp("compiled")
     (path / "test_cases.py").write_text(textwrap.dedent(CASES))
-    out = {}
+    out = {"path": path}
     for name, args, inject in (("record", ("--perfguard-update",), ""), ("same", (), ""), ("break", (), "break"),
                                ("recompile", (), "recompile")):
         # The undeclared (user-compiled) case's compile counts against its timeout: room for a busy machine.
-        done = run_pytest(path, "--perfguard", "--perfguard-timeout=300", *args, env={"INJECT": inject})
+        done = run_pytest(path, "--perfguard", "--perfguard-timeout=300", *args,
+                          env={"INJECT": inject, "SEEN": str(path / f"seen-{name}.txt")})
         record = loads_record((path / "reports" / "perfguard.json").read_text(), name)
         out[name] = (done, "\n".join(done.outlines), record)
     return out
@@ -106,6 +123,15 @@ def test_a_compiled_case_is_timed_apart_from_its_compile_and_counted(runs):
         c = r.counters
         assert c.compiled and c.total("graphs") == 1 and c.total("graph_breaks") == 0 and c.total("recompiles") == 0
         assert c.frames and all(where.endswith(".py:" + where.rsplit(":", 1)[1]) for where in c.frames.values())
+
+
+def test_a_case_that_compiles_nothing_keeps_the_users_caches_after_one_that_compiled(runs):
+    # The cold compile's fresh cache folder is entered when dynamo starts compiling, not for every case
+    # of a process that imported dynamo: a hand-written Triton kernel is not compiled again per case.
+    inductor, triton, default = (runs["path"] / "seen-record.txt").read_text().split()
+    assert inductor in {os.environ.get("TORCHINDUCTOR_CACHE_DIR"), default}, inductor  # (Inductor sets its default)
+    assert triton == str(os.environ.get("TRITON_CACHE_DIR")), triton
+    assert {r.id: r.status for r in runs["record"][2].results}["eager_after"] == "ok"
 
 
 def test_the_terminal_says_how_long_each_compile_took_and_what_dynamo_made_of_it(runs):

@@ -5,9 +5,12 @@ A case compiles when its callable is torch.compile'd (the user's `torch.compile(
 tell before the first call, so every case's measurement runs in a `Session`:
 
 - the first call runs with dynamo reset (so it compiles here, whatever the case's setup or an earlier
-  case compiled) and with empty Inductor and Triton caches (torch._inductor.utils.fresh_cache: a temporary
+  case compiled); when dynamo starts its first compile (its compile-start callback), the Inductor and
+  Triton caches are emptied for the rest of the case (torch._inductor.utils.fresh_cache: a temporary
   cache folder and the in-memory caches cleared), so a cache warmed by an earlier run never hides a
-  slower compile: its time is `compile_cold`;
+  slower compile: the first call's time is `compile_cold`. A case that compiles nothing keeps the
+  user's caches: a hand-written Triton kernel is not compiled again for every case that follows one
+  that compiled;
 - where it compiled, dynamo is reset once more and the call made again: the same work, served from
   the caches the cold compile filled (`compile_warm`). Both are one figure a run, outside the timed calls;
 - dynamo's own record of each compile (torch._dynamo.utils.get_compilation_metrics) and its
@@ -154,6 +157,7 @@ class Session:
     def _watch(self) -> None:
         import torch._dynamo as dynamo  # noqa: PLC0415
         from torch._dynamo import utils  # noqa: PLC0415
+        from torch._dynamo.callback import callback_handler  # noqa: PLC0415
         from torch._inductor.utils import fresh_cache  # noqa: PLC0415
 
         dynamo.reset()  # compiled here, whatever the setup or an earlier case compiled
@@ -162,7 +166,21 @@ class Session:
         self._stack.callback(utils.set_compilation_metrics_limit, utils.DEFAULT_COMPILATION_METRICS_LIMIT)
         self._utils = utils
         self._stack.enter_context(self._graph_breaks())
-        self._stack.enter_context(fresh_cache())
+        stack = self._stack
+
+        def starting(_args: object) -> None:
+            # Before dynamo looks in any cache: entered once, left when the case ends.
+            if not self._fresh:
+                self._fresh = True
+                stack.enter_context(fresh_cache())
+
+        def leaving() -> None:
+            if starting in callback_handler.start_callbacks:  # dynamo.reset() (the warm compile's) clears them
+                callback_handler.remove_start_callback(starting)
+
+        self._fresh = False
+        callback_handler.register_start_callback(starting)
+        stack.callback(leaving)
 
     def warm(self, call: Callable[[], Any]) -> None:
         """The compile again, from the caches the cold one filled (dynamo reset: it traces again)."""
