@@ -25,7 +25,6 @@ round took 396-420 s on an H200, so one run fits a device call (600 s at most) a
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import shutil
@@ -37,7 +36,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # perfguard from the tree; machine.py beside
+
+from machine import plugin_args  # noqa: E402
 
 from perfguard import units  # noqa: E402
 from perfguard.model import loads_record  # noqa: E402
@@ -77,7 +78,7 @@ def level_of(case_id: str) -> int:
 
 def run_ab(repo: Path, args: argparse.Namespace, n: int) -> tuple[dict, float]:
     report = args.out / f"run-{n}"
-    plugin = [] if any(e.name == "perfguard" for e in importlib.metadata.entry_points(group="pytest11")) else ["-p", "perfguard.plugin"]
+    plugin = plugin_args()
     cmd = [sys.executable, "-m", "perfguard.cli", "ab", "--base", "HEAD", "--rounds", str(args.rounds),
            "--max-rounds", str(args.max_rounds), "--budget", str(args.budget), f"--report={report}",
            "--", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *plugin,

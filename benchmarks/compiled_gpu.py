@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # perfguard from the tree; machine.py beside
+
+from machine import plugin_args  # noqa: E402
 
 from perfguard.model import loads_record  # noqa: E402
 
@@ -57,7 +59,7 @@ def run(out: Path, name: str, update: bool, inject: str = "") -> None:
     cases.mkdir(parents=True, exist_ok=True)
     (cases / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'suites')!r})\n")
     (cases / "test_nanogpt_compiled.py").write_text(SUITE.read_text() + "\n" + INJECT)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "perfguard.plugin", "--perfguard",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(), "--perfguard",
            f"--perfguard-baselines={out / 'baselines'}", f"--perfguard-report={out / name}", str(cases)]
     if update:
         cmd.insert(-1, "--perfguard-update")

@@ -26,3 +26,12 @@ def describe() -> str:
     load = " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return (f"{datetime.date.today().isoformat()}, {cpu_model()} ×{os.cpu_count()} (load {load}), "
             f"{platform.system()} {platform.release()}, Python {sys.version.split()[0]}")
+
+
+def plugin_args() -> list[str]:
+    """pytest's arguments that load perfguard: none where it is installed (its pytest11 entry point), else
+    `-p perfguard.plugin` (run from the tree, as on the GPU machine). Both at once is refused by pytest."""
+    import importlib.metadata  # noqa: PLC0415
+
+    installed = any(e.value == "perfguard.plugin" for e in importlib.metadata.entry_points(group="pytest11"))
+    return [] if installed else ["-p", "perfguard.plugin"]

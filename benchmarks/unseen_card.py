@@ -13,7 +13,6 @@ of GPU time overall and per kind of case (roofline bound, and under or over 20 Â
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import os
 import shutil
 import statistics
@@ -23,7 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # perfguard from the tree; machine.py beside
+
+from machine import plugin_args  # noqa: E402
 
 from perfguard.model import TIME_METRICS, loads_baseline, loads_record  # noqa: E402
 
@@ -71,9 +72,7 @@ def run(outdir: Path, runs: int) -> int:
         print(f"refused: {BASELINE.name} already holds runs of {uuid}; this needs a card it has not seen")
         return 3
     outdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--perfguard", "suites/"]
-    if not any(e.value.startswith("perfguard") for e in importlib.metadata.entry_points(group="pytest11")):
-        command[6:6] = ["-p", "perfguard.plugin"]  # not installed: the plugin is no entry point here
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(), "--perfguard", "suites/"]
     print("# " + " ".join(command[2:]) + " --perfguard-report=OUTDIR/runN")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for i in range(1, runs + 1):

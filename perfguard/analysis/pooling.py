@@ -63,6 +63,7 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
         telemetry=_telemetry([r.telemetry for r in measured if r.telemetry is not None]),
         setup_s=_total([r.setup_s for r in measured]),
         wall_s=_total([r.wall_s for r in measured]),
+        passes_s={k: sum(r.passes_s.get(k, 0.0) for r in measured) for k in dict.fromkeys(k for r in measured for k in r.passes_s)},
     )
 
 

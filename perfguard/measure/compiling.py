@@ -47,6 +47,8 @@ RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_\d+$")
 BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 REASON_HEAD = re.compile(r"^Encountered graph break when attempting to trace")
 COMPILING_FILES = ("/torch/_dynamo/convert_frame.py", "/torch/_inductor/compile_fx.py")
+# torch.compile itself: its first call imports dynamo and Inductor, seconds on a busy machine
+COMPILE_CALL = ("/torch/__init__.py", "compile")
 COMPILER_MODULES = ("torch._dynamo", "torch._inductor", "torch.fx", "torch._subclasses", "torch.utils._sympy")
 
 
@@ -73,10 +75,13 @@ def is_compiler_error(exc: BaseException) -> bool:
 
 def was_compiling(exc: BaseException) -> bool:
     """Whether `exc` (a timeout, say) came while dynamo or Inductor was compiling: dynamo's frame
-    conversion or Inductor's compile on the stack (running compiled code passes through neither)."""
+    conversion, Inductor's compile or torch.compile's import of them on the stack (running compiled
+    code passes through none of them)."""
     tb = exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(COMPILING_FILES):
+        code = tb.tb_frame.f_code
+        file = code.co_filename.replace("\\", "/")
+        if file.endswith(COMPILING_FILES) or (file.endswith(COMPILE_CALL[0]) and code.co_name == COMPILE_CALL[1]):
             return True
         tb = tb.tb_next
     return False

@@ -7,9 +7,10 @@ caller can go on with the next case.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from perfguard.analysis.stats import summarize
@@ -97,16 +98,20 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
     fn = compiling.wrap(setup(instance, device), instance.spec.compile)
     setup_s = time.perf_counter() - t_setup
 
+    passes = Passes()
     start = time.perf_counter()
     with nvtx(f"{where}: warm-up", cuda):
-        outputs = session.first_call(lambda: first_call(instance, fn, device))
+        with passes.timed("first_call"):
+            outputs = session.first_call(lambda: first_call(instance, fn, device))
         if session.compiled:
-            guard(where, "the warm compile", lambda: session.warm(fn))
+            with passes.timed("compile_warm"):
+                guard(where, "the warm compile", lambda: session.warm(fn))
             start = time.perf_counter()  # the case's wall time is its measurement's: the compiles are said apart
         # The budget is for sampling: a first call that compiles, picks kernels or creates cuBLAS
         # handles (a second, for a model's first forward in a process) must not eat the samples' share.
         sampling = time.perf_counter()
-        estimate = guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
+        with passes.timed("warm_up"):
+            estimate = guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
 
     calls = 1
     events: CudaEventTimer | None = None  # on a GPU: the device's timer, which also tells the regime
@@ -131,7 +136,7 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
 
     # The judged figure: GPU time where calls can be queued ahead of the device, else the caller's.
     regime = "host-clock" if not cuda else "device"
-    with nvtx(f"{where}: samples", cuda):
+    with nvtx(f"{where}: samples", cuda), passes.timed("samples"):
         try:
             samples, stop = sample(take, estimate.total_s, rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
                                    calls_per_sample=calls)
@@ -152,12 +157,12 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
     mem = None
     if cuda:
         if regime != "caller":
-            with nvtx(f"{where}: caller", cuda):
+            with nvtx(f"{where}: caller", cuda), passes.timed("caller_samples"):
                 caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
                 caller_samples, caller_stop = _sample_caller(where, CallerTimer(fn, per_call_s), rule, caller_end, watch)
             check_finite(caller_samples, f"{where} (caller's time)")
             timings["caller_time"] = Timing(summarize(caller_samples, caller_stop), thin_samples(caller_samples))
-        with nvtx(f"{where}: memory", cuda):
+        with nvtx(f"{where}: memory", cuda), passes.timed("memory"):
             mem = guard(where, "memory pass", lambda: memory.measure_calls(fn, mem_before))
     wall_s = time.perf_counter() - start
     # After the memory pass, and outside wall_s: a profiled call and the profiler's analysis take
@@ -167,7 +172,7 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
     # The work counters, from one profiled pass of a few calls: outside wall_s too (the profiler's
     # start and the trace's analysis are perfguard's), and a failure is a note, not a case error.
     work, counted = None, None
-    with nvtx(f"{where}: counters", cuda):
+    with nvtx(f"{where}: counters", cuda), passes.timed("counters"):
         try:
             work, busy = counters.count(fn, cuda)
             if busy and min(busy) > 0:
@@ -186,7 +191,7 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
             counted = f"{counted}; {compiled.problem}" if counted else f"{where}: {compiled.problem}"
     parts = None
     if instance.spec.memory_breakdown:
-        with nvtx(f"{where}: memory breakdown", cuda):
+        with nvtx(f"{where}: memory breakdown", cuda), passes.timed("memory_breakdown"):
             parts = breakdown.measure(fn, device)
     del fn
 
@@ -202,11 +207,27 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
         telemetry=watch.result(),
         setup_s=setup_s,
         wall_s=wall_s,
+        passes_s=passes.seconds,
         memory_breakdown=parts,
         counters=work,
         counters_problem=counted,
         outputs=outputs,
     )
+
+
+class Passes:
+    """Where a case's measurement spent its wall time, by pass (CaseResult.passes_s): what to make cheaper."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
 def _once(ms: float) -> Timing:

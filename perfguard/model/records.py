@@ -182,6 +182,9 @@ class CaseResult:
     telemetry: Telemetry | None = None
     setup_s: float | None = None
     wall_s: float | None = None  # warm-up + sampling + memory pass, without setup
+    # Each pass's wall time, s ("first_call", "warm_up", "samples", "caller_samples", "memory", "counters", ...):
+    # where a case's cost goes (benchmarks/pass_split.py).
+    passes_s: dict[str, float] = dataclasses.field(default_factory=dict)
     error: str | None = None
     profile: Profile | None = None  # only when --perfguard-profile chose the case
     memory_breakdown: MemoryBreakdown | None = None  # only for cases declared with memory_breakdown=True

@@ -272,10 +272,11 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
 
 def _stored(result: CaseResult) -> CaseResult:
     """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
-    (a profile points at one run's trace file, a process left running has that run's pid)."""
+    (a profile points at one run's trace file, a process left running has that run's pid), nor what that
+    run's passes cost (passes_s: the record's, for benchmarks/pass_split.py)."""
     return dataclasses.replace(
         result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
-        profile=None, left_processes=(),
+        profile=None, left_processes=(), passes_s={},
     )
 
 
