@@ -25,8 +25,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # What measured inner runs import anyway; plain modules, none of which starts a thread at import.
+# torch._dynamo (2 s a run) for the compiled cases' runs; an eager case then runs as in a user's process
+# that imported it: watched for a compile that never comes (measure/compiling.py).
 PRELOAD = [
-    "torch", "numpy", "scipy.stats", "jinja2", "pytest", "xdist.plugin", "perfguard.plugin",
+    "torch", "torch._dynamo", "numpy", "scipy.stats", "jinja2", "pytest", "xdist.plugin", "perfguard.plugin",
     "perfguard.measure.runner", "perfguard.measure.profile", "perfguard.analysis.verdict", "perfguard.analysis.scaling",
     "perfguard.store", "perfguard.report.html", "perfguard.report.markdown", __name__,
 ]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -93,6 +91,17 @@ CASES = '''
                                f"{default_cache_dir()}")
             return x * 2
         return call
+
+
+    def test_compile_true_is_torch_compile_with_its_defaults():
+        # Here, not in the outer test's process: torch.compile imports dynamo, which every later case of
+        # a process then runs under.
+        from perfguard.case import build_spec
+        from perfguard.measure import compiling
+
+        fn = lambda: None  # noqa: E731
+        wrapped = compiling.wrap(fn, build_spec(lambda device: None, {"compile": True}, default_name="ok").compile)
+        assert wrapped is not fn and hasattr(wrapped, "_torchdynamo_orig_callable"), wrapped
 '''
 
 
@@ -105,7 +114,7 @@ def runs(tmp_path_factory, run_pytest):
     for name, args, inject in (("record", ("--perfguard-update",), ""), ("same", (), ""), ("break", (), "break"),
                                ("recompile", (), "recompile")):
         # The undeclared (user-compiled) case's compile counts against its timeout: room for a busy machine.
-        done = run_pytest(path, "--perfguard", "--perfguard-timeout=300", *args,
+        done = run_pytest(path, "--perfguard", "--perfguard-timeout=300", "-rA", *args,
                           env={"INJECT": inject, "SEEN": str(path / f"seen-{name}.txt")})
         record = loads_record((path / "reports" / "perfguard.json").read_text(), name)
         out[name] = (done, "\n".join(done.outlines), record)
@@ -280,7 +289,7 @@ def test_a_compile_that_outlasts_the_timeout_says_so_and_how_to_allow_for_it(tmp
             "with @perf_case(compile=...) (600 s more for its compiles) or raise the timeout") in text
 
 
-def test_compile_true_compiles_with_torch_compiles_defaults_and_a_typo_is_refused():
+def test_compile_true_compiles_with_torch_compiles_defaults_and_a_typo_is_refused(runs):
     from perfguard.case import build_spec
     from perfguard.errors import ConfigError
     from perfguard.measure import compiling
@@ -289,11 +298,6 @@ def test_compile_true_compiles_with_torch_compiles_defaults_and_a_typo_is_refuse
     assert spec.compile == {}
     fn = lambda: None  # noqa: E731
     assert compiling.wrap(fn, build_spec(lambda device: None, {}, default_name="eager").compile) is fn
-    # torch.compile imports dynamo, which every later case of a process then runs under: not in this one
-    check = ("from perfguard.case import build_spec; from perfguard.measure import compiling; fn = lambda: None; "
-             "w = compiling.wrap(fn, build_spec(lambda device: None, {'compile': True}, default_name='ok').compile); "
-             "assert w is not fn and hasattr(w, '_torchdynamo_orig_callable'), w")
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert "PASSED test_cases.py::test_compile_true_is_torch_compile_with_its_defaults" in runs["record"][1]
     with pytest.raises(ConfigError, match=r"compile: unknown keyword 'bakend'; did you mean 'backend'\?"):
         build_spec(lambda device: None, {"compile": {"bakend": "inductor"}}, default_name="typo")
