@@ -237,3 +237,31 @@ def test_a_bad_record_is_a_baseline_error_naming_the_file(case):
     message = str(info.value)
     assert message.startswith(f"{SOURCE}: ")
     assert "\n" not in message
+
+
+def test_each_pass_of_a_cpu_measurement_is_timed_in_the_record_and_no_baseline_keeps_them():
+    from perfguard import perf_case
+    from perfguard.measure import runner
+    from perfguard.measure.device import detect
+    from perfguard.measure.timers import SamplingRule
+    from perfguard.store.baselines import _stored
+
+    import torch
+
+    @perf_case
+    def doubled(device):
+        x = torch.ones(64)
+        return lambda: x * 2
+
+    (instance,) = doubled.instances("cpu")
+    result = runner.measure(instance, detect("cpu"), SamplingRule(budget_s=0.05))
+    assert result.status == "ok", result.error
+    # A CPU has no caller's pass nor memory pass: the host clock's samples are the caller's time
+    assert {"first_call", "warm_up", "samples", "counters"} <= set(result.passes_s) <= {
+        "first_call", "warm_up", "samples", "counters", "compile_warm", "caller_samples", "memory", "memory_breakdown"}
+    assert all(s >= 0 for s in result.passes_s.values())
+    # wall_s is the first call to the memory pass; the counting pass comes after it
+    assert sum(s for p, s in result.passes_s.items() if p != "counters") <= result.wall_s
+    record = dataclasses.replace(RECORD, devices=(detect("cpu"),), results=(result,))
+    assert loads_record(dumps(record), "r.json").results[0].passes_s == pytest.approx(result.passes_s, rel=1e-5)
+    assert _stored(result).passes_s == {}

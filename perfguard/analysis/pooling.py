@@ -63,7 +63,7 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
         telemetry=_telemetry([r.telemetry for r in measured if r.telemetry is not None]),
         setup_s=_total([r.setup_s for r in measured]),
         wall_s=_total([r.wall_s for r in measured]),
-        passes_s={k: sum(r.passes_s.get(k, 0.0) for r in measured) for k in dict.fromkeys(k for r in measured for k in r.passes_s)},
+        passes_s=_summed([r.passes_s for r in measured]),
     )
 
 
@@ -98,3 +98,12 @@ def _telemetry(parts: list[Telemetry]) -> Telemetry | None:
 def _total(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
+
+
+def _summed(passes: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each pass's time over the pooled processes, in the order the passes ran."""
+    total: dict[str, float] = {}
+    for one in passes:
+        for name, seconds in one.items():
+            total[name] = total.get(name, 0.0) + seconds
+    return total
