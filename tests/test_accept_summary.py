@@ -80,3 +80,12 @@ def test_some_cases_taken_and_some_not_each_counted_where_it_went(tmp_path, caps
     lines = accept(tmp_path / "b", capsys, half, again)
     assert summary(tmp_path / "b", lines) == "runs of 1 case(s) added from 1 record; 1 case(s) left as they were (below)"
     assert runs(tmp_path / "b") == {"a": 3, "b": 4}
+
+
+def test_an_intended_change_accepted_by_name_counts_the_record_it_came_from(tmp_path, capsys):
+    accept(tmp_path / "b", capsys, *(record(tmp_path / f"r{d}.json", d) for d in (1, 2, 3)))
+    slow = record(tmp_path / "slow.json", 4, slow=("a",))
+    assert main(["baseline", "accept", slow, "--case", "a", "--reason", "intended", "--baselines", str(tmp_path / "b")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # The accepted run is marked (its `accepted` reason), not the record's object: it still came from slow.json
+    assert summary(tmp_path / "b", lines) == "runs of 1 case(s) added from 1 record", lines

@@ -4,19 +4,25 @@ summary line. cli/records.py's command uses these."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
-from perfguard.model import Admit, Admitted, BaselineEntry, Candidate, RunRecord, names
+from perfguard.model import Admit, Admitted, BaselineEntry, Candidate, RunRecord, RunSummary, names
 
 
 def noting_origins(admit: Admit, took: set[str]) -> Admit:
     """`admit`, noting in `took` where each run it let join a series came from."""
     def noted(case_id: str, entry: BaselineEntry | None, candidates: Sequence[Candidate]) -> Admitted:
         admitted = admit(case_id, entry, candidates)
-        took.update(c.origin for c in candidates if any(run is c.summary for run in admitted.runs))
+        took.update(c.origin for c in candidates if any(_same_run(run, c.summary) for run in admitted.runs))
         return admitted
 
     return noted
+
+
+def _same_run(kept: RunSummary, asked: RunSummary) -> bool:
+    """Whether `kept` is the candidate run `asked`: itself, or itself marked with its acceptance's reason."""
+    return kept is asked or (kept.accepted is not None and dataclasses.replace(kept, accepted=asked.accepted) == asked)
 
 
 def refusal(record: RunRecord, given: dict[tuple[object, ...], str], in_future: Callable[[str], bool]) -> str:
