@@ -47,8 +47,8 @@ RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_\d+$")
 BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 REASON_HEAD = re.compile(r"^Encountered graph break when attempting to trace")
 COMPILING_FILES = ("/torch/_dynamo/convert_frame.py", "/torch/_inductor/compile_fx.py")
-# torch.compile itself: its first call imports dynamo and Inductor, seconds on a busy machine
-COMPILE_CALL = ("/torch/__init__.py", "compile")
+# torch.compile itself (its `compile` here): its first call imports dynamo and Inductor, seconds on a busy machine
+COMPILE_CALL_FILE = "/torch/__init__.py"
 COMPILER_MODULES = ("torch._dynamo", "torch._inductor", "torch.fx", "torch._subclasses", "torch.utils._sympy")
 
 
@@ -81,7 +81,7 @@ def was_compiling(exc: BaseException) -> bool:
     while tb is not None:
         code = tb.tb_frame.f_code
         file = code.co_filename.replace("\\", "/")
-        if file.endswith(COMPILING_FILES) or (file.endswith(COMPILE_CALL[0]) and code.co_name == COMPILE_CALL[1]):
+        if file.endswith(COMPILING_FILES) or (file.endswith(COMPILE_CALL_FILE) and code.co_name == "compile"):
             return True
         tb = tb.tb_next
     return False
