@@ -57,7 +57,9 @@ def summary(record_path: Path, durations_path: Path | None = None) -> list[str]:
             row["test"] = whole[r.nodeid]
             row["other"] = row["test"] - sum(v for k, v in row.items() if k != "test")
         groups["model" if r.nodeid.startswith(MODEL_FILES) else "operator"].append(row)
-    out = []
+    tally = collections.Counter(v.status for v in record.verdicts)
+    out = [f"{len(record.results)} cases, {sum(r.status == 'ok' for r in record.results)} ok; {len(record.verdicts)} verdicts: "
+           + ", ".join(f"{n} {status}" for status, n in sorted(tally.items()))]
     for group, rows in sorted(groups.items(), key=lambda kv: kv[0] != "operator"):
         names = [k for k in (*ORDER, "other", "test") if any(k in row for row in rows)]
         out.append(f"{group} cases: {len(rows)}")

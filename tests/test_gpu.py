@@ -276,8 +276,10 @@ def test_a_call_that_waits_for_the_gpu_inside_is_timed_as_its_caller_sees_it():
 def test_a_long_kernel_is_timed_on_the_device_and_its_caller_waits_as_long(add_2_28):
     result = measure(perf_case(name="add_2_28", cache="hot")(lambda device: add_2_28))
     assert (result.status, result.regime) == ("ok", "device"), result.error
-    assert result.median_of("caller_time") == pytest.approx(result.judged_time.median_ms, rel=0.03)
-    assert result.metrics.launch_overhead_share < 0.03
+    # No synchronisation between the caller's samples, so none pays the queue's fill and drain: a
+    # back-to-back loop of a device-bound kernel is its GPU time and the gaps between kernels.
+    assert result.median_of("caller_time") == pytest.approx(result.judged_time.median_ms, rel=0.01)
+    assert result.metrics.launch_overhead_share < 0.01
 
 
 def test_host_work_added_to_a_launch_bound_add_fails_on_the_callers_time():

@@ -215,3 +215,18 @@ def test_a_peak_that_is_not_a_number_is_refused():
     data["devices"][0]["peak_tflops"]["bf16"] = "fast"
     with pytest.raises(BaselineError, match=r"peak_tflops\['bf16'\] should be float"):
         loads_record(json.dumps(data), "edited.json")
+
+
+def test_the_wall_declared_work_puts_a_case_against_before_it_is_timed():
+    from perfguard.analysis.roofline import declared_wall
+    from perfguard.model import DeviceInfo
+
+    h200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", peak_bandwidth_gbps=4800.0,
+                      peak_tflops={"bf16": 989.0, "fp32": 67.0})
+    n = 8192
+    assert declared_wall(None, 2 * 2**30, h200, None) == "memory"  # a copy: bytes only
+    assert declared_wall(2 * n**3, 3 * n * n * 2, h200, "bfloat16") == "compute"  # a square matmul
+    assert declared_wall(2 * n * n, (n * n + 2 * n) * 2, h200, "bfloat16") == "memory"  # a matrix-vector product
+    assert declared_wall(None, None, h200, None) is None  # nothing declared: not known
+    cpu = DeviceInfo(kind="cpu", name="cpu", slug="cpu")
+    assert declared_wall(None, 2**20, cpu, None) is None

@@ -57,6 +57,21 @@ def test_converging_waits_for_the_minimum_sampling_time(monkeypatch):
     assert 50 <= len(samples) <= 60
 
 
+def test_the_minimum_time_counts_from_when_the_load_began(monkeypatch):
+    # The runner passes the warm-up's start: 25 ms of warm-up leave 75 ms of a 100 ms minimum to sample.
+    rule = SamplingRule(min_time_s=0.1)
+    now = [0.025]
+    monkeypatch.setattr(timers, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+
+    def take(k):
+        now[0] += k * 0.001
+        return [1.0] * k
+
+    samples, stop = sample(take, 0.001, rule, FAR, started=0.0)
+    assert stop == "converged" and 0.1 <= now[0] <= 0.111
+    assert 75 <= len(samples) <= 86
+
+
 def test_noisy_samples_stop_at_the_deadline_with_at_least_the_minimum_count():
     samples, stop = sample(bimodal(), 0.001, SamplingRule(), deadline=time.perf_counter())
     assert stop == "budget"

@@ -39,3 +39,18 @@ def test_the_idle_clock_before_the_case_is_not_part_of_the_mean():
 
 def test_no_readings_means_no_telemetry():
     assert watch().result() is None
+
+
+def test_snapshots_while_sampling_come_at_most_once_a_tick_but_the_first_and_last_always(monkeypatch):
+    from perfguard.measure import nvml, telemetry
+
+    taken = []
+    monkeypatch.setattr(nvml, "snapshot", lambda handle: taken.append(handle) or snap(1980))  # NVML needs a GPU
+    now = [0.0]
+    w = telemetry.Watch("gpu", 1980, clock=lambda: now[0])
+    for _ in range(10):  # ten 4 ms batches: 40 ms, two ticks' worth
+        now[0] += 0.004
+        w.tick()
+    assert len(taken) == 1 + 2
+    w.result()
+    assert len(taken) == 4  # the end of the case is always read

@@ -113,20 +113,42 @@ def place(
         return Placement()
     roofs = {k: float(v) for k, v in (peaks or {}).items() if isinstance(v, (int, float)) and v > 0}
     peak = roofs.get(peak_name(dtype) or "")
-    wall = attainable = efficiency = None
-    if gbps is not None and tflops is None:  # bytes only: the memory roof is the only one
-        wall = "memory"
+    wall = _wall(intensity, gbps is not None and tflops is None, tflops is not None, bandwidth_gbps, roofs, peak)
+    attainable = efficiency = None
+    if wall is not None and gbps is not None and tflops is None:
         efficiency = gbps / bandwidth_gbps if bandwidth_gbps else None
     elif intensity is not None and tflops is not None and bandwidth_gbps:
         if peak:
-            wall = "memory" if intensity < ridge_point(peak, bandwidth_gbps) else "compute"
             attainable = attainable_tflops(intensity, peak, bandwidth_gbps)
-        elif roofs:
-            ridges = [ridge_point(p, bandwidth_gbps) for p in roofs.values()]
-            if intensity < min(ridges):
-                wall, attainable = "memory", memory_roof(intensity, bandwidth_gbps)
-            elif intensity >= max(ridges):
-                wall = "compute"  # against which peak is unknown, so no attainable rate
+        elif wall == "memory":
+            attainable = memory_roof(intensity, bandwidth_gbps)  # against any compute peak: no other is known
         efficiency = tflops / attainable if attainable else None
     bound = "launch" if launch_bound(device_ms, overhead_share) else wall
     return Placement(bound, attainable, efficiency)
+
+
+def declared_wall(flops: float | None, bytes_moved: float | None, device: DeviceInfo, dtype: Any) -> str | None:
+    """The wall a case's declared bytes and flops put it against on this device ("memory" or
+    "compute"), before it is timed; None where they do not say (nothing declared, a CPU, no peaks)."""
+    if device.kind != "cuda":
+        return None
+    bandwidth, roofs, _ = roofs_of(device)
+    intensity = flops / bytes_moved if flops and bytes_moved else None
+    return _wall(intensity, bool(bytes_moved) and not flops, bool(flops), bandwidth,
+                 roofs, roofs.get(peak_name(dtype) or ""))
+
+
+def _wall(intensity: float | None, bytes_only: bool, has_flops: bool, bandwidth_gbps: float | None,
+          roofs: Mapping[str, float], peak: float | None) -> str | None:
+    if bytes_only:  # bytes only: the memory roof is the only one
+        return "memory"
+    if intensity is None or not has_flops or not bandwidth_gbps:
+        return None
+    if peak:
+        return "memory" if intensity < ridge_point(peak, bandwidth_gbps) else "compute"
+    ridges = [ridge_point(p, bandwidth_gbps) for p in roofs.values()]
+    if ridges and intensity < min(ridges):
+        return "memory"
+    if ridges and intensity >= max(ridges):
+        return "compute"  # against which peak is unknown, so no attainable rate
+    return None

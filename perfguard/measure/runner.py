@@ -13,13 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from perfguard.analysis import roofline
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError
 from perfguard.measure import breakdown, compiling, counters, memory, nvml, telemetry, watchdog
 from perfguard.measure.lifecycle import case_scope, first_call, guard, nvtx, setup, user_traceback
 from perfguard.measure.timers import (
-    BATCH_TARGET_S,
     CallerTimer,
     CudaEventTimer,
     CudaGraphTimer,
@@ -34,8 +34,8 @@ from perfguard.measure.timers import (
 from perfguard.model import CaseResult, Counters, DeviceInfo, Timing, thin_samples
 
 WARMUP_S = 0.025
-# Shares of the budget: the GPU time's samples, then the caller's, then the memory pass.
-GPU_SHARE, CALLER_SHARE = 0.55, 0.35
+# The GPU time's share of the budget, from the warm-up's start (the caller's: SamplingRule.caller_share).
+GPU_SHARE = 0.55
 
 
 def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_s: float | None = None) -> CaseResult:
@@ -109,6 +109,7 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
             start = time.perf_counter()  # the case's wall time is its measurement's: the compiles are said apart
         # The budget is for sampling: a first call that compiles, picks kernels or creates cuBLAS
         # handles (a second, for a model's first forward in a process) must not eat the samples' share.
+        # The warm-up is the first of the load that the GPU samples' minimum time counts.
         sampling = time.perf_counter()
         with passes.timed("warm_up"):
             estimate = guard(where, "warm-up", lambda: warm_up(fn, flush, cuda, min(WARMUP_S, rule.budget_s / 10)))
@@ -136,17 +137,22 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
 
     # The judged figure: GPU time where calls can be queued ahead of the device, else the caller's.
     regime = "host-clock" if not cuda else "device"
+    gpu_rule = rule
+    if roofline.declared_wall(base.flops, base.bytes, device, base.params.get("dtype")) == "memory":
+        gpu_rule = dataclasses.replace(rule, min_time_s=min(rule.min_time_s, rule.memory_min_time_s))
     with nvtx(f"{where}: samples", cuda), passes.timed("samples"):
         try:
-            samples, stop = sample(take, estimate.total_s, rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
-                                   calls_per_sample=calls)
+            samples, stop = sample(take, estimate.total_s, gpu_rule, sampling + rule.budget_s * (GPU_SHARE if cuda else 0.9),
+                                   calls_per_sample=calls, started=sampling)
             if events is not None:
                 regime = "enqueue-bound" if events.enqueue_bound() else "device"
                 per_call_s = max(estimate.host_s, (events.device_s or 0.0) / calls)  # set by every batch
         except _Outrun:
             events = None  # done with: a captured graph's memory pool goes now, not after the caller's samples
-            regime, timer = "caller", CallerTimer(fn, estimate.total_s)
-            samples, stop = _sample_caller(where, timer, rule, sampling + rule.budget_s * 0.9, watch)
+            regime, timer = "caller", CallerTimer(fn, estimate.total_s, rule.caller_sample_s)
+            # The judged figure now: its minimum time is the GPU samples', counted from the warm-up's start.
+            samples, stop = _sample_caller(where, timer, rule, sampling + rule.budget_s * 0.9, watch,
+                                           rule.min_time_s, started=sampling)
     check_finite(samples, where)
     latency = summarize(samples, stop)
     timer_name, dropped = timer.name, timer.dropped
@@ -158,8 +164,9 @@ def _measured(instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, ba
     if cuda:
         if regime != "caller":
             with nvtx(f"{where}: caller", cuda), passes.timed("caller_samples"):
-                caller_end = max(sampling + rule.budget_s * (GPU_SHARE + CALLER_SHARE), time.perf_counter() + rule.budget_s * CALLER_SHARE / 2)
-                caller_samples, caller_stop = _sample_caller(where, CallerTimer(fn, per_call_s), rule, caller_end, watch)
+                caller_end = time.perf_counter() + max(rule.budget_s * rule.caller_share, rule.caller_min_time_s)
+                caller_samples, caller_stop = _sample_caller(where, CallerTimer(fn, per_call_s, rule.caller_sample_s), rule,
+                                                              caller_end, watch, rule.caller_min_time_s)
             check_finite(caller_samples, f"{where} (caller's time)")
             timings["caller_time"] = Timing(summarize(caller_samples, caller_stop), thin_samples(caller_samples))
         with nvtx(f"{where}: memory", cuda), passes.timed("memory"):
@@ -239,17 +246,18 @@ class _Outrun(Exception):
     """Raised out of sampling when no call could be queued ahead of the device (timers.CudaEventTimer.outrun)."""
 
 
-def _sample_caller(where: str, timer: CallerTimer, rule: SamplingRule, deadline: float, watch: telemetry.Watch) -> tuple[list[float], str]:
-    """The caller's time per call, under the same stopping rule; its minimum time is halved: the GPU
-    samples before it have already brought the clocks to where they settle."""
+def _sample_caller(where: str, timer: CallerTimer, rule: SamplingRule, deadline: float, watch: telemetry.Watch,
+                   min_time_s: float, started: float | None = None) -> tuple[list[float], str]:
+    """The caller's time per call, under the same stopping rule with its own minimum time: after the GPU
+    samples, `rule.caller_min_time_s` (they have already brought the clocks to where they settle)."""
 
     def take(k: int) -> list[float]:
         out = guard(where, "sampling the caller's time", lambda: timer.take(k))
         watch.tick()
         return out
 
-    rule = dataclasses.replace(rule, min_time_s=rule.min_time_s / 2)
-    return sample(take, BATCH_TARGET_S, rule, deadline)  # a sample is ~BATCH_TARGET_S of calls
+    rule = dataclasses.replace(rule, min_time_s=min_time_s)
+    return sample(take, rule.caller_sample_s, rule, deadline, started=started)  # a sample is ~caller_sample_s of calls
 
 
 def _base_result(instance: CaseInstance, device: DeviceInfo, nodeid: str) -> CaseResult:

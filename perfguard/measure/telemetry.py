@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 from perfguard.measure import nvml
@@ -13,22 +16,32 @@ from perfguard.model import POWER_CAP, Telemetry
 CAPPED_CLOCK_SHARE = 0.98
 
 
-class Watch:
-    """Snapshots at the start, after each sampling batch, and at the end of a case."""
+# Snapshots while sampling at most this often: five NVML queries each, and a caller's sample is 4 ms.
+TICK_S = 0.02
 
-    def __init__(self, handle: Any, max_sm_clock_mhz: int | None = None):
+
+class Watch:
+    """Snapshots at the start, after sampling batches (at most one each TICK_S), and at the end of a case."""
+
+    def __init__(self, handle: Any, max_sm_clock_mhz: int | None = None, clock: Callable[[], float] = time.perf_counter):
         self.handle = handle
         self.max_sm_clock_mhz = max_sm_clock_mhz
         self.snaps: list[nvml.Snapshot] = []
-        self.tick()
+        self.clock = clock
+        self.last = -math.inf
+        self.tick(force=True)
 
-    def tick(self) -> None:
+    def tick(self, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self.last < TICK_S:
+            return
+        self.last = now
         snap = nvml.snapshot(self.handle)
         if snap is not None:
             self.snaps.append(snap)
 
     def result(self) -> Telemetry | None:
-        self.tick()
+        self.tick(force=True)
         if not self.snaps:
             return None
         first, last = self.snaps[0], self.snaps[-1]

@@ -12,8 +12,9 @@ members the sampling loop and measure/runner.py ask of every one):
   the host's launch gaps; it is dropped and the wait lengthened. With a cold cache, a buffer of twice
   the L2 is overwritten before each call, outside the events.
 - `CudaGraphTimer`: a batch of calls captured in a CUDA graph, each replay between events.
-- `CallerTimer`: the caller's view: back-to-back calls on the host clock, synchronised at the end of
-  a sample only, so no call is charged a synchronisation; a sample is the mean of ~10 ms of calls.
+- `CallerTimer`: the caller's view: back-to-back calls on the host clock, never synchronised: an
+  event ends each sample and the host waits for one only once the next is queued, so no call is
+  charged a synchronisation nor the queue's fill; a sample is the mean of ~4 ms of calls.
 - `HostTimer`: `time.perf_counter_ns` around each call, for machines without CUDA.
 
 Which of them gives the judged figure is the case's timing regime (chosen in measure/runner.py;
@@ -63,12 +64,29 @@ class SamplingRule:
     budget_s: float = 0.5
     min_samples: int = 10
     target_ci: float = 0.005  # stop when the CI half-width of the median is under 0.5% of it
-    # Sample for at least this much wall time even when the CI converged sooner: a heavy kernel's
-    # clocks settle under sustained load (an 8192^3 bf16 matmul ran 13% faster in its first 15 ms
-    # than in the 100 ms do_bench samples), and a figure must not depend on what ran before it.
-    # Wall time, not summed device time: a 6 us kernel would need 17k samples to sum to 0.1 s.
+    # Keep the device under the case's load for at least this much wall time, counted from the
+    # warm-up's start (the warm-up is load too), before the GPU samples may stop even when the CI
+    # converged sooner: a heavy kernel's clocks settle under sustained load (an 8192^3 bf16 matmul
+    # ran 13% faster in its first 15 ms than in the 100 ms do_bench samples), and a figure must not
+    # depend on what ran before it. Wall time, not summed device time: a 6 us kernel would need 17k
+    # samples to sum to 0.1 s.
     min_time_s: float = 0.1
+    # The same for a case whose declared work places it against the memory roof (analysis.roofline):
+    # on an H200 after 1 s idle (benchmarks/sampling_cost.py --trace) an 8192^3 bf16 matmul read 0.85,
+    # 0.92, 0.96 and from 100 ms on 1.00 of its settled time, stepping down as the power cap took hold,
+    # while a 1 GiB copy and a 4 MiB add read 1.000 from their first 10 ms. A case that declares nothing
+    # keeps min_time_s: nothing says it is light.
+    memory_min_time_s: float = 0.04
     max_samples: int = MAX_SAMPLES
+    # The caller's pass comes after the GPU samples, on a device whose clocks they settled: each of
+    # its samples is this much of back-to-back calls (none synchronised: CallerTimer), and the pass
+    # lasts at least caller_min_time_s (min_samples of them: 40 ms).
+    caller_sample_s: float = 0.004
+    caller_min_time_s: float = 0.04
+    # and at most this share of the budget (75 ms of the default 0.5 s): a host-bound call's caller time
+    # moved 60-160% between processes (the H200 baseline's runs), so samples past that narrow a
+    # within-run interval that no verdict can use.
+    caller_share: float = 0.15
 
 
 @dataclasses.dataclass
@@ -85,10 +103,12 @@ def sample(
     rule: SamplingRule,
     deadline: float,
     calls_per_sample: int = 1,
+    started: float | None = None,
 ) -> tuple[list[float], str]:
-    """Take batches until the stopping rule holds; samples are per call (ms), a sample may span calls."""
+    """Take batches until the stopping rule holds; samples are per call (ms), a sample may span calls.
+    `started`: when the load began that `rule.min_time_s` counts from (default: now)."""
     samples: list[float] = []
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     per_sample_s = max(per_call_s * calls_per_sample, 1e-7)
     batch = int(min(MAX_BATCH, max(1, BATCH_TARGET_S // per_sample_s)))
     while True:
@@ -296,29 +316,53 @@ def warm_up(fn: Callable[[], Any], flush: Callable[[], Any] | None, cuda: bool, 
 
 
 class CallerTimer:
-    """The caller's time per call: `calls` back-to-back calls on the host clock, synchronised before
-    and after, so the queue runs as in a loop over the operator and the one synchronisation is
-    spread over ~BATCH_TARGET_S of calls. No L2 flush: a caller's loop finds what the last call left."""
+    """The caller's time per call: back-to-back calls on the host clock, `calls` to a sample, with no
+    synchronisation between samples. An event closes each sample, and the host waits for the one
+    before it only once the next sample is queued: the device never idles between samples, so no
+    sample pays the queue's fill and drain. (A synchronisation around each 4 ms sample read
+    device-bound calls 0.5-2.3% slow, a layer norm's caller time 2.6% over its baseline's.) A sample is
+    the time between two samples' ends as the host sees them: the device's time where it runs behind
+    the host, the host's where the host runs behind. No L2 flush: a caller's loop finds what the last
+    call left."""
 
     name = "caller"
     dropped = 0  # every sample is kept
     outrun = False  # the caller's view is what remains when the device's cannot be had
 
-    def __init__(self, fn: Callable[[], Any], per_call_s: float):
+    def __init__(self, fn: Callable[[], Any], per_call_s: float, sample_s: float = BATCH_TARGET_S):
         self.fn = fn
-        self.calls = int(min(100_000, max(1, BATCH_TARGET_S // max(per_call_s, 1e-7))))
+        self.calls = int(min(100_000, max(1, sample_s // max(per_call_s, 1e-7))))
+        self._ahead: torch.cuda.Event | None = None  # the end of the sample queued ahead of the host
+        self._seen_ns = 0  # when the host saw the end of the sample before it
+
+    def _queue(self) -> torch.cuda.Event:
+        fn = self.fn
+        for _ in range(self.calls):
+            fn()
+        end = torch.cuda.Event()
+        end.record()
+        return end
 
     def take(self, k: int) -> list[float]:
-        fn, calls, clock, sync = self.fn, self.calls, time.perf_counter_ns, torch.cuda.synchronize
+        clock = time.perf_counter_ns
         out = []
         with _gc_paused():
+            if self._ahead is None:  # the first sample queued only starts the stream of them
+                torch.cuda.synchronize()
+                first = self._queue()
+                self._ahead = self._queue()
+                first.synchronize()
+                self._seen_ns = clock()
+            elif self._ahead.query():
+                # The device finished what was queued while the host was away (the sampling loop's own
+                # work between batches): that time is not the calls'.
+                self._seen_ns = clock()
             for _ in range(k):
-                sync()
-                t0 = clock()
-                for _ in range(calls):
-                    fn()
-                sync()
-                out.append((clock() - t0) / 1e6 / calls)
+                ahead = self._queue()
+                self._ahead.synchronize()
+                now = clock()
+                out.append((now - self._seen_ns) / 1e6 / self.calls)
+                self._seen_ns, self._ahead = now, ahead
         return out
 
 
