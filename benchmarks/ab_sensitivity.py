@@ -5,7 +5,8 @@ of 50 µs-2 ms on an H200, at --sizes sizes, each at 4 levels), then sets HEAD =
 tree, where a case of level L does L% more work; level 0 is unchanged (A/A). It runs
 `perfguard ab --base HEAD` --runs times (each a full ab: rounds, spread, re-runs within --budget) and
 prints, per level: cases, the median spread and detectable change, how many read regressed (caught,
-and caught among the cases whose spread is <= 0.2%), inconclusive and same; the A/A false alarms per
+and caught among the cases whose spread is <= 0.2%, with the median rounds those of them that were decided
+had: issue 34 part 5), inconclusive and same; the A/A false alarms per
 run; each run's wall time and rounds; the 1% cases not caught, with what they measured; and every
 case's measured change at each level in every run (* where every run moved under 0.9 of the level).
 
@@ -184,7 +185,7 @@ def pct(x: float | None, sign: str = "") -> str:
 
 def table(runs: list) -> dict:
     print(f"\n{'level':>5}  {'cases':>5}  {'spread':>7}  {'detects':>7}  {'change':>7}  {'caught':>9}  "
-          f"{'caught, spread<=0.2%':>20}  {f'of those, moved >= {MOVED} L':>25}  {'inconclusive':>12}  {'same':>5}")
+          f"{'caught, spread<=0.2%':>20}  {'rounds (median)':>15}  {f'of those, moved >= {MOVED} L':>25}  {'inconclusive':>12}  {'same':>5}")
     summary: dict = {"levels": {}, "runs": []}
     for level in LEVELS:
         vs = [v for record, _, _ in runs for v in record.verdicts if v.metric == "gpu_time" and level_of(v.case_id) == level]
@@ -193,6 +194,9 @@ def table(runs: list) -> dict:
         caught = sum(v.status == "regressed" for v in vs)
         tight = [v for v in vs if v.noise_pct is not None and v.noise_pct <= 0.2]
         caught_tight = sum(v.status == "regressed" for v in tight)
+        # Issue 34 part 5: the rounds a case had when it was decided (a decided case runs no more rounds).
+        decided_in = [v.baseline_runs for v in tight if v.status != "inconclusive" and v.baseline_runs]
+        rounds = statistics.median(decided_in) if decided_in else None
         moved = [v for v in tight if level and v.change_pct is not None and v.change_pct >= MOVED * level]
         caught_moved = sum(v.status == "regressed" for v in moved)
         spread = statistics.median(v.noise_pct for v in vs if v.noise_pct is not None)
@@ -200,11 +204,12 @@ def table(runs: list) -> dict:
         change = statistics.median(v.change_pct for v in vs if v.change_pct is not None)
         count = lambda s: sum(v.status == s for v in vs)  # noqa: E731
         print(f"{level:>4}%  {len(vs):>5}  {spread:>6.2f}%  {detects:>6.2f}%  {change:>+6.2f}%  {caught:>4}/{len(vs):<4}  "
-              f"{caught_tight:>9}/{len(tight):<10}  {f'{caught_moved}/{len(moved)}' if level else '-':>25}  "
+              f"{caught_tight:>9}/{len(tight):<10}  {rounds if rounds is not None else '-':>15}  "
+              f"{f'{caught_moved}/{len(moved)}' if level else '-':>25}  "
               f"{count('inconclusive'):>12}  {count('same'):>5}")
         summary["levels"][level] = {"cases": len(vs), "spread_pct": spread, "detectable_pct": detects, "change_pct": change,
                                     "caught": caught, "tight": len(tight), "caught_tight": caught_tight,
-                                "moved": len(moved), "caught_moved": caught_moved,
+                                "moved": len(moved), "caught_moved": caught_moved, "median_rounds_decided": rounds,
                                     "inconclusive": count("inconclusive"), "same": count("same")}
     for n, (record, wall, ab) in enumerate(runs):
         alarms = [v.case_id for v in record.verdicts if level_of(v.case_id) == 0 and v.status == "regressed"]
