@@ -109,3 +109,60 @@ def test_the_cpu_timers_are_timers_the_runner_can_sample_and_ask_if_outrun():
         assert isinstance(timer, timers.Timer), type(timer).__name__
         assert (timer.outrun, timer.dropped) == (False, 0)
     assert not isinstance(types.SimpleNamespace(name="x", dropped=0, take=lambda k: []), timers.Timer)  # no outrun
+
+
+class FakeGpu:
+    """A device that cannot run here (no CUDA): one stream whose work runs in order, on a virtual clock
+    that the host's calls and waits move. A call costs the host `host_s` and the device `device_s`."""
+
+    def __init__(self, host_s: float, device_s: float):
+        self.host_s, self.device_s = host_s, device_s
+        self.now = 0.0  # the host's clock
+        self.free = 0.0  # when the device has done all that is queued
+        gpu = self
+
+        class Event:
+            def record(self):
+                self.at = gpu.free
+
+            def query(self):
+                return gpu.now >= self.at
+
+            def synchronize(self):
+                gpu.now = max(gpu.now, self.at)
+
+        self.Event = Event
+
+    def call(self):
+        self.now += self.host_s
+        self.free = max(self.free, self.now) + self.device_s
+
+    def synchronize(self):
+        self.now = max(self.now, self.free)
+
+
+def fake_caller_timer(monkeypatch, host_s, device_s):
+    import torch
+
+    gpu = FakeGpu(host_s, device_s)
+    monkeypatch.setattr(torch.cuda, "Event", gpu.Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", gpu.synchronize)
+    monkeypatch.setattr(timers, "time", types.SimpleNamespace(perf_counter_ns=lambda: int(round(gpu.now * 1e9))))
+    return gpu, timers.CallerTimer(gpu.call, per_call_s=max(host_s, device_s), sample_s=0.004)
+
+
+def test_the_callers_samples_of_a_device_bound_call_are_its_device_time_with_no_fill_or_drain(monkeypatch):
+    # 1 ms on the device, 10 µs to enqueue: a sample synchronised before and after read (0.01 + 4 x 1) / 4
+    # ms a call, 0.25% slow; with the next sample queued before each wait, every sample reads 1 ms.
+    gpu, timer = fake_caller_timer(monkeypatch, host_s=10e-6, device_s=1e-3)
+    assert timer.take(5) == [1.0] * 5
+    gpu.now += 0.5e-3  # the sampling loop's own work between batches, while the device still runs
+    assert timer.take(3) == [1.0] * 3
+
+
+def test_the_callers_samples_of_a_host_bound_call_are_the_hosts_time_and_not_its_pauses(monkeypatch):
+    gpu, timer = fake_caller_timer(monkeypatch, host_s=50e-6, device_s=5e-6)
+    first = timer.take(4)
+    gpu.now += 2e-3  # the host away between batches: the device idles, and that is not the calls' time
+    after = timer.take(4)
+    assert [round(x, 6) for x in first + after] == [0.05] * 8
