@@ -41,6 +41,7 @@ from perfguard.measure import runner, timers  # noqa: E402
 from perfguard.measure.device import detect  # noqa: E402
 from perfguard.measure.timers import SamplingRule  # noqa: E402
 
+
 class SyncedCallerTimer(timers.CallerTimer):
     """The caller's timer before issue 34's part 4: each sample synchronised before and after."""
 
