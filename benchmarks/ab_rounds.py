@@ -2,7 +2,7 @@
 
 Each simulated case is judged as ab judges it (perfguard.analysis.paired.judge, the default threshold
 and rounds): `--rounds` rounds first, then one more at a time while the case is undecided and more
-rounds could decide it (paired.rounds_needed, as ab's Judged.undecided asks), up to `--max-rounds`.
+rounds could decide it (paired.needs_round, the rule ab's loop asks), up to `--max-rounds`.
 A round's two medians carry independent normal noise of the given spread a side (each side's
 round-to-round standard deviation, as ab's verdict reports it); the head is slower by the change.
 Prints, per change and spread: cases regressed / same / inconclusive, and the median and mean rounds
@@ -43,7 +43,7 @@ def one_case(rng: np.random.Generator, change_pct: float, spread_pct: float, fir
             head.append((1 + change_pct / 100) * math.exp(rng.normal(0.0, spread_pct / 100)))
         p = paired.judge(base, head, threshold_pct, bound="memory")
         assert p is not None
-        if p.decided or len(base) >= most or paired.rounds_needed(p, most) is None:
+        if len(base) >= most or not paired.needs_round(p, most):
             return p.status, len(base)
 
 

@@ -33,7 +33,7 @@ def sequential(change: float, spread_pct: float, rng: random.Random, first: int 
     base, head = rounds_of(change, spread_pct, first, rng)
     while True:
         p = paired.judge(base, head, 1.0, bound="memory")
-        if p.decided or len(base) >= most or paired.rounds_needed(p, most) is None:
+        if len(base) >= most or not paired.needs_round(p, most):
             return p
         b, h = rounds_of(change, spread_pct, 1, rng)
         base += b

@@ -26,8 +26,7 @@ class Judged:
 
     def undecided(self, most_rounds: int) -> list[str]:
         """The cases that more rounds could decide: a time inconclusive, its spread not hopeless."""
-        return sorted({case for (case, _), p in self.paired.items()
-                       if not p.decided and paired.rounds_needed(p, most_rounds) is not None})
+        return sorted({case for (case, _), p in self.paired.items() if paired.needs_round(p, most_rounds)})
 
 
 def judge_rounds(

@@ -136,6 +136,12 @@ def _ratio(log_pct: float) -> float:
     return 100.0 * math.expm1(log_pct / 100.0)
 
 
+def needs_round(paired: Paired, most: int) -> bool:
+    """Whether ab gives the case another round: it is undecided, and rounds up to `most` could decide it
+    (the one rule of ab's loop, ab_verdict.Judged.undecided; the simulations of it ask it too)."""
+    return not paired.decided and rounds_needed(paired, most) is not None
+
+
 def rounds_needed(paired: Paired, most: int) -> int | None:
     """The fewest rounds (up to `most`) at which a case of this spread could be decided, None past
     `most`. The spread is taken HOPELESS_SLACK times smaller than measured, since a few rounds'

@@ -66,16 +66,14 @@ class SamplingRule:
     target_ci: float = 0.005  # stop when the CI half-width of the median is under 0.5% of it
     # Keep the device under the case's load for at least this much wall time, counted from the
     # warm-up's start (the warm-up is load too), before the GPU samples may stop even when the CI
-    # converged sooner: a heavy kernel's clocks settle under sustained load (an 8192^3 bf16 matmul
-    # ran 13% faster in its first 15 ms than in the 100 ms do_bench samples), and a figure must not
-    # depend on what ran before it. Wall time, not summed device time: a 6 us kernel would need 17k
-    # samples to sum to 0.1 s.
+    # converged sooner: a heavy kernel's clocks settle under sustained load, and a figure must not
+    # depend on what ran before it. On an H200 after 1 s idle (benchmarks/sampling_cost.py --trace) an
+    # 8192^3 bf16 matmul read 0.85, 0.92, 0.96 and from 100 ms on 1.00 of its settled time, while a
+    # 1 GiB copy and a 4 MiB add read 1.000 from their first 10 ms. Wall time, not summed device time:
+    # a 6 us kernel would need 17k samples to sum to 0.1 s.
     min_time_s: float = 0.1
-    # The same for a case whose declared work places it against the memory roof (analysis.roofline):
-    # on an H200 after 1 s idle (benchmarks/sampling_cost.py --trace) an 8192^3 bf16 matmul read 0.85,
-    # 0.92, 0.96 and from 100 ms on 1.00 of its settled time, stepping down as the power cap took hold,
-    # while a 1 GiB copy and a 4 MiB add read 1.000 from their first 10 ms. A case that declares nothing
-    # keeps min_time_s: nothing says it is light.
+    # The same for a case whose declared work places it against the memory roof (analysis.roofline);
+    # one that declares nothing keeps min_time_s: nothing says it is light.
     memory_min_time_s: float = 0.04
     max_samples: int = MAX_SAMPLES
     # The caller's pass comes after the GPU samples, on a device whose clocks they settled: each of
