@@ -428,6 +428,33 @@ def test_ab_removes_the_worktrees_an_ab_that_died_left_and_keeps_a_running_ones(
         subprocess.run(["rm", "-rf", str(alive)], check=True)
 
 
+def test_ab_never_removes_the_repository_it_runs_in_nor_a_worktree_it_did_not_make():
+    """A project cloned into a folder of ab's own temporary prefix (benchmarks/ab_sensitivity.py's
+    `/tmp/perfguard-ab-repo-…/project`) was deleted by the next ab as a leftover of a dead one, and its
+    `--base HEAD` then named no commit. Only an ab's `base`, in a folder with no running owner, goes."""
+    import tempfile
+
+    from perfguard.ab import stale
+
+    home = Path(tempfile.mkdtemp(prefix=stale.PREFIX))  # no owner.pid: as a dead ab's folder would be
+    try:
+        project = home / "project"
+        project.mkdir()
+        git(project, "init", "-q")
+        (project / "f.txt").write_text("1\n")
+        git(project, "add", "f.txt")
+        git(project, "commit", "-q", "-m", "one")
+        mine = home / "mine"  # the user's own worktree beside it, not an ab's `base`
+        git(project, "worktree", "add", "-q", "--detach", str(mine), "HEAD")
+        left = Path(tempfile.mkdtemp(prefix=stale.PREFIX))  # a dead ab's
+        git(project, "worktree", "add", "-q", "--detach", str(left / stale.BASE), "HEAD")
+        assert stale.prune(project) == [(left / stale.BASE).resolve()]
+        assert (project / "f.txt").is_file() and (mine / "f.txt").is_file() and not left.exists()
+        assert [Path(line.split()[0]) for line in worktrees(project)] == [project.resolve(), mine.resolve()]
+    finally:
+        subprocess.run(["rm", "-rf", str(home)], check=True)
+
+
 def test_a_head_whose_case_calls_os_exit_0_stops_ab_with_one_line(repo, inner_args, forked):
     """Issue 30, item 7: the round's pytest exits 0 with its record `unfinished`; ab refuses it."""
     suite = repo / "tests" / "test_nap.py"

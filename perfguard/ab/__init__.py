@@ -93,7 +93,7 @@ def run_ab(
         stack.enter_context(stale.sigterm_unwinds())  # SIGTERM too removes the worktree below (ab/stale.py)
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=stale.PREFIX)))
         stale.claim(tmp)
-        tree = stack.enter_context(worktree(root, sha, tmp / "base"))
+        tree = stack.enter_context(worktree(root, sha, tmp / stale.BASE))
         stack.callback(rounds_.stop_running)  # first: no round's pytest keeps running in a removed checkout
         shim = perfguard_shim(tmp)
         inherited = os.environ.get("PYTHONPATH")

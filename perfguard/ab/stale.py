@@ -23,7 +23,8 @@ from pathlib import Path
 
 from perfguard import git
 
-PREFIX = "perfguard-ab-"  # run_ab's temporary folder; the base's worktree is its `base`
+PREFIX = "perfguard-ab-"  # run_ab's temporary folder
+BASE = "base"  # in that folder: the base's worktree
 OWNER = "owner.pid"  # in that folder: the id of the ab process that made it
 
 
@@ -56,20 +57,22 @@ def claim(folder: Path) -> None:
 
 
 def prune(root: Path) -> list[Path]:
-    """Unregister worktrees whose folders are gone (`git worktree prune`), then remove the ones under
-    perfguard's temporary prefix whose owner is not running; the worktrees removed."""
+    """Unregister worktrees whose folders are gone (`git worktree prune`), then remove the ones an ab made
+    (BASE in a folder of perfguard's temporary prefix) whose owner is not running; the worktrees removed.
+
+    Never the repository's own checkout (listed first), wherever it sits: a project cloned into
+    `/tmp/perfguard-ab-repo-…/project` (benchmarks/ab_sensitivity.py does) was deleted as a leftover."""
     git.run(root, "worktree", "prune")
     listed = git.run(root, "worktree", "list", "--porcelain")
     if listed.returncode != 0:
         return []
     temp = Path(tempfile.gettempdir()).resolve()
     removed = []
-    for line in listed.stdout.splitlines():
-        if not line.startswith("worktree "):
-            continue
-        path = Path(line.removeprefix("worktree "))
+    paths = [Path(line.removeprefix("worktree ")) for line in listed.stdout.splitlines() if line.startswith("worktree ")]
+    for path in paths[1:]:
         folder = path.parent
-        if folder.parent.resolve() != temp or not folder.name.startswith(PREFIX) or _owner_alive(folder):
+        if (path.name != BASE or folder.parent.resolve() != temp or not folder.name.startswith(PREFIX)
+                or _owner_alive(folder)):
             continue
         git.run(root, "worktree", "unlock", str(path))  # a checkout cut short is locked ("initializing")
         git.run(root, "worktree", "remove", "--force", "--force", str(path))
