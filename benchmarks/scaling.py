@@ -1,11 +1,12 @@
 """How reading, updating and reporting scale with the number of cases: copies of the committed baseline
-(baselines/nvidia-h200.json, 132 cases) and of a run record of its results, ×1, ×10, ×40 and ×~150.
+(baselines/nvidia-h200.json, 134 cases) and of a run record of the suites on an H200, ×1, ×10, ×40 and ×~150.
 
-    python benchmarks/scaling.py [--copies 1 10 40 152] [--repeats 5] [--render-up-to 5280]
+    python benchmarks/scaling.py [--copies 1 10 40 150] [--repeats 5] [--render-up-to 5360]
+        [--record benchmarks/data/h200-record-2026-12-03.json]
 
-Every copy of a case is renamed (`c7_add[...]`), so a file of 20,064 cases holds 20,064 distinct ones,
-each with its runs, counters and samples as committed. The record is the baseline's newest results
-(as `pytest --perfguard` would write them, verdicts aside). Per size it prints the files' sizes and
+Every copy of a case is renamed (`c7_add[...]`), so a file of 20,100 cases holds 20,100 distinct ones,
+each with its runs, counters and samples as committed (the record's as `pytest --perfguard` wrote them).
+Per size it prints the files' sizes and
 median case, `store.load_file` and `codec.loads_record` against `json.load` of the same file (medians
 of reads by turns, so that the machine's load falls on both), their peak memory (tracemalloc, the text
 read included) against the file's size, a `--perfguard-update` of every case (`store.update`: read,
@@ -37,7 +38,12 @@ from perfguard.report.markdown import render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "baselines" / "nvidia-h200.json"
-CASE_LINE, RESULT_LINE = '"c', '{"bytes": '  # how a renamed case's line, and a result's, begin (codec.dumps)
+RECORD = ROOT / "benchmarks" / "data" / "h200-record-2026-12-03.json"  # pytest --perfguard suites/ on GPU-?
+
+
+def case_line(line: str) -> bool:
+    """A line that holds one case (codec.dumps writes each on its own): a baseline's entry, a record's result."""
+    return line.startswith('"c') and '"result":' in line or line.startswith("{") and '"status":' in line and '"id":' in line
 
 
 def copies_of(baseline: BaselineFile, copies: int) -> BaselineFile:
@@ -51,10 +57,10 @@ def copies_of(baseline: BaselineFile, copies: int) -> BaselineFile:
     return dataclasses.replace(baseline, cases=dict(sorted(cases.items())))
 
 
-def record_of(baseline: BaselineFile) -> RunRecord:
-    newest = max(e.recorded_at for e in baseline.cases.values())
-    return RunRecord(created_at=newest, perfguard_version="scaling", devices=(baseline.device,),
-                     results=tuple(e.result for e in baseline.cases.values()), commit="scaling")
+def renamed(record: RunRecord, copies: int) -> RunRecord:
+    """`record` with each result `copies` times, every copy renamed, and no verdicts."""
+    results = tuple(dataclasses.replace(r, id=f"c{k}_{r.id}", name=f"c{k}_{r.name}") for k in range(copies) for r in record.results)
+    return dataclasses.replace(record, results=results, verdicts=())
 
 
 def median_s(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
@@ -77,9 +83,9 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
         del kept
 
 
-def median_line(text: str, prefix: str) -> float:
+def median_line(text: str) -> float:
     """The median byte size of the lines that hold one case (a baseline's entry, a record's result)."""
-    return statistics.median(len(line.encode()) for line in text.splitlines() if line.startswith(prefix))
+    return statistics.median(len(line.encode()) for line in text.splitlines() if case_line(line))
 
 
 def json_load(path: Path) -> Any:
@@ -89,22 +95,24 @@ def json_load(path: Path) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40, 152])
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40, 150])
+    parser.add_argument("--record", type=Path, default=RECORD, help="a run record of the suites (written by pytest --perfguard)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--render-up-to", type=int, default=5280, help="render the reports up to this many cases")
+    parser.add_argument("--render-up-to", type=int, default=5360, help="render the reports up to this many cases")
     args = parser.parse_args(argv)
     committed = store.load_file(COMMITTED)
     assert committed is not None
+    measured = loads_record(args.record.read_text(encoding="utf-8"), str(args.record))
     print(describe())
     print(f"{COMMITTED.relative_to(ROOT)}: {COMMITTED.stat().st_size / 1e6:.2f} MB, {len(committed.cases)} cases, "
-          f"{sum(len(e.runs) for e in committed.cases.values())} runs")
+          f"{sum(len(e.runs) for e in committed.cases.values())} runs; {args.record.name}: {len(measured.results)} results")
     head = ("cases", "baseline MB", "median case KB", "load ms", "× json.load", "peak × file",
             "record MB", "median case KB", "load ms", "× json.load", "peak × file", "update s", "HTML s", "Markdown s")
     rows = []
     for copies in args.copies:
         with tempfile.TemporaryDirectory() as tmp:
             baseline = copies_of(committed, copies)
-            record = record_of(baseline)
+            record = renamed(measured, copies)
             bpath, rpath = Path(tmp) / "nvidia-h200.json", Path(tmp) / "perfguard.json"
             btext, rtext = dumps(baseline), dumps(record)
             bpath.write_text(btext, encoding="utf-8")
@@ -131,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                 html_s = median_s({"html": lambda: render_html([record])}, 1)["html"]
                 md_s = median_s({"md": lambda: render_markdown([record])}, 1)["md"]
             bsize, rsize = bpath.stat().st_size, rpath.stat().st_size  # before the update's run was added
-            rows.append((f"{len(record.results):,}", f"{bsize / 1e6:.2f}", f"{median_line(btext, CASE_LINE) / 1e3:.1f}",
+            rows.append((f"{len(record.results):,}", f"{bsize / 1e6:.2f}", f"{median_line(btext) / 1e3:.1f}",
                          f"{t['load'] * 1e3:.0f}", f"{t['load'] / t['json']:.2f}", f"{bpeak / bsize:.2f}",
-                         f"{rsize / 1e6:.2f}", f"{median_line(rtext, RESULT_LINE) / 1e3:.1f}",
+                         f"{rsize / 1e6:.2f}", f"{median_line(rtext) / 1e3:.1f}",
                          f"{t['record'] * 1e3:.0f}", f"{t['record'] / t['rjson']:.2f}", f"{rpeak / rsize:.2f}",
                          "over the cap" if update_s is None else f"{update_s:.2f}", "-" if html_s is None else f"{html_s:.2f}", "-" if md_s is None else f"{md_s:.2f}"))
             print("  " + " | ".join(rows[-1]), flush=True)

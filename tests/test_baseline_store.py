@@ -18,7 +18,10 @@ from perfguard import store
 from perfguard.analysis.series import Admission
 from perfguard.analysis.stats import timing
 from perfguard.errors import BaselineError
-from perfguard.model import MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, CaseResult, DeviceInfo, dumps, loads_baseline, round_sig
+from perfguard.model import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, CaseResult, DeviceInfo, drift_pct, dumps,
+                             loads_baseline, round_sig, thin_samples)
+
+from baseline_file import edit, unpacked
 
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", uuid="GPU-1234", index=3,
                   driver="580.159.04", cuda="12.8", torch="2.11.0", triton="3.6.0")
@@ -48,7 +51,11 @@ def test_update_then_load_round_trips(tmp_path):
     baseline = store.load(tmp_path, H200)
     entry = baseline.cases["vector_add[n=1024]"]
     assert (entry.recorded_at, entry.commit, entry.fingerprint) == (WHEN, "abc123", H200.fingerprint())
-    assert entry.result.samples_ms == tuple(round_sig(x, SAMPLE_DIGITS) for x in result("x").samples_ms)
+    # The newest run's samples, MAX_BASELINE_SAMPLES of them; its drift is of every sample, in its summary.
+    assert entry.result.samples_ms == thin_samples([round_sig(x, SAMPLE_DIGITS) for x in result("x").samples_ms],
+                                                   MAX_BASELINE_SAMPLES)
+    assert len(result("x").samples_ms) > MAX_BASELINE_SAMPLES == len(entry.result.samples_ms)
+    assert entry.result.judged_time.drift_pct == pytest.approx(drift_pct(result("x").samples_ms), rel=1e-5)
     assert entry.result.judged_time.median_ms == pytest.approx(result("x").judged_time.median_ms)
     # The file belongs to the GPU model, not to the card that happened to record it.
     assert baseline.device.slug == "nvidia-h200" and baseline.device.uuid is None and baseline.device.index is None
@@ -168,8 +175,8 @@ def test_bad_baseline_is_refused_with_one_line_naming_the_file_and_left_untouche
 
 def test_a_baseline_of_a_newer_schema_says_which_version_reads_it(tmp_path):
     path = tmp_path / "nvidia-h200.json"
-    path.write_text('{"schema_version": 5, "device": {}, "cases": {}}')
-    with pytest.raises(BaselineError, match="schema_version 5, but this perfguard reads versions 1, 2, 3, 4"):
+    path.write_text(f'{{"schema_version": {SCHEMA_VERSION + 1}, "device": {{}}, "cases": {{}}}}')
+    with pytest.raises(BaselineError, match=f"schema_version {SCHEMA_VERSION + 1}, but this perfguard reads versions 1, 2, 3, 4, 5;"):
         store.load(tmp_path, "nvidia-h200")
 
 
@@ -228,7 +235,7 @@ def test_a_fleets_runs_merge_in_one_write_and_a_restart_keeps_every_new_run(tmp_
 
 def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_written_as_the_current_version(tmp_path):
     path = write_baseline(tmp_path, result("a"))
-    old = json.loads(path.read_text())
+    old = unpacked(path.read_text())
     old["schema_version"] = 1
     for entry in old["cases"].values():
         del entry["runs"]
@@ -245,18 +252,14 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
 
 def test_a_run_whose_median_is_zero_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
-    data = json.loads(path.read_text())
-    data["cases"]["a"]["runs"][0]["timings"]["gpu_time"]["median_ms"] = 0
-    path.write_text(json.dumps(data))
+    edit(path, lambda data: data["cases"]["a"]["runs"][0]["timings"]["gpu_time"].update(median_ms=0))
     with pytest.raises(BaselineError, match=r"runs\[0\].timings\['gpu_time'\].median_ms is 0.0; a run.s median is above 0"):
         store.load(tmp_path, H200)
 
 
 def test_an_entry_without_runs_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
-    data = json.loads(path.read_text())
-    data["cases"]["a"]["runs"] = []
-    path.write_text(json.dumps(data))
+    edit(path, lambda data: data["cases"]["a"].update(runs=[]))
     with pytest.raises(BaselineError, match="entry 'a' holds no runs"):
         store.load(tmp_path, H200)
 

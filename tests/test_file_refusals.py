@@ -15,6 +15,8 @@ from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, dumps
 
+from baseline_file import edit
+
 CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654", torch="2.13.0", python="3.11.7")
 WHEN = "2026-11-29T12:00:00+00:00"
 
@@ -62,10 +64,11 @@ def test_the_dates_perfguard_writes_and_wrote_are_taken(tmp_path, capsys, create
 @pytest.mark.parametrize("field", ["entry", "run"])
 def test_a_baseline_whose_recorded_at_is_not_a_date_is_refused_and_left_as_it_was(tmp_path, capsys, field):
     path = baseline(tmp_path / "b")
-    data = json.loads(path.read_text())
-    entry = data["cases"]["mul"]
-    (entry if field == "entry" else entry["runs"][0])["recorded_at"] = "2026-02-30T00:00:00+00:00"
-    path.write_text(json.dumps(data))
+
+    def misdate(data: dict) -> None:
+        entry = data["cases"]["mul"]
+        (entry if field == "entry" else entry["runs"][0])["recorded_at"] = "2026-02-30T00:00:00+00:00"
+    edit(path, misdate)
     text = path.read_text()
     err = refused(capsys, "baseline", "accept", str(record(tmp_path / "run.json")), "--baselines", str(tmp_path / "b"))
     where = "BaselineFile.cases['mul'].recorded_at" if field == "entry" else "BaselineFile.cases['mul'].runs[0].recorded_at"
@@ -76,12 +79,12 @@ def test_a_baseline_whose_recorded_at_is_not_a_date_is_refused_and_left_as_it_wa
 def _twice(text: str, key: str, where: str) -> str:
     """`text` (JSON perfguard wrote) with the object after `where` given `key` a second time, first."""
     at = text.index(where) + len(where)
-    return text[:at] + f'"{key}": {{}},' + text[at:]
+    return text[:at] + f'"{key}":{{}},' + text[at:]
 
 
 def test_a_case_given_twice_in_a_baseline_is_refused_with_the_file_and_the_key(tmp_path, capsys):
     path = baseline(tmp_path / "b")
-    text = _twice(path.read_text(), "mul", '"cases": {')  # the gate judged by the second "mul" and said nothing
+    text = _twice(path.read_text(), "mul", '"cases":{')  # the gate judged by the second "mul" and said nothing
     path.write_text(text)
     err = refused(capsys, "baseline", "show", "--baselines", str(tmp_path / "b"))
     assert err.startswith(f"perfguard: {path}: the key 'mul' appears twice in one object (of keys 'mul', 'add')")
@@ -92,7 +95,7 @@ def test_a_case_given_twice_in_a_baseline_is_refused_with_the_file_and_the_key(t
 
 def test_a_key_given_twice_anywhere_in_a_record_is_refused(tmp_path, capsys):
     run = record(tmp_path / "run.json")
-    run.write_text(run.read_text().replace('"median_ms": ', '"median_ms": 9.0, "median_ms": ', 1))
+    run.write_text(run.read_text().replace('"median_ms":', '"median_ms":9.0,"median_ms":', 1))
     err = refused(capsys, "show", str(run))
     assert err.startswith(f"perfguard: {run}: the key 'median_ms' appears twice in one object")
 
@@ -106,10 +109,9 @@ def test_a_key_given_twice_in_an_acceptance_file_is_refused(tmp_path, capsys):
 
 
 def _with_runs(path: Path, count: int) -> None:
-    data = json.loads(path.read_text())
-    run = data["cases"]["mul"]["runs"][0]
-    data["cases"]["mul"]["runs"] = [run] * count
-    path.write_text(json.dumps(data))
+    def repeat(data: dict) -> None:
+        data["cases"]["mul"]["runs"] = data["cases"]["mul"]["runs"][:1] * count
+    edit(path, repeat)
 
 
 def test_a_case_of_more_runs_than_perfguard_reads_is_refused_in_one_line(tmp_path, capsys):

@@ -25,6 +25,8 @@ from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo,
 from perfguard.report.markdown import render_markdown
 from perfguard.store.lock import LockTimeout, held
 
+from baseline_file import packed, unpacked
+
 ROOT = Path(__file__).resolve().parents[1]
 CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654")
 SAMPLES = tuple(0.5 + 0.001 * (i % 7) for i in range(50))
@@ -338,8 +340,8 @@ def test_a_baseline_run_whose_callers_time_is_not_positive_is_refused(tmp_path, 
     from perfguard.model import run_summary
 
     entry = BaselineEntry(WHEN, None, {}, measured(), runs=(run_summary(measured(), WHEN),))
-    top = json.loads(dumps(BaselineFile(device=CPU, cases={"add[n=1]": entry})))
+    top = unpacked(dumps(BaselineFile(device=CPU, cases={"add[n=1]": entry})))
     top["cases"]["add[n=1]"]["runs"][0]["timings"]["caller_time"] = {"median_ms": -1.0, "n": 10}
-    path = write(tmp_path / "hostile" / f"{CPU.slug}.json", json.dumps(top))
+    path = write(tmp_path / "hostile" / f"{CPU.slug}.json", packed(top))
     line = refused(capsys, "baseline", "show", "--baselines", path.parent)
     assert ".timings['caller_time'].median_ms is -1.0; a run's median is above 0" in line

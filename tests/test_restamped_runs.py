@@ -22,6 +22,8 @@ from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, RunRecord, dumps
 
+from baseline_file import edit
+
 CPU = DeviceInfo(kind="cpu", name="AMD EPYC 9654", slug="cpu-amd-epyc-9654", torch="2.13.0", python="3.11.7")
 # 12:00 UTC written five ways, and 1 ms apart: one instant, or as good as one.
 SAME_INSTANT = ("2026-11-15T12:00:00+00:00", "2026-11-15T13:00:00+01:00", "2026-11-15T09:00:00-03:00",
@@ -100,10 +102,11 @@ def test_merge_counts_a_re_dated_run_of_another_file_once(tmp_path, good, capsys
     before = tolerance(tmp_path / "good")
     accept(tmp_path / "slow", capsys, copies(tmp_path, dates[:1])[0])
     poisoned = store.path_for(tmp_path / "slow", CPU.slug)
-    data = json.loads(poisoned.read_text())
-    (run,) = data["cases"]["a"]["runs"]
-    data["cases"]["a"]["runs"] = [{**run, "recorded_at": at} for at in dates]  # the one run, five times
-    poisoned.write_text(json.dumps(data))
+
+    def restamp(data: dict) -> None:
+        (run,) = data["cases"]["a"]["runs"]
+        data["cases"]["a"]["runs"] = [{**run, "recorded_at": at} for at in dates]  # the one run, five times
+    edit(poisoned, restamp)
     assert main(["baseline", "merge", str(poisoned), "--baselines", str(tmp_path / "good")]) == 0
     capsys.readouterr()
     runs = store.load(tmp_path / "good", CPU).cases["a"].runs

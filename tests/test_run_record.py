@@ -127,8 +127,9 @@ def test_writing_is_deterministic_with_sorted_keys_one_a_line():
         return dict(pairs)
 
     json.loads(text, object_pairs_hook=check_sorted)
-    assert '\n"created_at": "2026-11-29T12:00:00+00:00",\n' in text  # a member of the top object a line
-    assert all(line.startswith('{"bytes": ') for line in text.split('"results": [\n')[1].split("\n]")[0].splitlines())  # a result a line
+    assert '\n"created_at":"2026-11-29T12:00:00+00:00",\n' in text  # a member of the top object a line
+    lines = text.split('"results":[\n')[1].split("\n]")[0].splitlines()
+    assert [json.loads(line.rstrip(","))["id"] for line in lines] == [r.id for r in RECORD.results]  # a result a line
 
 
 def test_figures_are_rounded_to_six_significant_digits_and_integers_are_kept_exactly():
@@ -201,7 +202,8 @@ BAD_FILES = {
     "empty": (lambda: "", r"not valid JSON"),
     "not json": (lambda: "<html>502 Bad Gateway</html>", r"not valid JSON"),
     "a list at the top": (lambda: "[]", r"expected a JSON object at the top, found list"),
-    "schema from the future": (lambda: put(["schema_version"], 5, record_json()), r"schema_version 5, but this perfguard reads versions 1, 2, 3, 4"),
+    "schema from the future": (lambda: put(["schema_version"], SCHEMA_VERSION + 1, record_json()),
+                               rf"schema_version {SCHEMA_VERSION + 1}, but this perfguard reads versions 1, 2, 3, 4, 5;"),
     "no schema": (lambda: drop(["schema_version"], record_json()), r"not a perfguard record or baseline \(it has no schema_version\)"),
     "unknown top field": (lambda: put(["branch"], "main", record_json()), r"unknown field\(s\) branch in RunRecord"),
     "unknown nested field": (
@@ -220,9 +222,9 @@ BAD_FILES = {
     "list for an object": (lambda: put(["results", 1, "params"], [], record_json()), r"results\[1\]\.params should be an object"),
     "number for a result": (lambda: put(["results", 0], 3, record_json()), r"results\[0\] should be an object, found int"),
     "null id": (lambda: put(["results", 0, "id"], None, record_json()), r"results\[0\]\.id should be str, found None"),
-    "nan median": (lambda: dumps(RECORD).replace('"median_ms": 0.00512', '"median_ms": NaN'), r"NaN"),
+    "nan median": (lambda: dumps(RECORD).replace('"median_ms":0.00512', '"median_ms":NaN'), r"NaN"),
     "infinite sample": (lambda: dumps(RECORD).replace("0.0081]", "Infinity]", 1), r"Infinity"),
-    "nan in params": (lambda: dumps(RECORD).replace('"scale": 0.5', '"scale": NaN'), r"NaN"),
+    "nan in params": (lambda: dumps(RECORD).replace('"scale":0.5', '"scale":NaN'), r"NaN"),
 }
 
 

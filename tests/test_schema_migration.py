@@ -68,8 +68,10 @@ def test_the_h200_baseline_committed_at_schema_2_loads_migrated_and_writes_back_
             assert entry.result.median_of("caller_time") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
     text = dumps(baseline)
     assert json.loads(text)["schema_version"] == SCHEMA_VERSION
-    again = loads_baseline(text, "again.json")  # its samples now at SAMPLE_DIGITS, all else as it was
+    again = loads_baseline(text, "again.json")  # its samples at SAMPLE_DIGITS, its drift at 6, all else as it was
     assert again == dataclasses.replace(baseline, cases={k: dataclasses.replace(e, result=dataclasses.replace(
-        e.result, timings={m: dataclasses.replace(t, samples_ms=tuple(round_sig(x, SAMPLE_DIGITS) for x in t.samples_ms))
+        e.result, timings={m: dataclasses.replace(
+            t, samples_ms=tuple(round_sig(x, SAMPLE_DIGITS) for x in t.samples_ms),
+            summary=dataclasses.replace(t.summary, drift_pct=round_sig(t.summary.drift_pct)))
                            for m, t in e.result.timings.items()})) for k, e in baseline.cases.items()})
     assert loads_baseline(dumps(again), "again.json") == again

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 
-import numpy as np
-
-from perfguard.model import CaseResult
+from perfguard.model import CaseResult, Timing, drift_pct
 
 # Run-to-run relative spread (standard deviation of the median, %) before any runs say otherwise.
 # H200, four fresh processes each: memory-bound median CV 0.08% (0.1-0.7% at worst), compute-bound
@@ -51,7 +48,6 @@ PRIOR_PCT_CALLER_HOST = 20.0
 CARD_PCT_CALLER_HOST = 25.0
 ABS_FLOOR_CALLER_MS = 0.002
 
-BLOCKS = 5  # blocks of consecutive samples whose medians show drift within a run
 
 # GPU busy time is the sum of a call's kernels as the profiler (CUPTI) times them, 5 calls of one
 # process. A single kernel's busy time jumps between processes while its CUDA-event time does not:
@@ -115,7 +111,13 @@ def prior_pct(current: CaseResult, newest: CaseResult, metric: str = "gpu_time")
     else:
         prior = PRIOR_PCT.get(_bound(current), PRIOR_PCT[None])
     stored = newest.timings.get(metric)  # type: ignore[call-overload]
-    return max(prior, drift_pct(stored.samples_ms if stored else ()))
+    return max(prior, _drift(stored) if stored else 0.0)
+
+
+def _drift(timing: Timing) -> float:
+    """The run's drift within itself: its summary's, of every sample; else that of the samples kept."""
+    drift = timing.summary.drift_pct
+    return drift if drift is not None else drift_pct(timing.samples_ms)
 
 
 def card_prior_pct(current: CaseResult, newest: CaseResult, metric: str = "gpu_time") -> float:
@@ -164,14 +166,3 @@ def host_share(result: CaseResult) -> float:
     """The host's enqueue time of a call over the caller's time of it (0 where either is unknown)."""
     caller = result.median_of("caller_time")
     return result.enqueue_ms / caller if result.enqueue_ms and caller else 0.0
-
-
-def drift_pct(samples: Sequence[float]) -> float:
-    """Relative spread (%) of the medians of BLOCKS consecutive blocks of a run's samples: what the run
-    learns of its own drift for free (0 with too few samples to tell)."""
-    if len(samples) < 4 * BLOCKS:
-        return 0.0
-    blocks = np.array_split(np.asarray(samples, dtype=float), BLOCKS)
-    medians = np.array([np.median(b) for b in blocks])
-    centre = float(np.median(medians))
-    return 100.0 * float(np.std(medians, ddof=1)) / centre if centre > 0 else 0.0

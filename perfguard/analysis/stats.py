@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from perfguard.model import TimeSummary, Timing
+from perfguard.model import TimeSummary, Timing, drift_pct
 
 
 def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -54,6 +54,7 @@ def summarize(samples_ms: Sequence[float], stop_reason: str) -> TimeSummary:
         ci_high_ms=hi,
         n=len(x),
         stop_reason=stop_reason,
+        drift_pct=drift_pct(samples_ms),  # of every sample: the record keeps a few of them (MAX_STORED_SAMPLES)
     )
 
 

@@ -213,7 +213,7 @@ FLOORS: dict[tuple[type, str], tuple[float, bool]] = {
     (RunTime, "median_ms"): (0, True),
     (RunTime, "n"): (1, False),
     **{(TimeSummary, f.name): (0, f.name == "median_ms") for f in dataclasses.fields(TimeSummary)
-       if f.name.endswith("_ms") or f.name == "n"},
+       if f.name.endswith("_ms") or f.name in ("n", "drift_pct")},
     (Memory, "footprint_bytes"): (0, False),
     (Memory, "retained_bytes_per_call"): (0, False),
     (CaseResult, "dropped_samples"): (0, False),
@@ -253,3 +253,5 @@ def _kind_problems(obj: Any, where: str) -> Iterator[str]:
                 yield f"{where}.{f.name} is {value!r}; a time is never negative"
         if obj.n < 0:
             yield f"{where}.n is {obj.n}; a count is never negative"
+        if obj.drift_pct is not None and obj.drift_pct < 0:
+            yield f"{where}.drift_pct is {obj.drift_pct!r}; a spread is never negative"

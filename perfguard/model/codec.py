@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
-from perfguard.model import compiled, migration, reading
+from perfguard.model import compiled, layout, migration, reading
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
@@ -25,7 +25,7 @@ from perfguard.model.baseline import BaselineFile, run_summary
 from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
-READABLE_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
+READABLE_VERSIONS = (1, 2, 3, 4, SCHEMA_VERSION)
 
 # Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
 # is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
@@ -48,10 +48,13 @@ def round_sig(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses to dicts, tuples to lists, floats rounded; the inverse of `from_jsonable`."""
+    """Dataclasses to dicts, tuples to lists, floats rounded; the inverse of `from_jsonable`. A field at its
+    default is left out (`from_jsonable` gives it back): most of a result's are (no error, no profile, no
+    copies), and they took a tenth of a record."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _samples(value) if f.name.endswith("samples_ms") and isinstance(value, tuple) else to_jsonable(value)
-                for f in dataclasses.fields(obj) for value in (getattr(obj, f.name),)}
+        return {name: _samples(value) if name.endswith("samples_ms") and isinstance(value, tuple) else to_jsonable(value)
+                for name, default in _defaults(type(obj)) for value in (getattr(obj, name),)
+                if default is _REQUIRED or value != default or type(value) is not type(default)}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -66,34 +69,51 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+_REQUIRED = object()
+# Written even at their default: how to read the rest, and what a file or case came to, which scripts
+# read from the raw JSON (the workflow's `.get("status") != "complete"`: a record left unfinished).
+ALWAYS_WRITTEN = frozenset({"schema_version", "status"})
+
+
+@functools.cache
+def _defaults(cls: type) -> tuple[tuple[str, Any], ...]:
+    """Each field of dataclass `cls` with its default (a factory's value), or _REQUIRED: a field without one,
+    and the ALWAYS_WRITTEN."""
+    return tuple((f.name, _REQUIRED if f.name in ALWAYS_WRITTEN or f.default is dataclasses.MISSING
+                  and f.default_factory is dataclasses.MISSING
+                  else f.default if f.default is not dataclasses.MISSING else f.default_factory())
+                 for f in dataclasses.fields(cls))
+
+
 def _samples(samples: tuple[float, ...]) -> list[Any]:
     """Raw samples at SAMPLE_DIGITS: what reads them (a run's drift, a histogram) asks no more (records.py)."""
     return [int(x) if x.is_integer() and abs(x) < 2**53 else round_sig(x, SAMPLE_DIGITS) if isinstance(x, float) else x
             for x in samples]
 
 
-# json's own separators (", " and ": "): 7% of a baseline, and the text a person edits or searches reads
-# as it always has ('"median_ms": 0.0051').
-_compact = functools.partial(json.dumps, sort_keys=True, allow_nan=False)
+# No spaces after separators: 9% of a file. A case is a line, so a diff still reads by case.
+_compact = functools.partial(json.dumps, sort_keys=True, allow_nan=False, separators=(",", ":"))
 
 
 def dumps(obj: Any) -> str:
-    """The text of a record, baseline or acceptance file: sorted keys, and one line per member of the top
-    object and per item of each container in it (a baseline's case, a record's result), so that a
-    stored file diffs by case, at two thirds of its size indented a key a line (issue 34)."""
+    """The text of a record, baseline or acceptance file: sorted keys (a baseline's `sessions` first, which
+    its cases' runs name: model/layout.py), and one line per member of the top object and per item of
+    each container in it (a baseline's case, a record's result), so that a stored file diffs by case."""
     data = to_jsonable(obj)
     if not isinstance(data, dict):
         return _compact(data) + "\n"
+    if isinstance(obj, BaselineFile):
+        data = layout.pack(data)
     members = []
-    for key in sorted(data):
+    for key in sorted(data, key=lambda k: (k != layout.SESSIONS, k)):
         value = data[key]
         if isinstance(value, dict) and value:
-            inner = ",\n".join(f"{_compact(k)}: {_compact(value[k])}" for k in sorted(value))
-            members.append(f"{_compact(key)}: {{\n{inner}\n}}")
+            inner = ",\n".join(f"{_compact(k)}:{_compact(value[k])}" for k in sorted(value))
+            members.append(f"{_compact(key)}:{{\n{inner}\n}}")
         elif isinstance(value, list) and value:
-            members.append(f"{_compact(key)}: [\n" + ",\n".join(map(_compact, value)) + "\n]")
+            members.append(f"{_compact(key)}:[\n" + ",\n".join(map(_compact, value)) + "\n]")
         else:
-            members.append(f"{_compact(key)}: {_compact(value)}")
+            members.append(f"{_compact(key)}:{_compact(value)}")
     return "{\n" + ",\n".join(members) + "\n}\n"
 
 
@@ -115,7 +135,7 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
         return fast
     data = _parse(text, source)
     version = _check_schema(data, source)
-    data = migration.baseline(data, version)
+    data = layout.unpack(data, source) if version >= layout.SINCE else migration.baseline(data, version)
     _check_run_counts(data, source)
     built, known_clean = _checked(BaselineFile, data, source)
     baseline = check_baseline(built, source, known_clean=known_clean)
@@ -148,10 +168,16 @@ def _check_run_counts(data: dict[str, Any], source: str) -> None:
     cases = data.get("cases")
     for key, entry in cases.items() if isinstance(cases, dict) else ():
         runs = entry.get("runs") if isinstance(entry, dict) else None
-        if isinstance(runs, list) and len(runs) > MAX_RUNS_PER_CASE:
-            raise BaselineError(f"{source}: case {shown(key)} holds {len(runs):,} runs, more than the {MAX_RUNS_PER_CASE:,} "
-                                "perfguard reads (it keeps --perfguard-baseline-runs, default "
-                                f"{defaults.KEEP_RUNS}); was the file edited by hand? Restore it from version control")
+        if isinstance(runs, list):
+            check_run_count(len(runs), source, key)
+
+
+def check_run_count(count: int, source: str, key: str) -> None:
+    """Refuse a case of more runs than MAX_RUNS_PER_CASE, before they are built."""
+    if count > MAX_RUNS_PER_CASE:
+        raise BaselineError(f"{source}: case {shown(key)} holds {count:,} runs, more than the {MAX_RUNS_PER_CASE:,} "
+                            "perfguard reads (it keeps --perfguard-baseline-runs, default "
+                            f"{defaults.KEEP_RUNS}); was the file edited by hand? Restore it from version control")
 
 
 def loads_acceptances(text: str, source: str) -> Acceptances:

@@ -8,9 +8,10 @@ file did not keep stays unknown (a run's sample count, its regime).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from perfguard.model.records import SCHEMA_VERSION
+from perfguard.model.records import SCHEMA_VERSION, drift_pct
 
 
 def record(data: dict[str, Any], version: int) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def _result(result: Any) -> Any:
     if not isinstance(result, dict):
         return result
     if "timings" in result:
-        return {**result, "timings": _renamed(result["timings"]), "metrics": _metrics(result.get("metrics"))}
+        return {**result, "timings": _drifts(_renamed(result["timings"])), "metrics": _metrics(result.get("metrics"))}
     result = dict(result)
     result["metrics"] = _metrics(result.get("metrics"))
     latency, samples = result.pop("latency", None), result.pop("samples_ms", [])
@@ -103,8 +104,24 @@ def _result(result: Any) -> Any:
             timings["gpu_time"] = {"summary": latency, "samples_ms": samples}
         if caller is not None:
             timings["caller_time"] = {"summary": caller, "samples_ms": caller_samples}
-    result["timings"] = timings
+    result["timings"] = _drifts(timings)
     return result
+
+
+def _drifts(timings: Any) -> Any:
+    """Schema 4 and older took a run's drift from the samples a file kept; schema 5 keeps it in the summary
+    (of every sample), and keeps fewer samples. Taken here from what the file kept, so that a migrated
+    baseline judges as it did."""
+    if not isinstance(timings, dict):
+        return timings
+    out = {}
+    for metric, timing in timings.items():
+        summary, samples = (timing.get("summary"), timing.get("samples_ms")) if isinstance(timing, dict) else (None, None)
+        if (isinstance(summary, dict) and "drift_pct" not in summary and isinstance(samples, list)
+                and all(type(x) in (int, float) and math.isfinite(x) for x in samples)):
+            timing = {**timing, "summary": {**summary, "drift_pct": drift_pct(samples)}}
+        out[metric] = timing
+    return out
 
 
 def _run(run: Any, regime: Any) -> Any:

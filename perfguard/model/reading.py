@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from perfguard.model import generated
+from perfguard.model import generated, layout
 from perfguard.model.baseline import BaselineEntry, BaselineFile
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.records import SCHEMA_VERSION, CaseResult, RunRecord
@@ -89,15 +89,19 @@ def _array(text: str, at: int, item: Callable[[int], int]) -> int:
         at = space(text, at + 1).end()
 
 
-def _file(text: str, cls: type, big: str, read_big: Callable[[int], int], empty: Any) -> Any:
+def _file(text: str, cls: type, big: str, read_big: Callable[[int], int], empty: Any,
+          side: Callable[[str, int], int | None] | None = None) -> Any:
     """The file's object as `cls`, its field `big` read by `read_big` and its other fields as parsed;
-    `big` itself holds `empty`, for the caller to replace with what `read_big` built."""
+    `big` itself holds `empty`, for the caller to replace with what `read_big` built. `side` may read a
+    member that is not `cls`'s (returns where it ends) or decline it (None)."""
     rest: dict[str, Any] = {}
 
     def value(key: str, at: int) -> int:
         if key == big:
             return read_big(at)
-        rest[key], end = _scan(text, at)
+        end = side(key, at) if side else None
+        if end is None:
+            rest[key], end = _scan(text, at)
         return end
 
     at = _object(text, _SPACE.match(text).end(), value)
@@ -110,22 +114,31 @@ def _file(text: str, cls: type, big: str, read_big: Callable[[int], int], empty:
 
 def baseline(text: str, source: str) -> BaselineFile | None:
     """The baseline in `text`, built and checked; None where codec.py's strict reading must decide."""
-    from perfguard.model.codec import MAX_RUNS_PER_CASE  # the codec imports this module
-
     memo = generated.Interned()
     build = generated.builder(BaselineEntry)
     cases: dict[str, BaselineEntry] = {}
     seen = False
+    table: list[dict[str, Any]] | None = None  # the sessions table, which codec.dumps writes before the cases
+
+    def read_sessions(key: str, at: int) -> int | None:
+        nonlocal table
+        if key != layout.SESSIONS:
+            return None
+        parsed, end = _scan(text, at)
+        table = layout.sessions(parsed, source)
+        return end
 
     def read_cases(at: int) -> int:
         nonlocal seen
         seen = True
+        if table is None:
+            raise generated.Refused  # cases before the table: not as perfguard writes it
 
         def case(key: str, at: int) -> int:
             parsed, end = _scan(text, at)
-            runs = parsed.get("runs") if type(parsed) is dict else None
-            if type(runs) is list and len(runs) > MAX_RUNS_PER_CASE:
+            if type(parsed) is not dict or "runs" not in parsed:
                 raise generated.Refused
+            parsed["runs"] = layout.runs(parsed["runs"], table, source, key)
             entry = build(parsed, memo)
             if entry.result.id != key or not entry.runs:
                 raise generated.Refused
@@ -134,7 +147,7 @@ def baseline(text: str, source: str) -> BaselineFile | None:
         return _object(text, at, case)
 
     try:
-        file = _file(text, BaselineFile, "cases", read_cases, {})
+        file = _file(text, BaselineFile, "cases", read_cases, {}, read_sessions)
         if not seen:
             return None
         return check_baseline(dataclasses.replace(file, cases=cases), source, known_clean=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import typing
 from typing import Any, Literal
 
@@ -18,20 +19,27 @@ from perfguard.model.verdicts import Verdict
 # samples, in a result and in a baseline run alike; each kind is compared only with its own kind.
 # 4: a verdict is data (model/verdicts.py): a reason code, its figures and its next steps, no words
 # (report/words.py renders them); a baseline entry says why its series started (an accepted change).
+# 5: a time's summary keeps its run's drift (`drift_pct`, of every sample), so far fewer raw samples are
+# kept; a field at its default is not written; a baseline's runs are columns, their commit, card, host
+# and date one row of the file's `sessions` table (model/layout.py; issue 34: a median case of 9.8 KB
+# in the baseline and 4.7 KB in a record before).
 # Older files load and are migrated (model/migration.py, called by codec.py).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SIGNIFICANT_DIGITS = 6
 # Raw samples are written with 4: they feed a run's drift (the medians of 5 blocks, analysis/priors.py),
 # a histogram and asv's quartiles, none of which sees 0.05%; an event timer's ticks (32 ns on an H200)
 # stay exact below 10 µs. Summaries and run medians, which verdicts compare, keep SIGNIFICANT_DIGITS.
 SAMPLE_DIGITS = 4
-# Raw samples kept per case in a record: as many as its baseline keeps (MAX_BASELINE_SAMPLES), which is
-# all that a baseline update or the drift reads of them; the summary is of every sample. 1,000 until
-# issue 34: a record's median case then took 4.2 KB of samples alone.
-MAX_STORED_SAMPLES = 200
-# Raw samples of the newest run kept per case in a baseline: enough to see its drift within the run
-# (analysis/noise.py) and draw its distribution, few enough for a diff a reviewer can scroll through.
-MAX_BASELINE_SAMPLES = 200
+# Raw samples kept per kind of time in a record: its histogram and asv's quartiles read them, a baseline
+# keeps some of them. The summary and the drift (`drift_pct`) are of every sample, taken before
+# thinning. 1,000 until issue 34, then 200 (1.9 KB of a record's median case of 4.7 KB).
+MAX_STORED_SAMPLES = 64
+# Raw samples of the newest run kept per case in a baseline: enough for a rank test between two runs
+# (DESIGN §5); its drift is in its summary.
+MAX_BASELINE_SAMPLES = 32
+# A run's drift within itself: the spread of the medians of DRIFT_BLOCKS consecutive blocks of its
+# samples (analysis/priors.py raises the case's prior to it); none with fewer than 4 samples a block.
+DRIFT_BLOCKS = 5
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,6 +100,9 @@ class TimeSummary:
     # "converged" (CI within target), "budget" (time ran out), "max_samples", or "counted" (the
     # busy time of each call of the counting pass)
     stop_reason: str
+    # The run's drift within itself (`drift_pct` below), of every sample; None where a file of schema 4 or
+    # older kept no samples to take it from.
+    drift_pct: float | None = None
 
     @property
     def ci_half_width_pct(self) -> float:
@@ -245,6 +256,20 @@ class RunRecord:
     # written); "unfinished" (written when the run starts: a process that died, or a record that
     # could not be written at the end, leaves this, never the previous run's record looking current).
     status: str = "complete"
+
+
+def drift_pct(samples: typing.Sequence[float]) -> float:
+    """Relative spread (%, one standard deviation) of the medians of DRIFT_BLOCKS consecutive blocks of a
+    run's samples, about their median: what the run learns of its own drift for free (0 with too few
+    samples to tell). Here, not in analysis/, because a file's migration takes it from the samples it kept."""
+    n = len(samples)
+    if n < 4 * DRIFT_BLOCKS:
+        return 0.0
+    size, extra = divmod(n, DRIFT_BLOCKS)  # numpy's array_split: the first `extra` blocks one longer
+    bounds = [i * size + min(i, extra) for i in range(DRIFT_BLOCKS + 1)]
+    medians = [statistics.median(samples[a:b]) for a, b in zip(bounds, bounds[1:])]
+    centre = statistics.median(medians)
+    return 100.0 * statistics.stdev(medians) / centre if centre > 0 else 0.0
 
 
 def thin_samples(samples: typing.Sequence[float], limit: int = MAX_STORED_SAMPLES) -> tuple[float, ...]:

@@ -66,9 +66,9 @@ DEFAULT_KEEP_RUNS = defaults.KEEP_RUNS
 BASELINES_FOLDER = ("--perfguard-baselines (or --baselines) must name a folder: the per-GPU baseline files "
                     "(nvidia-h200.json, ...) go inside it")
 NOT_WRITTEN = "not written: a baseline keeps measured cases, each with its samples"
-# The largest baseline file read (and written). The committed H200 file holds 132 cases in 1.2 MB
-# (9 KB a case, most of it the newest run's samples), so this is some 7,000 such cases, read in about
-# 12 s on a shared 2-vCPU host: a bound on what a hostile file costs every run (a 324 MB one had
+# The largest baseline file read (and written). The committed H200 file holds 134 cases in 0.74 MB
+# (5.5 KB a case on average, its runs' sessions included), so this is some 12,000 such cases: a bound on
+# what a hostile file costs every run (a 324 MB one had
 # `pytest --perfguard` still reading at 900 s), far above any suite perfguard has run. The size is read
 # before the file; past it, one line.
 MAX_BASELINE_BYTES = 64 * 2**20
@@ -251,7 +251,7 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
         with held(_lock_of(path), LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(target)
-            merged = check_baseline(merge(existing), str(path), advice=NOT_WRITTEN)  # never write what load refuses
+            merged = check_baseline(_capped(merge(existing)), str(path), advice=NOT_WRITTEN)  # never write what load refuses
             text = dumps(merged)
             if len(text.encode("utf-8")) > MAX_BASELINE_BYTES:
                 raise BaselineError(f"{path}: cannot {what}: it would be larger than the {MAX_BASELINE_BYTES // 2**20} MiB a "
@@ -278,6 +278,14 @@ def _stored(result: CaseResult) -> CaseResult:
         result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
         profile=None, left_processes=(), passes_s={},
     )
+
+
+def _capped(baseline: BaselineFile) -> BaselineFile:
+    """Every case with at most MAX_BASELINE_SAMPLES samples a kind of time, the cases this write did not
+    touch too: a file of schema 4 kept 200 (its drift, which now lives in the summary, was migrated from them)."""
+    cases = {key: dataclasses.replace(entry, result=dataclasses.replace(
+        entry.result, timings=thin_timings(entry.result.timings, MAX_BASELINE_SAMPLES))) for key, entry in baseline.cases.items()}
+    return dataclasses.replace(baseline, cases=cases)
 
 
 def _model_of(device: DeviceInfo) -> DeviceInfo:
