@@ -38,7 +38,7 @@ from perfguard.report.markdown import render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "baselines" / "nvidia-h200.json"
-RECORD = ROOT / "benchmarks" / "data" / "h200-record-2026-12-03.json"  # pytest --perfguard suites/ on GPU-?
+RECORD = ROOT / "benchmarks" / "data" / "h200-record-2026-12-03.json"  # pytest --perfguard suites/, GPU-a92f917c
 
 
 def case_line(line: str) -> bool:

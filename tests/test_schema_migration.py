@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perfguard.model import SAMPLE_DIGITS, SCHEMA_VERSION, dumps, loads_baseline, loads_record, round_sig
+from perfguard.model import SAMPLE_DIGITS, SCHEMA_VERSION, SIGNIFICANT_DIGITS, dumps, loads_baseline, loads_record, round_sig
+from perfguard.model.records import SHOWN_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = {"median_ms": 1.0, "mean_ms": 1.0, "min_ms": 0.9, "max_ms": 1.2, "p10_ms": 0.95, "p90_ms": 1.1,
@@ -68,10 +69,18 @@ def test_the_h200_baseline_committed_at_schema_2_loads_migrated_and_writes_back_
             assert entry.result.median_of("caller_time") == pytest.approx(old["result"]["caller"]["median_ms"]), case_id
     text = dumps(baseline)
     assert json.loads(text)["schema_version"] == SCHEMA_VERSION
-    again = loads_baseline(text, "again.json")  # its samples at SAMPLE_DIGITS, its drift at 6, all else as it was
-    assert again == dataclasses.replace(baseline, cases={k: dataclasses.replace(e, result=dataclasses.replace(
-        e.result, timings={m: dataclasses.replace(
-            t, samples_ms=tuple(round_sig(x, SAMPLE_DIGITS) for x in t.samples_ms),
-            summary=dataclasses.replace(t.summary, drift_pct=round_sig(t.summary.drift_pct)))
-                           for m, t in e.result.timings.items()})) for k, e in baseline.cases.items()})
+    again = loads_baseline(text, "again.json")  # its samples and shown-only figures at SAMPLE_DIGITS, all else as it was
+    assert {k: e.runs for k, e in again.cases.items()} == {k: e.runs for k, e in baseline.cases.items()}
+    for key, entry in again.cases.items():
+        was = baseline.cases[key].result
+        shown = {f: getattr(was, f) for f in ("setup_s", "wall_s")}
+        assert dataclasses.replace(entry.result, timings=was.timings, **shown) == was, key
+        assert all(getattr(entry.result, f) == (v if v is None else round_sig(v, SAMPLE_DIGITS)) for f, v in shown.items()), key
+        for metric, t in entry.result.timings.items():
+            old_t = was.timings[metric]
+            assert t.samples_ms == tuple(round_sig(x, SAMPLE_DIGITS) for x in old_t.samples_ms), key
+            for f in dataclasses.fields(t.summary):
+                digits = SAMPLE_DIGITS if f.name in SHOWN_ONLY else SIGNIFICANT_DIGITS
+                value = getattr(old_t.summary, f.name)
+                assert getattr(t.summary, f.name) == (round_sig(value, digits) if isinstance(value, float) else value), (key, f.name)
     assert loads_baseline(dumps(again), "again.json") == again

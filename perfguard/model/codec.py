@@ -22,7 +22,7 @@ from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
 from perfguard.model.baseline import BaselineFile, run_summary
-from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SIGNIFICANT_DIGITS, RunRecord
+from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
 READABLE_VERSIONS = (1, 2, 3, 4, SCHEMA_VERSION)
@@ -52,7 +52,8 @@ def to_jsonable(obj: Any) -> Any:
     default is left out (`from_jsonable` gives it back): most of a result's are (no error, no profile, no
     copies), and they took a tenth of a record."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {name: _samples(value) if name.endswith("samples_ms") and isinstance(value, tuple) else to_jsonable(value)
+        return {name: _samples(value) if name.endswith("samples_ms") and isinstance(value, tuple)
+                else _shown(value) if name in SHOWN_ONLY else to_jsonable(value)
                 for name, default in _defaults(type(obj)) for value in (getattr(obj, name),)
                 if default is _REQUIRED or value != default or type(value) is not type(default)}
     if isinstance(obj, dict):
@@ -85,10 +86,19 @@ def _defaults(cls: type) -> tuple[tuple[str, Any], ...]:
                  for f in dataclasses.fields(cls))
 
 
+def _shown(value: Any) -> Any:
+    """A figure (or a mapping of them) no verdict reads, at SAMPLE_DIGITS (records.SHOWN_ONLY)."""
+    if isinstance(value, dict):
+        return {str(k): _shown(v) for k, v in value.items()}
+    return _samples((value,))[0] if isinstance(value, float) else to_jsonable(value)
+
+
 def _samples(samples: tuple[float, ...]) -> list[Any]:
-    """Raw samples at SAMPLE_DIGITS: what reads them (a run's drift, a histogram) asks no more (records.py)."""
-    return [int(x) if x.is_integer() and abs(x) < 2**53 else round_sig(x, SAMPLE_DIGITS) if isinstance(x, float) else x
-            for x in samples]
+    """Raw samples at SAMPLE_DIGITS: what reads them (a histogram, asv's quartiles) asks no more (records.py).
+    Rounded first, so that one that rounds to a whole number (1.99996) is written as that number (2), as
+    it is written again when read back."""
+    rounded = (round_sig(x, SAMPLE_DIGITS) if isinstance(x, float) else x for x in samples)
+    return [int(x) if isinstance(x, float) and x.is_integer() and abs(x) < 2**53 else x for x in rounded]
 
 
 # No spaces after separators: 9% of a file. A case is a line, so a diff still reads by case.

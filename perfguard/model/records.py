@@ -30,10 +30,14 @@ SIGNIFICANT_DIGITS = 6
 # a histogram and asv's quartiles, none of which sees 0.05%; an event timer's ticks (32 ns on an H200)
 # stay exact below 10 µs. Summaries and run medians, which verdicts compare, keep SIGNIFICANT_DIGITS.
 SAMPLE_DIGITS = 4
+# Figures no verdict reads (a summary's spread, shown in the reports; what a case's set-up, measurement
+# and passes took, for ab's round estimates and benchmarks/pass_split.py), written at SAMPLE_DIGITS too.
+SHOWN_ONLY = frozenset({"mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "iqr_ms", "setup_s", "wall_s", "passes_s"})
 # Raw samples kept per kind of time in a record: its histogram and asv's quartiles read them, a baseline
 # keeps some of them. The summary and the drift (`drift_pct`) are of every sample, taken before
-# thinning. 1,000 until issue 34, then 200 (1.9 KB of a record's median case of 4.7 KB).
-MAX_STORED_SAMPLES = 64
+# thinning. 1,000 until issue 34, then 200 (1.9 KB of a record's median case of 4.7 KB); 48 keep a
+# record's median case (rms_norm on an H200) at 3.0 KB.
+MAX_STORED_SAMPLES = 48
 # Raw samples of the newest run kept per case in a baseline: enough for a rank test between two runs
 # (DESIGN §5); its drift is in its summary.
 MAX_BASELINE_SAMPLES = 32

@@ -72,7 +72,7 @@ def histogram(
     t_lo, t_hi = t_lo - 0.04 * span, t_hi + 0.04 * span
     if not log and lo >= 0:
         t_lo = max(t_lo, 0.0)  # no negative times on the axis
-    # A record keeps 64 samples a kind of time (MAX_STORED_SAMPLES): in 36 bins they draw a comb, not a shape.
+    # A record keeps 48 samples a kind of time (MAX_STORED_SAMPLES): in 36 bins they draw a comb, not a shape.
     bins = min(bins, max(8, 2 * math.ceil(math.sqrt(xs.size))))
     index = np.floor((scale(xs) - t_lo) / (t_hi - t_lo) * bins).astype(np.int64)
     inside = index[(index >= 0) & (index < bins)]
