@@ -1,4 +1,6 @@
-"""The fast way in: a current record or baseline parsed and built one case at a time (issue 34).
+"""The second fast way in: a current record or baseline parsed and built one case at a time (issue 34),
+where model/typed.py's msgspec way declines the text (a key with space before its colon, a string that
+starts with a colon, a lone surrogate).
 
 `json.loads` of a whole baseline holds its every value at once, about 3× the file's size in Python
 objects; building the dataclasses from that tree then holds both. Here the two outer levels (the

@@ -1,0 +1,539 @@
+"""The fast way in, in C: a current record or baseline decoded and validated by msgspec (issue 34).
+
+Each dataclass of the model has a twin msgspec Struct, made once from its hints (`twin`): the same
+fields and defaults, unknown fields refused (`forbid_unknown_fields`), each figure bounded by its
+field's name and `checks.FLOORS` (`Meta(ge=, le=)`), words as Literals, samples as tuples of bounded
+floats. msgspec decodes each case's text into the twins and checks all of that in C; the twins are
+converted to the dataclasses (`msgspec.convert`, in C too), and a baseline's runs are built from its
+columns (model/layout.py) a column at a time. What msgspec does not check is checked after it, on the
+few objects that need it: dates (`checks.is_date`), the rules of `checks.WORDED_RULES` (slugs, links),
+the bounds of free-form values (`codec._free_form`). The twins are dropped a case at a time.
+
+msgspec keeps the last of two equal keys, silently, where perfguard refuses the file. So the keys are
+counted twice. In the text: `":`, which every key ends with (where none has space before its colon:
+else the file is handed on); an escaped quote or a string that starts with a colon only adds to it.
+And in what was built (`_counter`): each field not at its default (a field the text left out is at
+it) and each key of a mapping, which a repeated key adds to once. So the built count is at most the
+text's, and equal only where no key repeats (and no field is written at its default, which perfguard
+never writes): the read is handed on unless the two are equal.
+
+As in model/reading.py, nothing here is worded: any doubt returns None, and codec.py's other ways read
+the file again, the strict one saying what is wrong; so a file reads here as it reads there.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import gc
+import itertools
+import re
+import types
+import typing
+from typing import Annotated, Any
+
+import msgspec
+
+from perfguard.model import checks, layout
+from perfguard.model.baseline import BaselineEntry, BaselineFile, Calibration, RunSummary, RunTime
+from perfguard.model.checks import check_baseline
+from perfguard.model.generated import _is_date
+from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, RunRecord
+
+_UNIONS = (typing.Union, types.UnionType)
+_KEY_SPACE = re.compile(r'"[ \t\n\r]+:')  # a key with space before its colon: the text's count would miss it
+_MAX_INT = 2**63  # codec.MAX_INT
+
+
+class _Refused(Exception):
+    pass
+
+
+def _bounded(kind: type, name: str, floor: tuple[float, bool] | None, low: float | None = None) -> Any:
+    """`kind` within its field's bound (checks.BOUNDS) and floor (checks.FLOORS), or at least `low`."""
+    most = checks._bound(name)[0]
+    least, strictly = floor if floor is not None else (-most if low is None else low, False)
+    if kind is int:
+        return Annotated[int, msgspec.Meta(ge=max(int(least) + (1 if strictly else 0), -_MAX_INT + 1),
+                                           le=min(int(most), _MAX_INT - 1))]
+    return Annotated[float, msgspec.Meta(gt=least, le=most) if strictly else msgspec.Meta(ge=least, le=most)]
+
+
+def _type(hint: Any, name: str, floor: tuple[float, bool] | None) -> Any:
+    """The twin's type of a field `name` of `hint`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in _UNIONS:
+        inner = [a for a in args if a is not type(None)]
+        if all(typing.get_origin(a) is typing.Literal for a in inner):
+            single: Any = typing.Literal[tuple(w for a in inner for w in typing.get_args(a))]
+        else:
+            (single,) = inner
+        single = _type(single, name, floor)
+        return single | None if type(None) in args else single  # type: ignore[operator]
+    if name in checks.FREE_FORM or hint is Any:
+        return dict[str, Any] if origin is dict else Any  # bounded after (codec._free_form)
+    if origin is typing.Literal or hint in (str, bool):
+        return hint
+    if dataclasses.is_dataclass(hint):
+        return twin(hint)
+    if hint in (float, int):
+        return _bounded(hint, name, floor)
+    if origin is tuple:
+        item = args[0]
+        if item is float:
+            return tuple[_bounded(float, name, None, 0.0 if name.endswith("samples_ms") else None), ...]  # type: ignore[misc]
+        return tuple[_type(item, name, None), ...]  # type: ignore[misc]
+    if origin is dict:
+        key, value = args
+        if value in (float, int):
+            value = _bounded(value, name, None)
+        else:
+            value = _type(value, name, None)
+        return dict[key, value]  # type: ignore[valid-type]
+    raise TypeError(f"no twin for {hint!r} ({name})")  # a new kind of field: add it here
+
+
+def _defaults(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return msgspec.field(default_factory=f.default_factory)
+    return msgspec.NODEFAULT
+
+
+@functools.cache
+def twin(cls: type) -> type[msgspec.Struct]:
+    """`cls`'s Struct: its fields, types bounded, defaults; `schema_version` and `status` required, as
+    perfguard always writes them (a key at its default would not be counted). Not tracked by the cyclic
+    collector: a twin holds no cycle, and lives for one case."""
+    hints = typing.get_type_hints(cls)
+    fields = []
+    for f in dataclasses.fields(cls):
+        default = msgspec.NODEFAULT if f.name in ("schema_version", "status") else _defaults(f)
+        kind = _type(hints[f.name], f.name, checks.FLOORS.get((cls, f.name)))
+        fields.append((f.name, kind) if default is msgspec.NODEFAULT else (f.name, kind, default))
+    return msgspec.defstruct(f"{cls.__name__}Twin", fields, kw_only=True, forbid_unknown_fields=True,
+                             gc=False)
+
+
+@functools.cache
+def _post(cls: type) -> Any:
+    """What msgspec left to check in an instance of dataclass `cls` and under it: a function that raises,
+    or None where nothing is left."""
+    hints = typing.get_type_hints(cls)
+    steps = []
+    for f in dataclasses.fields(cls):
+        name, hint = f.name, hints[f.name]
+        if name in checks.DATE_FIELDS:
+            steps.append((name, _date))
+        elif name in checks.FREE_FORM or hint is Any:
+            steps.append((name, _free_form))
+        else:
+            inner = _classes(hint)
+            if inner is not None:
+                check = _post(inner[0])
+                if check is not None:
+                    steps.append((name, _each(check, inner[1])))
+    rules = cls in checks.WORDED_RULES
+    if not steps and not rules:
+        return None
+
+    def post(obj: Any) -> None:
+        for name, check in steps:
+            value = getattr(obj, name)
+            if value is not None:
+                check(value)
+        if rules and next(checks._kind_problems(obj, ""), None) is not None:
+            raise _Refused
+    return post
+
+
+def _classes(hint: Any) -> tuple[type, str] | None:
+    """The dataclass a field holds (one, a tuple of them, a mapping to them), and how."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in _UNIONS:
+        inner = [a for a in args if a is not type(None)]
+        return _classes(inner[0]) if len(inner) == 1 else None
+    if dataclasses.is_dataclass(hint):
+        return hint, "one"  # type: ignore[return-value]
+    if origin is tuple and dataclasses.is_dataclass(args[0]):
+        return args[0], "tuple"
+    if origin is dict and dataclasses.is_dataclass(args[1]):
+        return args[1], "dict"
+    return None
+
+
+def _each(check: Any, how: str) -> Any:
+    if how == "one":
+        return check
+    if how == "tuple":
+        return lambda v: [check(x) for x in v]
+    return lambda v: [check(x) for x in v.values()]
+
+
+def _date(value: Any) -> None:
+    if type(value) is not str or not _is_date(value):  # cached: a session's cases share their dates
+        raise _Refused
+
+
+def _free_form(value: Any) -> None:
+    """codec._free_form's bounds. msgspec decodes no NaN or infinity, so of a flat object's values only an
+    integer can be out of bounds; anything nested goes to the codec's walk."""
+    for v in value.values() if type(value) is dict else (value,):
+        t = type(v)
+        if t is str or t is float or t is bool or v is None or t is int and -_MAX_INT < v < _MAX_INT:
+            continue
+        from perfguard.model.codec import _free_form as bounded  # the codec imports this module
+
+        bounded(value, "", "")
+        return
+
+
+@functools.cache
+def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(kind)
+
+
+def _text_keys(text: str) -> int:
+    """The keys of `text` as counted (the module's words): at least as many as it holds, where no key has
+    space before its colon (refused: the count would miss it)."""
+    if _KEY_SPACE.search(text):
+        raise _Refused
+    return text.count('":')
+
+
+def _is_struct(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
+
+
+def _plain(kind: Any) -> Any:
+    """`kind` without its bounds (Annotated) and without `| None`."""
+    if typing.get_origin(kind) is Annotated:
+        return _plain(typing.get_args(kind)[0])
+    if typing.get_origin(kind) in _UNIONS:
+        inner = [a for a in typing.get_args(kind) if a is not type(None)]
+        return _plain(inner[0]) if len(inner) == 1 else kind
+    return kind
+
+
+@functools.cache
+def _counter(struct: type) -> Any:
+    """A function that counts the keys a decoded `struct` was built from: each field not at its default
+    (a field the text left out is at it), each key of its mappings, and so on under it; at most the keys
+    the text holds, fewer where one repeats (it was built once) or a field was written at its default."""
+    env: dict[str, Any] = {"free": _free_keys}
+    lines = ["def count(o):", "    n = 0"]
+    for i, f in enumerate(msgspec.structs.fields(struct)):
+        kind = _plain(f.type)
+        origin, args = typing.get_origin(kind), typing.get_args(kind)
+        inner = []
+        if _is_struct(kind):
+            env[f"c{i}"] = _counter(kind)
+            inner.append(f"n += c{i}(v)")
+        elif origin is dict:
+            inner.append("n += len(v)")
+            value = _plain(args[1])
+            if _is_struct(value):
+                env[f"c{i}"] = _counter(value)
+                inner.append(f"n += sum(map(c{i}, v.values()))")
+            elif value is Any:
+                inner.append("n += free(v) - len(v)")
+        elif origin in (tuple, list) and _is_struct(_plain(args[0])):
+            env[f"c{i}"] = _counter(_plain(args[0]))
+            inner.append(f"n += sum(map(c{i}, v))")
+        elif kind is Any:
+            inner.append("n += free(v)")
+        lines.append(f"    v = o.{f.name}")
+        if f.required:
+            lines.append("    n += 1")
+            guard = "    if v is not None:" if inner else None
+        elif f.default_factory is not msgspec.NODEFAULT:
+            guard = "    if v:"
+        elif f.default is None:
+            guard = "    if v is not None:"
+        else:
+            env[f"d{i}"] = f.default
+            guard = f"    if v != d{i}:"
+        if guard is not None:
+            lines.append(guard)
+            if not f.required:
+                lines.append("        n += 1")
+            lines.extend(f"        {line}" for line in inner)
+    lines.append("    return n")
+    exec("\n".join(lines), env)  # noqa: S102 - text made here from the Struct's own fields
+    return env["count"]
+
+
+def _shared(result: Any, s: Any) -> Any:
+    """A decoded result (twin) with its strings that repeat from case to case made one object each: `s`
+    is the load's setdefault. msgspec makes every string anew, and the copies were half a file's size:
+    kernel names (0.29× the committed baseline), then the words of a time's stop, a result's timer,
+    device, name, outputs and roofline (measured with benchmarks/scaling.py's files). These fields only,
+    not every string: a walk of every field took twice as long for 0.05× more. In place: the Struct is
+    this load's own, and `msgspec.convert` keeps the strings it holds."""
+    result.name, result.timer, result.device = s(result.name, result.name), s(result.timer, result.timer), s(result.device, result.device)
+    if result.outputs is not None:
+        result.outputs = s(result.outputs, result.outputs)
+    if result.params:
+        result.params = {s(k, k): s(x, x) if type(x) is str else x for k, x in result.params.items()}
+    for timing in result.timings.values():
+        timing.summary.stop_reason = s(timing.summary.stop_reason, timing.summary.stop_reason)
+    counters, metrics = result.counters, result.metrics
+    if counters is not None:
+        if counters.kernels:
+            counters.kernels = {s(k, k): x for k, x in counters.kernels.items()}
+        if counters.aten_ops:
+            counters.aten_ops = {s(k, k): x for k, x in counters.aten_ops.items()}
+    if metrics is not None:
+        if metrics.roofs is not None:
+            metrics.roofs = s(metrics.roofs, metrics.roofs)
+        if metrics.bound is not None:
+            metrics.bound = s(metrics.bound, metrics.bound)
+    return result
+
+
+def _free_keys(value: Any) -> int:
+    """The keys in a free-form value (bounded already: codec._free_form)."""
+    if type(value) is dict:
+        n = len(value)
+        for v in value.values():
+            if type(v) is dict or type(v) is list:
+                n += _free_keys(v)
+        return n
+    if type(value) is list:
+        return sum(_free_keys(v) for v in value if type(v) is dict or type(v) is list)
+    return 0
+
+
+def _converted(obj: Any, cls: type) -> Any:
+    value = msgspec.convert(obj, cls, from_attributes=True)
+    check = _post(cls)
+    if check is not None:
+        check(value)
+    return value
+
+
+# --- a baseline: the file's object, its sessions table, and each case (kept raw until its turn) ----------
+
+_COLUMN_FIELDS = tuple(f for f in dataclasses.fields(RunSummary) if f.name not in (*layout.SESSION_FIELDS, layout.TIMINGS))
+
+
+@functools.cache
+def _baseline_types() -> tuple[Any, Any]:
+    hints = typing.get_type_hints(RunSummary)
+
+    def column(hint: Any, name: str, floor: tuple[float, bool] | None, nullable: bool) -> Any:
+        one = _type(hint, name, floor)
+        if typing.get_origin(one) in _UNIONS:  # `X | None`: the column's cells are X or null
+            (one,) = [a for a in typing.get_args(one) if a is not type(None)]
+        cell = one | None if nullable else one
+        return one | list[cell] | None  # type: ignore[valid-type]
+
+    time_hints = typing.get_type_hints(RunTime)
+    times = msgspec.defstruct("RunTimeColumns", [
+        (f.name, column(time_hints[f.name], f.name, checks.FLOORS.get((RunTime, f.name)), f.name != "median_ms"), None)
+        for f in dataclasses.fields(RunTime)], kw_only=True, forbid_unknown_fields=True, gc=False)
+    columns = msgspec.defstruct("RunColumns", [
+        (layout.SESSION, list[Annotated[int, msgspec.Meta(ge=0)]]),
+        *((f.name, column(hints[f.name], f.name, None, True), None) for f in _COLUMN_FIELDS),
+        (layout.TIMINGS, dict[hints[layout.TIMINGS].__args__[0], times], msgspec.field(default_factory=dict)),
+    ], kw_only=True, forbid_unknown_fields=True, gc=False)
+    session = msgspec.defstruct("SessionRow", [
+        ("recorded_at", str), *((name, str | None, None) for name in layout.SESSION_FIELDS if name != "recorded_at")],
+        kw_only=True, forbid_unknown_fields=True, gc=False)
+    entry = msgspec.defstruct("EntryTwin", [
+        ("recorded_at", str), ("commit", str | None), ("fingerprint", dict[str, Any]), ("result", twin(CaseResult)),
+        ("runs", columns)], kw_only=True, forbid_unknown_fields=True, gc=False)
+    top = msgspec.defstruct("BaselineTop", [
+        ("schema_version", int), ("device", twin(DeviceInfo)), (layout.SESSIONS, list[session]),
+        ("cases", dict[str, msgspec.Raw]), ("calibration", twin(Calibration) | None, None)],
+        kw_only=True, forbid_unknown_fields=True, gc=False)
+    return top, entry
+
+
+_NEW = object.__new__
+
+
+_consume = collections.deque(maxlen=0).extend  # runs a map to its end, keeping nothing
+_TIME_SET = [(f.name, getattr(RunTime, f.name).__set__) for f in dataclasses.fields(RunTime)]
+_RUN_SET = [(f.name, getattr(RunSummary, f.name).__set__, f.default) for f in _COLUMN_FIELDS]
+_SESSION_SET = [(i, getattr(RunSummary, name).__set__) for i, name in enumerate(layout.SESSION_FIELDS)]
+_SET_TIMINGS = RunSummary.timings.__set__  # type: ignore[attr-defined]
+
+
+def _cells(column: Any, n: int, default: Any) -> Any:
+    """A column's n cells, a null cell (or column) as the field's default."""
+    if type(column) is not list:
+        return itertools.repeat(default if column is None else column, n)
+    if len(column) != n:
+        raise _Refused
+    return [default if x is None else x for x in column] if None in column else column
+
+
+def _made(cls: type, n: int) -> list[Any]:
+    """`n` new instances of frozen, slotted `cls`, their fields unset: set column by column below, each
+    column one map of a slot's own setter (no Python call a value: a third of what __init__ took)."""
+    return list(map(_NEW, itertools.repeat(cls, n)))
+
+
+@functools.cache
+def _timings_of(metrics: tuple[str, ...]) -> Any:
+    """A function of one RunTime per metric that makes a run's `timings` (a literal: dict(zip()) took 3×)."""
+    env: dict[str, Any] = {}
+    exec(f"def timings({', '.join(f't{i}' for i in range(len(metrics)))}):\n"  # noqa: S102 - made from words
+         f"    return {{{', '.join(f'{m!r}: t{i}' for i, m in enumerate(metrics))}}}", env)
+    return env["timings"]
+
+
+def _runs(columns: Any, table: list[list[Any]]) -> tuple[RunSummary, ...]:
+    """One case's RunSummary objects from its columns; `table`: each session field's column over the
+    file's sessions table (commit, device_uuid, host, recorded_at)."""
+    rows = columns.session
+    n = len(rows)
+    if not 0 < n <= _MAX_RUNS or max(rows) >= len(table[0]):
+        raise _Refused
+    metrics, times, gaps = [], [], False
+    for metric, fields in columns.timings.items():
+        cells = [_cells(fields.median_ms, n, None), _cells(fields.n, n, None), _cells(fields.ci_half_pct, n, None)]
+        made: list[Any] = _made(RunTime, n)
+        for (_, put), values in zip(_TIME_SET, cells):
+            _consume(map(put, made, values))
+        median = fields.median_ms
+        if median is None or type(median) is list and None in median:  # a run without this kind of time
+            gaps = True
+            medians = list(_cells(median, n, None))
+            counts, halves = list(_cells(fields.n, n, None)), list(_cells(fields.ci_half_pct, n, None))
+            if any(m is None and (c is not None or h is not None) for m, c, h in zip(medians, counts, halves)):
+                raise _Refused  # a run's time without its median (the strict way names it)
+            made = [None if m is None else t for m, t in zip(medians, made)]
+        metrics.append(metric)
+        times.append(made)
+    if not metrics:
+        timings: Any = [{} for _ in range(n)]
+    elif gaps:
+        timings = [{m: t for m, t in zip(metrics, ts) if t is not None} for ts in zip(*times)]
+    else:
+        timings = list(map(_timings_of(tuple(metrics)), *times))
+    runs = _made(RunSummary, n)
+    for i, put in _SESSION_SET:
+        _consume(map(put, runs, map(table[i].__getitem__, rows)))
+    _consume(map(_SET_TIMINGS, runs, timings))
+    for name, put, default in _RUN_SET:
+        _consume(map(put, runs, _cells(getattr(columns, name), n, default)))
+    return tuple(runs)
+
+
+_MAX_RUNS = 1000  # codec.MAX_RUNS_PER_CASE
+
+
+def baseline(text: str) -> BaselineFile | None:
+    """The baseline in `text`, decoded, checked and counted; None where codec.py's other ways decide."""
+    return _quietly(_baseline, text)
+
+
+def _quietly(read: Any, text: str) -> Any:
+    """`read(text)`, or None for any doubt, with the cyclic collector paused: what is built holds no
+    cycle, and the collector's walks of the objects a load makes took near a third of its time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return read(text)
+    except Exception:  # noqa: BLE001 - another way decides, and the strict one words it
+        return None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _baseline(text: str) -> BaselineFile:
+    top_type, entry_type = _baseline_types()
+    expected = _text_keys(text)
+    top = _decoder(top_type).decode(text)
+    if top.schema_version != SCHEMA_VERSION:
+        raise _Refused  # an older version is migrated on the strict way
+    raw = top.cases
+    counted = _counter(top_type)(top)  # the cases' keys, not what is under them (kept raw)
+    for row in top.sessions:
+        _date(row.recorded_at)
+    table = [[getattr(row, name) for row in top.sessions] for name in layout.SESSION_FIELDS]
+    decode, count = _decoder(entry_type).decode, _counter(entry_type)
+    strs: dict[str, str] = {}
+    share = strs.setdefault
+    cases: dict[str, BaselineEntry] = {}
+    for key, item in raw.items():
+        twin_entry = decode(item)
+        twin_entry.recorded_at = share(twin_entry.recorded_at, twin_entry.recorded_at)
+        if twin_entry.commit is not None:
+            twin_entry.commit = share(twin_entry.commit, twin_entry.commit)
+        twin_entry.fingerprint = {share(k, k): share(x, x) if type(x) is str else x for k, x in twin_entry.fingerprint.items()}
+        _shared(twin_entry.result, share)
+        _date(twin_entry.recorded_at)
+        _free_form(twin_entry.fingerprint)
+        result = _converted(twin_entry.result, CaseResult)  # its free-form values bounded before they are counted
+        counted += count(twin_entry)
+        if result.id != key:
+            raise _Refused
+        entry = _NEW(BaselineEntry)
+        BaselineEntry.recorded_at.__set__(entry, twin_entry.recorded_at)  # type: ignore[attr-defined]
+        BaselineEntry.commit.__set__(entry, twin_entry.commit)  # type: ignore[attr-defined]
+        BaselineEntry.fingerprint.__set__(entry, twin_entry.fingerprint)  # type: ignore[attr-defined]
+        BaselineEntry.result.__set__(entry, result)  # type: ignore[attr-defined]
+        BaselineEntry.runs.__set__(entry, _runs(twin_entry.runs, table))  # type: ignore[attr-defined]
+        cases[result.id] = entry  # the id's string, shared with the result
+    if counted != expected:
+        raise _Refused  # a key twice, or a field written at its default
+    device = _converted(top.device, DeviceInfo)
+    calibration = None if top.calibration is None else _converted(top.calibration, Calibration)
+    built = BaselineFile(device=device, cases=cases, schema_version=SCHEMA_VERSION, calibration=calibration)
+    return check_baseline(built, "", known_clean=True)  # each case a measurement (its words are the strict way's)
+
+
+# --- a record ---------------------------------------------------------------------------------------------
+
+@functools.cache
+def _record_types() -> tuple[Any, Any]:
+    record = twin(RunRecord)
+    spec: list[Any] = []
+    for f in msgspec.structs.fields(record):
+        kind = list[msgspec.Raw] if f.name == "results" else f.type
+        if f.required:
+            spec.append((f.name, kind))
+        elif f.default_factory is not msgspec.NODEFAULT:
+            spec.append((f.name, kind, msgspec.field(default_factory=f.default_factory)))
+        else:
+            spec.append((f.name, kind, f.default))
+    top = msgspec.defstruct("RecordTop", spec, kw_only=True, forbid_unknown_fields=True, gc=False)
+    return top, twin(CaseResult)
+
+
+def record(text: str) -> RunRecord | None:
+    """The run record in `text`, decoded, checked and counted; None where codec.py's other ways decide."""
+    return _quietly(_record, text)
+
+
+def _record(text: str) -> RunRecord:
+    top_type, result_type = _record_types()
+    expected = _text_keys(text)
+    top = _decoder(top_type).decode(text)
+    if top.schema_version != SCHEMA_VERSION:
+        raise _Refused
+    _free_form(top.options)
+    raw = top.results
+    counted = _counter(top_type)(top)  # `results` itself, if it is there, and none of what is in it
+    decode, count = _decoder(result_type).decode, _counter(result_type)
+    strs: dict[str, str] = {}
+    share = strs.setdefault
+    results = []
+    for item in raw:
+        twin_result = _shared(decode(item), share)
+        results.append(_converted(twin_result, CaseResult))  # its free-form values bounded before they are counted
+        counted += count(twin_result)
+    if counted != expected:
+        raise _Refused
+    rest = msgspec.structs.replace(top, results=())
+    record = _converted(rest, RunRecord)
+    return dataclasses.replace(record, results=tuple(results))
+
+
+__all__ = ["baseline", "record", "twin"]
