@@ -14,7 +14,7 @@ import pytest
 
 from perfguard.errors import BaselineError
 from perfguard.model import (BaselineFile, Calibration, RunRecord, Verdict, codec, dumps, loads_baseline, loads_record,
-                             reading, typed)
+                             typed)
 from perfguard.model.verdicts import CountChange, LeftOut, NextStep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,10 +23,9 @@ WHEN = "2026-12-01T10:00:00+00:00"
 
 
 def strict(kind: str, text: str, monkeypatch: pytest.MonkeyPatch) -> object:
-    """The file read the strict way only (both fast ways declined); a BaselineError's text where refused."""
+    """The file read the strict way only (the typed way declined); a BaselineError's text where refused."""
     with monkeypatch.context() as m:
         m.setattr(typed, kind, lambda text: None)
-        m.setattr(reading, kind, lambda text, source: None)
         try:
             return (loads_baseline if kind == "baseline" else loads_record)(text, "f.json")
         except BaselineError as exc:
@@ -64,7 +63,7 @@ def record_text(committed: BaselineFile) -> str:
 def test_the_committed_baseline_reads_the_typed_way_as_the_strict_way(committed_text, monkeypatch):
     fast = typed.baseline(committed_text)
     assert fast is not None  # a file perfguard wrote is never handed on
-    assert fast == strict("baseline", committed_text, monkeypatch) == reading.baseline(committed_text, "f.json")
+    assert fast == strict("baseline", committed_text, monkeypatch)
     assert dumps(fast) == committed_text
 
 
@@ -213,15 +212,15 @@ def test_every_repeated_key_and_unknown_field_is_refused(committed_text, record_
                     (loads_baseline if kind == "baseline" else loads_record)(edit(text), "f.json")
 
 
-def test_a_file_the_typed_way_declines_reads_in_one_pass_all_the_same(committed_text, monkeypatch):
+def test_a_file_the_typed_way_declines_reads_the_strict_way_all_the_same(committed_text, monkeypatch):
     """The typed way declines a key with space before its colon (the text's count would miss it), and a
     string that starts with a colon or holds `\\":` (the count takes it for a key: more keys than were
-    built); model/reading.py still reads each in one pass, and the codec returns what the strict way
-    builds. An escaped quote elsewhere changes nothing: read the typed way."""
+    built); the codec then returns what the strict way builds. An escaped quote elsewhere changes
+    nothing: read the typed way."""
     for edit in (_first(r'"schema_version":5', '"schema_version" : 5'), _first(r'"name":"', '"name":":'),
                  _first(r'"name":"', '"name":"\\"q\\": ')):
         edited = edit(committed_text)
-        assert typed.baseline(edited) is None and reading.baseline(edited, "f.json") is not None
+        assert typed.baseline(edited) is None
         assert loads_baseline(edited, "f.json") == strict("baseline", edited, monkeypatch)
     quoted = _first(r'"name":"', '"name":"\\"q\\" ')(committed_text)
     assert typed.baseline(quoted) is not None

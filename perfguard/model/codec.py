@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
-from perfguard.model import compiled, layout, migration, reading, typed
+from perfguard.model import compiled, layout, migration, typed
 from perfguard.model.checks import check_baseline, check_record
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
@@ -129,9 +129,7 @@ def dumps(obj: Any) -> str:
 
 def loads_record(text: str, source: str) -> RunRecord:
     """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
-    fast = typed.record(text)
-    if fast is None:
-        fast = reading.record(text, source)  # a text the typed way declines (a space before a colon): one pass still
+    fast = typed.record(text)  # None for a text it declines (an older version, a space before a colon): the strict way
     if fast is not None:
         return fast
     data = _parse(text, source)
@@ -143,8 +141,6 @@ def loads_record(text: str, source: str) -> RunRecord:
 def loads_baseline(text: str, source: str) -> BaselineFile:
     """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
     fast = typed.baseline(text)
-    if fast is None:
-        fast = reading.baseline(text, source)
     if fast is not None:
         return fast
     data = _parse(text, source)

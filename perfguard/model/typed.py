@@ -17,8 +17,9 @@ it) and each key of a mapping, which a repeated key adds to once. So the built c
 text's, and equal only where no key repeats (and no field is written at its default, which perfguard
 never writes): the read is handed on unless the two are equal.
 
-As in model/reading.py, nothing here is worded: any doubt returns None, and codec.py's other ways read
-the file again, the strict one saying what is wrong; so a file reads here as it reads there.
+Nothing here is worded: any doubt returns None, and codec.py reads the file again the strict way, which
+says what is wrong; so a file reads here as it reads there. (A second fast way, json's scanner a case at
+a time, read what this declines until no file perfguard writes was declined: removed.)
 """
 
 from __future__ import annotations
@@ -323,20 +324,21 @@ _COLUMN_FIELDS = tuple(f for f in dataclasses.fields(RunSummary) if f.name not i
 def _baseline_types() -> tuple[Any, Any]:
     hints = typing.get_type_hints(RunSummary)
 
-    def column(hint: Any, name: str, floor: tuple[float, bool] | None, nullable: bool) -> Any:
+    def column(hint: Any, name: str, floor: tuple[float, bool] | None) -> Any:
+        """One value for every run, or a list of one a run; null: the field's default (a time's median:
+        no such time in that run, which _runs checks)."""
         one = _type(hint, name, floor)
-        if typing.get_origin(one) in _UNIONS:  # `X | None`: the column's cells are X or null
+        if typing.get_origin(one) in _UNIONS:
             (one,) = [a for a in typing.get_args(one) if a is not type(None)]
-        cell = one | None if nullable else one
-        return one | list[cell] | None  # type: ignore[valid-type]
+        return one | list[one | None] | None  # type: ignore[valid-type]
 
     time_hints = typing.get_type_hints(RunTime)
     times = msgspec.defstruct("RunTimeColumns", [
-        (f.name, column(time_hints[f.name], f.name, checks.FLOORS.get((RunTime, f.name)), f.name != "median_ms"), None)
+        (f.name, column(time_hints[f.name], f.name, checks.FLOORS.get((RunTime, f.name))), None)
         for f in dataclasses.fields(RunTime)], kw_only=True, forbid_unknown_fields=True, gc=False)
     columns = msgspec.defstruct("RunColumns", [
         (layout.SESSION, list[Annotated[int, msgspec.Meta(ge=0)]]),
-        *((f.name, column(hints[f.name], f.name, None, True), None) for f in _COLUMN_FIELDS),
+        *((f.name, column(hints[f.name], f.name, None), None) for f in _COLUMN_FIELDS),
         (layout.TIMINGS, dict[hints[layout.TIMINGS].__args__[0], times], msgspec.field(default_factory=dict)),
     ], kw_only=True, forbid_unknown_fields=True, gc=False)
     session = msgspec.defstruct("SessionRow", [
