@@ -8,6 +8,10 @@ newest-ten window beside the new ones: how many the gate would leave out (noise.
 they would move each case's tolerance for GPU time, judged from a card neither file holds. With
 --write, replaces OLD.json (atomically) by the re-recorded cases, old runs dropped, the old file's
 calibration kept where its software is the same. Reads files only: no device.
+
+RERECORDED.json may be a copy of OLD.json that rerecord.sh added runs to (its first run is then judged
+by the old file on a card it has not seen): the runs of OLD.json's cards are dropped from it first. A case
+none of whose runs is new is left out, and named.
 """
 
 from __future__ import annotations
@@ -36,6 +40,15 @@ def main(argv: list[str]) -> int:
     new_path, old_path = (Path(a) for a in argv if a != "--write")
     new = loads_baseline(new_path.read_text(encoding="utf-8"), str(new_path))
     old = loads_baseline(old_path.read_text(encoding="utf-8"), str(old_path))
+    old_cards = {r.device_uuid for e in old.cases.values() for r in e.runs}
+    cases = {}
+    for case_id, entry in new.cases.items():
+        runs = tuple(r for r in entry.runs if r.device_uuid not in old_cards)
+        if runs:
+            cases[case_id] = dataclasses.replace(entry, runs=runs)
+        else:
+            print(f"left out {case_id}: none of its runs is new")
+    new = dataclasses.replace(new, cases=cases)
 
     per_card: collections.Counter[tuple[str, int]] = collections.Counter()
     for entry in new.cases.values():

@@ -1,5 +1,7 @@
-"""Schema 5's layout (issue 34, part 3): a baseline's runs as columns over a file-level `sessions` table,
-fields at their default left out, a run's drift in its summary; old files migrate and judge as before."""
+"""Schemas 5 and 6's layout (issue 34, part 3): a baseline's runs as columns over a file-level `sessions`
+table, which holds its entries' commit, date and fingerprint too (6); fields at their default left out,
+a run's drift in its summary, a baseline's result without what the gate does not read (model.kept) nor
+what the file says (its id, its device); old files migrate and judge as before."""
 
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
 from perfguard.errors import BaselineError
 from perfguard.model import (MAX_BASELINE_SAMPLES, SCHEMA_VERSION, BaselineEntry, BaselineFile, CaseResult, DeviceInfo,
-                             RunSummary, RunTime, drift_pct, dumps, loads_baseline, typed)
+                             RunSummary, RunTime, drift_pct, dumps, kept, loads_baseline, typed)
+
+from baseline_file import as_written
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED_V4 = ROOT / "tests" / "data" / "h200-187d990-three-cases.json"  # three cases of baselines/ at schema 4
+COMMITTED_V5 = ROOT / "tests" / "data" / "h200-efd4977-three-cases.json"  # the same three at schema 5, its sessions whole
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
 WHEN = "2026-12-01T10:00:00+00:00"
 
@@ -54,17 +59,24 @@ def test_a_baseline_round_trips_through_its_columns_on_both_ways_in():
     original = a_file()
     text = dumps(original)
     data = json.loads(text)
-    assert list(data)[0] == "sessions" and len(data["sessions"]) == 3  # one row a recording session, first
+    # One row a recording session, first: the entries' (their commit, date and fingerprint), then the runs'.
+    assert list(data)[0] == "sessions" and len(data["sessions"]) == 4
+    assert data["sessions"][0] == {"commit": "c1", "fingerprint": {"torch": "2.11"}, "recorded_at": WHEN}
+    assert data["cases"]["a"]["session"] == data["cases"]["b"]["session"] == 0
+    assert not {"id", "device"} & set(data["cases"]["a"]["result"])  # the case's key, the file's device
     columns = data["cases"]["a"]["runs"]
-    assert columns["session"] == [0, 1, 2] and columns["sm_clock_mhz"] == [1980, 1980, None]
+    assert columns["session"] == [1, 2, 3] and columns["sm_clock_mhz"] == [1980, 1980, None]
     assert columns["regime"] == "device"  # every run's value, once
     assert columns["timings"]["caller_time"]["median_ms"] == [1.2, None, 1.19]
     assert columns["accepted"] == [None, None, "new kernel"]
-    assert data["cases"]["b"]["runs"]["session"] == [0, 2]
+    assert data["cases"]["b"]["runs"]["session"] == [1, 3]
     fast, strict = typed.baseline(text), loads_baseline(text.replace("\n", " "), "b.json")
     assert fast is not None
     for loaded in (fast, strict, loads_baseline(text, "b.json")):
-        assert loaded.cases["a"].runs == original.cases["a"].runs and loaded.cases["b"].runs == original.cases["b"].runs
+        for key, entry in original.cases.items():
+            back = loaded.cases[key]
+            assert back.runs == entry.runs and (back.recorded_at, back.commit, back.fingerprint) == (WHEN, "c1", {"torch": "2.11"})
+            assert (back.result.id, back.result.device) == (key, "nvidia-h200")
         assert "caller_time" not in loaded.cases["a"].runs[1].timings
     assert dumps(fast) == dumps(strict) == text
 
@@ -85,11 +97,19 @@ def _with(change):
 LAYOUT_REFUSALS = {
     "no sessions table": (lambda d: d.pop("sessions"), "schema 5 keeps the runs' sessions in a list `sessions`, but it has none"),
     "a session of another shape": (lambda d: d["sessions"].__setitem__(1, {"recorded_at": WHEN, "regime": "device"}),
-                                   "sessions[1] should be an object of commit, device_uuid, host, recorded_at, found"),
-    "a session that is not there": (lambda d: d["cases"]["a"]["runs"].update(session=[0, 1, 7]),
-                                    "case 'a': a run names session 7, but `sessions` has 3 row(s)"),
-    "a session that is no index": (lambda d: d["cases"]["a"]["runs"].update(session=[0, 1, True]),
+                                   "sessions[1] should be an object of commit, device_uuid, fingerprint, host, recorded_at, found"),
+    "a session that is not there": (lambda d: d["cases"]["a"]["runs"].update(session=[1, 2, 7]),
+                                    "case 'a': a run names session 7, but `sessions` has 4 row(s)"),
+    "a session that is no index": (lambda d: d["cases"]["a"]["runs"].update(session=[1, 2, True]),
                                    "case 'a': a run names session True"),
+    "an entry's date in the entry": (lambda d: d["cases"]["a"].update(recorded_at=WHEN),
+                                     "case 'a': `recorded_at` is its session's, kept in `sessions`, not the entry's"),
+    "an entry naming a run's row": (lambda d: d["cases"]["a"].update(session=1),
+                                    "case 'a': its `session` should name a row of `sessions` with a date and a fingerprint, found 1"),
+    "an entry without a row": (lambda d: d["cases"]["b"].pop("session"),
+                               "case 'b': its `session` should name a row of `sessions` with a date and a fingerprint, found None"),
+    "a result of another case": (lambda d: d["cases"]["a"]["result"].update(id="b"),
+                                 "entry 'a' holds the result of case 'b'"),
     "runs as a list": (lambda d: d["cases"]["b"].update(runs=[]), "case 'b': its runs should be columns with a list `session`"),
     "a column too short": (lambda d: d["cases"]["a"]["runs"].update(sm_clock_mhz=[1980, 1980]),
                            "case 'a': its runs' column `sm_clock_mhz` holds 2 value(s) for 3 run(s)"),
@@ -156,12 +176,54 @@ def test_the_committed_schema_4_baseline_migrates_keeps_its_drift_and_judges_as_
     new = store.load(folder, H200)
     for key, entry in old.cases.items():
         again = new.cases[key]
-        assert again.runs == entry.runs and len(again.result.timings["gpu_time"].samples_ms) == MAX_BASELINE_SAMPLES
-        for scale in (1.0, 1.03, 1.1):  # the same verdicts, on the same figures, from the file as it was and as it is
-            current = dataclasses.replace(entry.result, device_uuid="GPU-new", timings={
-                m: timing(tuple(scale * x for x in t.samples_ms)) for m, t in entry.result.timings.items()})
-            before, after = compare_case(current, entry), compare_case(current, again)
-            assert [(v.metric, v.status, v.reason) for v in before] == [(v.metric, v.status, v.reason) for v in after]
-            was, now = [v.tolerance_pct for v in before], [v.tolerance_pct for v in after]  # None: a count's, memory's
-            assert [t is None for t in was] == [t is None for t in now]
-            assert [t for t in was if t is not None] == pytest.approx([t for t in now if t is not None], rel=1e-4)
+        assert again.runs == tuple(map(as_written, entry.runs))
+        assert len(again.result.timings["gpu_time"].samples_ms) == MAX_BASELINE_SAMPLES
+        judged_alike(entry, again)
+
+
+def judged_alike(entry: BaselineEntry, again: BaselineEntry) -> None:
+    """The same verdicts, on the same figures, from a case's entry as a file had it and as it has it now."""
+    for scale in (1.0, 1.03, 1.1):
+        current = dataclasses.replace(entry.result, device_uuid="GPU-new", timings={
+            m: timing(tuple(scale * x for x in t.samples_ms)) for m, t in entry.result.timings.items()})
+        before, after = compare_case(current, entry), compare_case(current, again)
+        assert [(v.metric, v.status, v.reason) for v in before] == [(v.metric, v.status, v.reason) for v in after]
+        was, now = [v.tolerance_pct for v in before], [v.tolerance_pct for v in after]  # None: a count's, memory's
+        assert [t is None for t in was] == [t is None for t in now]
+        assert [t for t in was if t is not None] == pytest.approx([t for t in now if t is not None], rel=1e-4)
+
+
+def test_the_committed_schema_5_baseline_migrates_smaller_and_judges_as_before(tmp_path):
+    """Schema 6 keeps of a baseline's newest result what the gate reads (model.kept) and puts an entry's
+    commit, date and fingerprint in `sessions`: the three cases as schema 5 wrote them, rewritten by an
+    update of another case, are each smaller by a sixth or more and judge as before."""
+    text = COMMITTED_V5.read_text()
+    raw = json.loads(text)
+    assert raw["schema_version"] == 5
+    old = loads_baseline(text, str(COMMITTED_V5))
+    folder = tmp_path / "b"
+    folder.mkdir()
+    shutil.copy(COMMITTED_V5, folder / "nvidia-h200.json")
+    store.update(folder, H200, [measured("another")], commit="c2", recorded_at="2026-12-03T10:00:00+00:00")
+    written = json.loads((folder / "nvidia-h200.json").read_text())
+    assert written["schema_version"] == SCHEMA_VERSION
+    new = store.load(folder, H200)
+    for key, entry in old.cases.items():
+        size = len(json.dumps(written["cases"][key], separators=(",", ":")))
+        assert size < 5 / 6 * len(json.dumps(raw["cases"][key], separators=(",", ":"))), key
+        again = new.cases[key]
+        assert (again.recorded_at, again.commit, again.fingerprint) == (entry.recorded_at, entry.commit, entry.fingerprint)
+        assert again.runs == tuple(map(as_written, entry.runs))
+        assert again.result == kept(entry.result)
+        assert again.result.judged_time.mean_ms is None and entry.result.judged_time.mean_ms is not None
+        judged_alike(entry, again)
+
+
+def test_a_result_that_names_another_device_is_refused_by_the_store_naming_the_file(tmp_path):
+    """A result's device is the file's where it is left out; one written is another card model's (a result
+    moved between files by hand), which the store refuses, naming the file and the device."""
+    path = tmp_path / "nvidia-h200.json"
+    path.write_text(_with(lambda d: d["cases"]["a"]["result"].update(device="nvidia-a100")))
+    with pytest.raises(BaselineError) as info:
+        store.load_file(path)
+    assert str(info.value) == f"{path}: holds cases measured on nvidia-a100, not nvidia-h200; was the file edited by hand?"

@@ -204,7 +204,7 @@ BAD_FILES = {
     "not json": (lambda: "<html>502 Bad Gateway</html>", r"not valid JSON"),
     "a list at the top": (lambda: "[]", r"expected a JSON object at the top, found list"),
     "schema from the future": (lambda: put(["schema_version"], SCHEMA_VERSION + 1, record_json()),
-                               rf"schema_version {SCHEMA_VERSION + 1}, but this perfguard reads versions 1, 2, 3, 4, 5;"),
+                               rf"schema_version {SCHEMA_VERSION + 1}, but this perfguard reads versions 1, 2, 3, 4, 5, 6;"),
     "no schema": (lambda: drop(["schema_version"], record_json()), r"not a perfguard record or baseline \(it has no schema_version\)"),
     "unknown top field": (lambda: put(["branch"], "main", record_json()), r"unknown field\(s\) branch in RunRecord"),
     "unknown nested field": (
@@ -247,7 +247,7 @@ def test_each_pass_of_a_cpu_measurement_is_timed_in_the_record_and_no_baseline_k
     from perfguard.measure import runner
     from perfguard.measure.device import detect
     from perfguard.measure.timers import SamplingRule
-    from perfguard.store.baselines import _stored
+    from perfguard.model import kept
 
     import torch
 
@@ -267,4 +267,4 @@ def test_each_pass_of_a_cpu_measurement_is_timed_in_the_record_and_no_baseline_k
     assert sum(s for p, s in result.passes_s.items() if p != "counters") <= result.wall_s
     record = dataclasses.replace(RECORD, devices=(detect("cpu"),), results=(result,))
     assert loads_record(dumps(record), "r.json").results[0].passes_s == pytest.approx(result.passes_s, rel=10 ** (1 - SAMPLE_DIGITS))  # records.SHOWN_ONLY
-    assert _stored(result).passes_s == {}
+    assert kept(result).passes_s == {}

@@ -96,11 +96,12 @@ def _first(pattern: str, replacement):
 # way refuses, and build what it builds from every one it accepts (or decline it).
 EDITS = {
     # repeated keys: the first value a stand-in, the real one last (msgspec alone would keep it silently)
-    "a key twice at the top": ("BR", _first(r'"schema_version":5', '"schema_version":4,"schema_version":5')),
+    "a key twice at the top": ("BR", _first(r'"schema_version":6', '"schema_version":4,"schema_version":6')),
     "a key twice in the device": ("BR", _first(r'"slug":', '"slug":"x","slug":')),
     "a key twice in a session row": ("B", _first(r'"host":', '"host":"y","host":')),
     "a case twice": ("B", _first(r'\n"add\[[^"]*\]":\{[^\n]*\},\n', lambda m: m[0] + m[0][1:])),
-    "a key twice in an entry": ("B", _first(r'"recorded_at":"2026-12-02T10', '"recorded_at":"2026-12-01T00:00:00+00:00","recorded_at":"2026-12-02T10')),
+    "a key twice in a session's date": ("B", _first(r'"recorded_at":"2026-12-02T10', '"recorded_at":"2026-12-01T00:00:00+00:00","recorded_at":"2026-12-02T10')),
+    "a key twice in an entry": ("B", _first(r'"session":(\d+)\}', lambda m: f'"session":999,"session":{m[1]}}}')),
     "a key twice in a result": ("BR", _first(r'"dropped_samples":', '"dropped_samples":1,"dropped_samples":')),
     "a key twice in a summary": ("BR", _first(r'"median_ms":0', '"median_ms":5,"median_ms":0')),
     "a key twice in the params": ("BR", _first(r'"params":\{', '"params":{"n":1,')),
@@ -109,12 +110,12 @@ EDITS = {
     "a time's column twice": ("B", _first(r'"ci_half_pct":', '"ci_half_pct":1,"ci_half_pct":')),
     "a key twice in the options": ("R", _first(r'"options":\{', '"options":{"threshold":1,')),
     "a key twice in a verdict": ("R", _first(r'"status":"regressed"', '"status":"same","status":"regressed"')),
-    "a key twice with a space before its colon": ("BR", _first(r'"schema_version":5', '"schema_version" :4,"schema_version":5')),
-    "a key twice and a string starting with a colon": ("BR", _first(r'"schema_version":5', '"schema_version":5,"schema_version":5,"z"')),
-    "an escaped quote and a key twice": ("BR", _first(r'"schema_version":5', '"schema_version":5,"schema_version":5,"\\"z"')),
+    "a key twice with a space before its colon": ("BR", _first(r'"schema_version":6', '"schema_version" :4,"schema_version":6')),
+    "a key twice and a string starting with a colon": ("BR", _first(r'"schema_version":6', '"schema_version":6,"schema_version":6,"z"')),
+    "an escaped quote and a key twice": ("BR", _first(r'"schema_version":6', '"schema_version":6,"schema_version":6,"\\"z"')),
     "a colon escaped and a key twice": ("BR", _first(r'"name":"', '"name":"\\u003a","name":"')),
     # unknown fields, anywhere
-    "an unknown field at the top": ("BR", _first(r'"schema_version":5', '"zz":1,"schema_version":5')),
+    "an unknown field at the top": ("BR", _first(r'"schema_version":6', '"zz":1,"schema_version":6')),
     "an unknown field in a result": ("BR", _first(r'"dropped_samples":', '"zz":1,"dropped_samples":')),
     "an unknown field in a summary": ("BR", _first(r'"median_ms":', '"zz":1,"median_ms":')),
     "an unknown field in a session row": ("B", _first(r'"host":', '"zz":1,"host":')),
@@ -137,10 +138,15 @@ EDITS = {
     "too many runs": ("B", _first(r'"session":\[', '"session":[' + "0," * 1000)),
     # wrong types
     "a figure as a string": ("BR", _first(r'"median_ms":0\.\d+', '"median_ms":"1"')),
-    "a count as a bool": ("BR", _first(r'"n":\d+,"p10_ms"', '"n":true,"p10_ms"')),
-    "a count as a fraction": ("BR", _first(r'"n":\d+,"p10_ms"', '"n":5.5,"p10_ms"')),
-    "a session index as a bool": ("B", _first(r'"session":\[0', '"session":[true')),
-    "a session past the table": ("B", _first(r'"session":\[0', '"session":[999')),
+    "a count as a bool": ("BR", _first(r'"n":\d+,"(p10_ms|stop_reason)"', lambda m: f'"n":true,"{m[1]}"')),
+    "a count as a fraction": ("BR", _first(r'"n":\d+,"(p10_ms|stop_reason)"', lambda m: f'"n":5.5,"{m[1]}"')),
+    "a session index as a bool": ("B", _first(r'"session":\[\d+', '"session":[true')),
+    "a session past the table": ("B", _first(r'"session":\[\d+', '"session":[999')),
+    "an entry's session as a bool": ("B", _first(r'"session":\d+\}', '"session":true}')),
+    "an entry's session past the table": ("B", _first(r'"session":\d+\}', '"session":999}')),
+    "an entry naming a run's row": ("B", _first(r'"session":\d+\}', '"session":1}')),
+    "an entry's date in the entry": ("B", _first(r'"session":\d+\}', '"recorded_at":"2026-12-01T00:00:00+00:00","session":0}')),
+    "a result's id, another case's": ("B", _first(r'"result":\{', '"result":{"id":"mul",')),
     "a column too short": ("B", _first(r'"median_ms":\[[\d.e-]+,', '"median_ms":[')),
     "a session's field as a column": ("B", _first(r'"runs":\{', '"runs":{"host":"h",')),
     "timings as a list": ("BR", _first(r'"timings":\{', '"timings":[],"zz":{')),
@@ -154,7 +160,8 @@ EDITS = {
     "a day that is not": ("BR", _first(r'"recorded_at":"2026-12-0[12]', '"recorded_at":"2026-02-30')),
     "a created_at that is no date": ("R", _first(r'"created_at":"[^"]*"', '"created_at":"yesterday"')),
     "a slug that is a path": ("BR", _first(r'"slug":"nvidia-h200"', '"slug":"../x"')),
-    "a result's device that is a path": ("BR", _first(r'"device":"nvidia-h200"', '"device":"../x"')),
+    "a result's device that is a path": ("R", _first(r'"device":"nvidia-h200"', '"device":"../x"')),
+    "a result's device written, a path": ("B", _first(r'"result":\{', '"result":{"device":"../x",')),
     "a trace that is a link": ("BR", _first(r'"dropped_samples":', '"profile":{"trace":"javascript:x"},"dropped_samples":')),
     # text that json refuses, and files of another version
     "a trailing comma": ("BR", _first(r'\n\}\n$', ',\n}\n')),
@@ -162,11 +169,13 @@ EDITS = {
     "a leading zero": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":012')),
     "a second object after it": ("BR", lambda t: t + "{}"),
     "a byte-order mark": ("BR", lambda t: "\ufeff" + t),
-    "schema 4": ("BR", _first(r'"schema_version":5', '"schema_version":4')),
-    "no schema": ("BR", _first(r'"schema_version":5,?', '')),
+    "schema 4": ("BR", _first(r'"schema_version":6', '"schema_version":4')),
+    "no schema": ("BR", _first(r'"schema_version":6,?', '')),
     # accepted the strict way: the typed way builds the same, or declines
     "a field at its default, written": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":0')),
-    "a space before a colon": ("BR", _first(r'"schema_version":5', '"schema_version" : 5')),
+    "a result's id, its key's": ("B", _first(r'\n("add\[[^"]*\]"):\{"result":\{', lambda m: f'\n{m[1]}:{{"result":{{"id":{m[1]},')),
+    "a result's device, the file's": ("B", _first(r'"result":\{', '"result":{"device":"nvidia-h200",')),
+    "a space before a colon": ("BR", _first(r'"schema_version":6', '"schema_version" : 5')),
     "spaces everywhere": ("BR", lambda t: t.replace(",", ", ").replace(":{", ": {")),
     "an escaped quote in a name": ("BR", _first(r'"name":"', '"name":"\\"q\\" ')),
     "a colon escaped in a name": ("BR", _first(r'"name":"', '"name":"\\u003a')),
@@ -217,7 +226,7 @@ def test_a_file_the_typed_way_declines_reads_the_strict_way_all_the_same(committ
     string that starts with a colon or holds `\\":` (the count takes it for a key: more keys than were
     built); the codec then returns what the strict way builds. An escaped quote elsewhere changes
     nothing: read the typed way."""
-    for edit in (_first(r'"schema_version":5', '"schema_version" : 5'), _first(r'"name":"', '"name":":'),
+    for edit in (_first(r'"schema_version":6', '"schema_version" : 6'), _first(r'"name":"', '"name":":'),
                  _first(r'"name":"', '"name":"\\"q\\": ')):
         edited = edit(committed_text)
         assert typed.baseline(edited) is None

@@ -35,7 +35,7 @@ def scaled(result, factor: float):
     for metric, timing in result.timings.items():
         s = timing.summary
         summary = dataclasses.replace(s, **{f.name: getattr(s, f.name) * factor for f in dataclasses.fields(s)
-                                            if f.name.endswith("_ms")})
+                                            if f.name.endswith("_ms") and getattr(s, f.name) is not None})
         timings[metric] = dataclasses.replace(timing, summary=summary, samples_ms=tuple(x * factor for x in timing.samples_ms))
     return dataclasses.replace(result, timings=timings)
 

@@ -10,7 +10,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
-from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, Regime, TimeMetric, Timing
+from perfguard.model.records import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, SIGNIFICANT_DIGITS,
+                                     CaseResult, DeviceInfo, Regime, TimeMetric, Timing, thin_samples)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,6 +100,31 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
     )
 
 
+def kept(result: CaseResult) -> CaseResult:
+    """What a baseline keeps of its newest run's result: what the gate and its rank tests read, and what
+    a reader needs to trust it. Not kept (the run's record keeps them all): samples past
+    MAX_BASELINE_SAMPLES; a time's spread (mean, min, max, percentiles), the clock, temperature and power
+    before and after the case, the allocator's reserved bytes, fragmentation and retries, the memory NVML
+    saw, what the set-up and passes took (figures the reports show; the mean clock, whether the case was
+    capped or throttled, and the memory figures the memory verdicts compare stay); and anything that
+    names one card or run (a profile's trace file, a process left running with its pid). The committed
+    H200 baseline's median case took 3.9 KB with them, 2.8 KB without (issue 34). Kept twice is kept once."""
+    timings = {m: dataclasses.replace(t, samples_ms=thin_samples(t.samples_ms, MAX_BASELINE_SAMPLES),
+                                      summary=dataclasses.replace(t.summary, **_SPREAD))
+               for m, t in result.timings.items()}
+    telemetry = result.telemetry and dataclasses.replace(result.telemetry, **_AROUND)
+    memory = result.memory and dataclasses.replace(result.memory, **_UNJUDGED_MEMORY)
+    counters = result.counters and dataclasses.replace(result.counters, wall_s=None)
+    return dataclasses.replace(result, timings=timings, telemetry=telemetry, memory=memory, counters=counters, setup_s=None,
+                               wall_s=None, passes_s={}, device_uuid=None, error=None, profile=None, left_processes=())
+
+
+_SPREAD = dict.fromkeys(("mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "iqr_ms"))
+_AROUND = dict.fromkeys(("sm_clock_mhz_before", "sm_clock_mhz_after", "temperature_c_before", "temperature_c_after",
+                         "power_w_before", "power_w_after"))
+_UNJUDGED_MEMORY = dict.fromkeys(("peak_reserved_bytes", "fragmentation", "alloc_retries", "nvml_used_delta_bytes"))
+
+
 def identity(run: RunSummary) -> tuple[object, ...]:
     """What makes two run summaries from files one run: where it ran and what it measured, never when it
     says it ran (a run this process measured is new whatever its figures: Candidate.measured_here).
@@ -112,11 +138,11 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     them (rounded): a run read back from its baseline is the run its record gives again."""
     from perfguard.model.codec import round_sig  # the codec builds on this module
 
-    def kept(x: float | None) -> float | None:
-        return None if x is None else round_sig(x)
+    def written(x: float | None, digits: int = SIGNIFICANT_DIGITS) -> float | None:
+        return None if x is None else round_sig(x, digits)
 
-    times = tuple(sorted((m, kept(t.median_ms), t.n, kept(t.ci_half_pct)) for m, t in run.timings.items()))
-    return (run.device_uuid, run.host, times, kept(run.sm_clock_mhz), run.peak_allocated_bytes)
+    times = tuple(sorted((m, written(t.median_ms), t.n, written(t.ci_half_pct, SAMPLE_DIGITS)) for m, t in run.timings.items()))
+    return (run.device_uuid, run.host, times, written(run.sm_clock_mhz, SAMPLE_DIGITS), run.peak_allocated_bytes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -249,7 +249,7 @@ def _kind_problems(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.median_ms is {obj.median_ms!r}; a measured median is above 0"
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            if f.name.endswith("_ms") and value < 0:
+            if f.name.endswith("_ms") and value is not None and value < 0:  # a baseline keeps no spread
                 yield f"{where}.{f.name} is {value!r}; a time is never negative"
         if obj.n < 0:
             yield f"{where}.n is {obj.n}; a count is never negative"

@@ -25,7 +25,7 @@ from perfguard.model.baseline import BaselineFile, run_summary
 from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
-READABLE_VERSIONS = (1, 2, 3, 4, SCHEMA_VERSION)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
 
 # Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
 # is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
@@ -145,7 +145,7 @@ def loads_baseline(text: str, source: str) -> BaselineFile:
         return fast
     data = _parse(text, source)
     version = _check_schema(data, source)
-    data = layout.unpack(data, source) if version >= layout.SINCE else migration.baseline(data, version)
+    data = layout.unpack(data, source, version) if version >= layout.SINCE else migration.baseline(data, version)
     _check_run_counts(data, source)
     built, known_clean = _checked(BaselineFile, data, source)
     baseline = check_baseline(built, source, known_clean=known_clean)

@@ -1,39 +1,62 @@
-"""How a baseline file lays out its cases' runs (schema 5): as columns, and each run's commit, card, host
-and date as a row of the file's `sessions` table, which every case of that recording session shares.
+"""How a baseline file lays out its cases (schemas 5 and 6): a case's runs as columns, and who recorded what
+when as rows of the file's `sessions` table, which every case of that recording session shares.
 
 In memory (model/baseline.py) and in the JSON the typed pass builds from, a case's runs are a list of
 run objects. Written so, one run took ~500 bytes, 110 of them its commit, card and date, repeated by
 every case of its session; as columns it takes ~100 (issue 34). A column holds one value a run, or one
 value for every run (`"sm_clock_mhz": 1980`); a run without a field holds null there (the field's
-default). codec.py packs on the way out and unpacks on the way in, on both of its ways in; nothing
-else knows this layout.
+default). Since schema 6 an entry's own commit, date and software versions (its `fingerprint`) are a
+row too (`"session": 3`), and its result leaves out what the file says already: its id (the case's key)
+and its device (the file's). codec.py packs on the way out and unpacks on the strict way in; model/typed.py
+builds the same objects from the same layout; nothing else knows it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from perfguard.errors import BaselineError
 from perfguard.model.names import shown
 
 SINCE = 5  # the schema version that lays runs out so
+ENTRY_ROWS_SINCE = 6  # and an entry's commit, date and fingerprint, its result without its id and device
 SESSIONS = "sessions"  # the file's table; written before `cases`, so that a reader meets it first
-SESSION = "session"  # a case's column of rows in that table
-SESSION_FIELDS = ("commit", "device_uuid", "host", "recorded_at")
+SESSION = "session"  # a case's column of rows in that table; an entry's row
+SESSION_FIELDS = ("commit", "device_uuid", "host", "recorded_at")  # a run's, in its row
+ENTRY_FIELDS = ("commit", "fingerprint", "recorded_at")  # an entry's, in its row
+ROW_FIELDS = ("commit", "device_uuid", "fingerprint", "host", "recorded_at")
 TIMINGS = "timings"
 
 
 def pack(data: dict[str, Any]) -> dict[str, Any]:
     """A baseline's JSON (runs as lists of objects) as its file lays it out."""
     sessions: dict[tuple[Any, ...], int] = {}
-    cases = {key: {**entry, "runs": _columns(entry.get("runs", []), sessions)} for key, entry in data["cases"].items()}
-    table = [{f: v for f, v in zip(SESSION_FIELDS, row) if v is not None} for row in sessions]
+    slug = data["device"]["slug"]
+    cases = {key: {SESSION: _row({f: entry.get(f) for f in ENTRY_FIELDS}, sessions),
+                   "result": _result(entry["result"], key, slug),
+                   "runs": _columns(entry.get("runs", []), sessions)}
+             for key, entry in data["cases"].items()}
+    table = [{f: json.loads(v) if f == "fingerprint" else v for f, v in zip(ROW_FIELDS, row) if v is not None}
+             for row in sessions]
     return {**data, "cases": cases, SESSIONS: table}
 
 
+def _result(result: dict[str, Any], key: str, slug: str) -> dict[str, Any]:
+    """A result without what its file says already: its id where it is its case's key, its device where
+    it is the file's (else written, and a read refuses it, naming them)."""
+    return {k: v for k, v in result.items() if not (k == "id" and v == key or k == "device" and v == slug)}
+
+
+def _row(fields: dict[str, Any], sessions: dict[tuple[Any, ...], int]) -> int:
+    """The index of the row of these fields in the table being made (a new row where none has them)."""
+    if fields.get("fingerprint") is not None:
+        fields = {**fields, "fingerprint": json.dumps(fields["fingerprint"], sort_keys=True)}
+    return sessions.setdefault(tuple(fields.get(f) for f in ROW_FIELDS), len(sessions))
+
+
 def _columns(runs: list[dict[str, Any]], sessions: dict[tuple[Any, ...], int]) -> dict[str, Any]:
-    out: dict[str, Any] = {SESSION: [sessions.setdefault(tuple(run.get(f) for f in SESSION_FIELDS), len(sessions))
-                                     for run in runs]}
+    out: dict[str, Any] = {SESSION: [_row({f: run.get(f) for f in SESSION_FIELDS}, sessions) for run in runs]}
     for name in sorted({k for run in runs for k in run} - {*SESSION_FIELDS, TIMINGS}):
         out[name] = _column([run.get(name) for run in runs])
     times = [run.get(TIMINGS, {}) for run in runs]
@@ -48,26 +71,54 @@ def _column(values: list[Any]) -> Any:
     return values[0] if all(v == values[0] and type(v) is type(values[0]) for v in values) else values
 
 
-def unpack(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """A schema-5 baseline's parsed JSON with its runs as lists of objects again; a BaselineError naming
-    `source` and the case for a layout perfguard does not write."""
+def unpack(data: dict[str, Any], source: str, version: int) -> dict[str, Any]:
+    """A baseline's parsed JSON of schema `version` (5 or later) with its runs as lists of objects again,
+    and (6) its entries' rows and results' ids and devices in place; a BaselineError naming `source` and
+    the case for a layout perfguard does not write."""
     table = sessions(data.get(SESSIONS), source)
-    cases = data.get("cases")
+    cases, device = data.get("cases"), data.get("device")
     if not isinstance(cases, dict):
-        return {k: v for k, v in data.items() if k != SESSIONS}  # the typed pass says what is wrong
-    unpacked = {key: ({**entry, "runs": runs(entry["runs"], table, source, key)} if isinstance(entry, dict) and "runs" in entry
-                      else entry) for key, entry in cases.items()}
+        return {k: v for k, v in data.items() if k != SESSIONS}  # the strict build says what is wrong
+    slug = device.get("slug") if isinstance(device, dict) else None
+    unpacked = {}
+    for key, entry in cases.items():
+        if isinstance(entry, dict):
+            if "runs" in entry:
+                entry = {**entry, "runs": runs(entry["runs"], table, source, key)}
+            if version >= ENTRY_ROWS_SINCE:
+                entry = _entry(entry, key, slug, table, source)
+        unpacked[key] = entry
     return {**{k: v for k, v in data.items() if k != SESSIONS}, "cases": unpacked}
 
 
+def _entry(entry: dict[str, Any], key: str, slug: Any, table: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    """A schema-6 entry with its row's commit, date and fingerprint, and its result's id and device."""
+    where = f"{source}: case {shown(key)}"
+    for name in ENTRY_FIELDS:
+        if name in entry:
+            raise BaselineError(f"{where}: `{name}` is its session's, kept in `{SESSIONS}`, not the entry's; "
+                                "was the file edited by hand? Restore it from version control")
+    i = entry.get(SESSION)
+    if type(i) is not int or not 0 <= i < len(table) or not {"recorded_at", "fingerprint"} <= set(table[i]):
+        raise BaselineError(f"{where}: its `{SESSION}` should name a row of `{SESSIONS}` with a date and a fingerprint, "
+                            f"found {shown(i)}; was the file edited by hand? Restore it from version control")
+    row = table[i]
+    out = {k: v for k, v in entry.items() if k != SESSION}
+    out.update({name: row.get(name) for name in ENTRY_FIELDS})
+    result = entry.get("result")
+    if isinstance(result, dict):
+        out["result"] = {"id": key, "device": slug, **result}
+    return out
+
+
 def sessions(table: Any, source: str) -> list[dict[str, Any]]:
-    """The file's sessions table, each row an object of SESSION_FIELDS only."""
+    """The file's sessions table, each row an object of ROW_FIELDS only."""
     if not isinstance(table, list):
         raise BaselineError(f"{source}: schema 5 keeps the runs' sessions in a list `{SESSIONS}`, but {_found(table)}; "
                             "was the file edited by hand? Restore it from version control")
     for i, row in enumerate(table):
-        if not isinstance(row, dict) or not set(row) <= set(SESSION_FIELDS):
-            raise BaselineError(f"{source}: {SESSIONS}[{i}] should be an object of {', '.join(SESSION_FIELDS)}, found "
+        if not isinstance(row, dict) or not set(row) <= set(ROW_FIELDS):
+            raise BaselineError(f"{source}: {SESSIONS}[{i}] should be an object of {', '.join(ROW_FIELDS)}, found "
                                 f"{shown(row)}; was the file edited by hand? Restore it from version control")
     return table
 
@@ -87,11 +138,11 @@ def runs(columns: Any, table: list[dict[str, Any]], source: str, case: str) -> l
             raise BaselineError(f"{where}: a run names session {shown(i)}, but `{SESSIONS}` has {len(table)} row(s); "
                                 "was the file edited by hand? Restore it from version control")
     n = len(rows)
-    out = [dict(table[i]) for i in rows]
+    out = [{f: table[i][f] for f in SESSION_FIELDS if f in table[i]} for i in rows]
     for name, column in columns.items():
         if name == SESSION:
             continue
-        if name in SESSION_FIELDS:
+        if name in ROW_FIELDS:
             raise BaselineError(f"{where}: `{name}` is a session's, kept in `{SESSIONS}`, not a column of runs; "
                                 "was the file edited by hand? Restore it from version control")
         if name != TIMINGS:

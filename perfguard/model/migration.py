@@ -16,8 +16,8 @@ from perfguard.model.records import SCHEMA_VERSION, drift_pct
 
 def record(data: dict[str, Any], version: int) -> dict[str, Any]:
     """A run record of `version` as the current version's JSON."""
-    if version == SCHEMA_VERSION:
-        return data
+    if version >= 5:  # 6 changed baselines only
+        return {**data, "schema_version": SCHEMA_VERSION}
     data = dict(data)
     # Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples
     # cannot support; versions 1-3 carried their words (`message`), which report/words.py now renders

@@ -23,8 +23,12 @@ from perfguard.model.verdicts import Verdict
 # kept; a field at its default is not written; a baseline's runs are columns, their commit, card, host
 # and date one row of the file's `sessions` table (model/layout.py; issue 34: a median case of 9.8 KB
 # in the baseline and 4.7 KB in a record before).
+# 6: a baseline keeps of its newest result what the gate reads (model/baseline.py's `kept`: no spread of a
+# time, no clock or power before and after), its entries' commit, date and software versions are rows of
+# `sessions` too, and a result leaves out its id and device, which the file says (a median case of 3.9 KB
+# at schema 5). A record is written as at 5; a summary's spread may be absent.
 # Older files load and are migrated (model/migration.py, called by codec.py).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SIGNIFICANT_DIGITS = 6
 # Raw samples are written with 4: they feed a run's drift (the medians of 5 blocks, analysis/priors.py),
 # a histogram and asv's quartiles, none of which sees 0.05%; an event timer's ticks (32 ns on an H200)
@@ -32,7 +36,10 @@ SIGNIFICANT_DIGITS = 6
 SAMPLE_DIGITS = 4
 # Figures no verdict reads (a summary's spread, shown in the reports; what a case's set-up, measurement
 # and passes took, for ab's round estimates and benchmarks/pass_split.py), written at SAMPLE_DIGITS too.
-SHOWN_ONLY = frozenset({"mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "iqr_ms", "setup_s", "wall_s", "passes_s"})
+# A baseline run's half-width and clock (`ci_half_pct`, `sm_clock_mhz`) too: no verdict reads the one, the
+# other's drop is judged in percents.
+SHOWN_ONLY = frozenset({"mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "iqr_ms", "setup_s", "wall_s", "passes_s",
+                        "ci_half_pct", "sm_clock_mhz"})
 # Raw samples kept per kind of time in a record: its histogram and asv's quartiles read them, a baseline
 # keeps some of them. The summary and the drift (`drift_pct`) are of every sample, taken before
 # thinning. 1,000 until issue 34, then 200 (1.9 KB of a record's median case of 4.7 KB); 48 keep a
@@ -92,18 +99,20 @@ class TimeSummary:
     """Summary of the per-call samples, in milliseconds. CI is the 95% interval of the median."""
 
     median_ms: float
-    mean_ms: float
-    min_ms: float
-    max_ms: float
-    p10_ms: float
-    p90_ms: float
-    iqr_ms: float
     ci_low_ms: float
     ci_high_ms: float
     n: int
     # "converged" (CI within target), "budget" (time ran out), "max_samples", or "counted" (the
     # busy time of each call of the counting pass)
     stop_reason: str
+    # The spread, shown in the reports and read by no verdict: a record has it, a baseline keeps none
+    # of it (model/baseline.py's `kept`).
+    mean_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    iqr_ms: float | None = None
     # The run's drift within itself (`drift_pct` below), of every sample; None where a file of schema 4 or
     # older kept no samples to take it from.
     drift_pct: float | None = None

@@ -342,11 +342,18 @@ def _baseline_types() -> tuple[Any, Any]:
         (layout.TIMINGS, dict[hints[layout.TIMINGS].__args__[0], times], msgspec.field(default_factory=dict)),
     ], kw_only=True, forbid_unknown_fields=True, gc=False)
     session = msgspec.defstruct("SessionRow", [
-        ("recorded_at", str), *((name, str | None, None) for name in layout.SESSION_FIELDS if name != "recorded_at")],
+        ("recorded_at", str), *((name, str | None, None) for name in layout.SESSION_FIELDS if name != "recorded_at"),
+        ("fingerprint", dict[str, Any] | None, None)], kw_only=True, forbid_unknown_fields=True, gc=False)
+    # A result in a baseline leaves out its id, the case's key (layout._result); its device is the file's
+    # where it is left out (the default "").
+    result = msgspec.defstruct("BaselineResultTwin", [
+        ("id", str | None, None) if f.name == "id" else (f.name, f.type) if f.required
+        else (f.name, f.type, msgspec.field(default_factory=f.default_factory)) if f.default_factory is not msgspec.NODEFAULT
+        else (f.name, f.type, f.default) for f in msgspec.structs.fields(twin(CaseResult))],
         kw_only=True, forbid_unknown_fields=True, gc=False)
     entry = msgspec.defstruct("EntryTwin", [
-        ("recorded_at", str), ("commit", str | None), ("fingerprint", dict[str, Any]), ("result", twin(CaseResult)),
-        ("runs", columns)], kw_only=True, forbid_unknown_fields=True, gc=False)
+        (layout.SESSION, Annotated[int, msgspec.Meta(ge=0)]), ("result", result), ("runs", columns)],
+        kw_only=True, forbid_unknown_fields=True, gc=False)
     top = msgspec.defstruct("BaselineTop", [
         ("schema_version", int), ("device", twin(DeviceInfo)), (layout.SESSIONS, list[session]),
         ("cases", dict[str, msgspec.Raw]), ("calibration", twin(Calibration) | None, None)],
@@ -456,30 +463,37 @@ def _baseline(text: str) -> BaselineFile:
         raise _Refused  # an older version is migrated on the strict way
     raw = top.cases
     counted = _counter(top_type)(top)  # the cases' keys, not what is under them (kept raw)
-    for row in top.sessions:
+    rows = top.sessions
+    for row in rows:
         _date(row.recorded_at)
-    table = [[getattr(row, name) for row in top.sessions] for name in layout.SESSION_FIELDS]
+        if row.fingerprint is not None:
+            _free_form(row.fingerprint)
+    table = [[getattr(row, name) for row in rows] for name in layout.SESSION_FIELDS]
+    slug = top.device.slug
     decode, count = _decoder(entry_type).decode, _counter(entry_type)
     strs: dict[str, str] = {}
     share = strs.setdefault
     cases: dict[str, BaselineEntry] = {}
     for key, item in raw.items():
         twin_entry = decode(item)
-        twin_entry.recorded_at = share(twin_entry.recorded_at, twin_entry.recorded_at)
-        if twin_entry.commit is not None:
-            twin_entry.commit = share(twin_entry.commit, twin_entry.commit)
-        twin_entry.fingerprint = {share(k, k): share(x, x) if type(x) is str else x for k, x in twin_entry.fingerprint.items()}
-        _shared(twin_entry.result, share)
-        _date(twin_entry.recorded_at)
-        _free_form(twin_entry.fingerprint)
-        result = _converted(twin_entry.result, CaseResult)  # its free-form values bounded before they are counted
-        counted += count(twin_entry)
-        if result.id != key:
+        row = rows[twin_entry.session]  # an index past the table raises: handed on
+        if row.fingerprint is None:
+            raise _Refused  # a run's row, not an entry's
+        twin_result = twin_entry.result
+        if twin_result.id is not None and twin_result.id != key:
             raise _Refused
+        left_out = (twin_result.id is None) + (twin_result.device == "")  # keys the text has not: not counted
+        twin_result.id = key
+        if twin_result.device == "":
+            twin_result.device = slug
+        _shared(twin_result, share)
+        result = _converted(twin_result, CaseResult)  # its free-form values bounded before they are counted
+        counted += count(twin_entry) - left_out
         entry = _NEW(BaselineEntry)
-        BaselineEntry.recorded_at.__set__(entry, twin_entry.recorded_at)  # type: ignore[attr-defined]
-        BaselineEntry.commit.__set__(entry, twin_entry.commit)  # type: ignore[attr-defined]
-        BaselineEntry.fingerprint.__set__(entry, twin_entry.fingerprint)  # type: ignore[attr-defined]
+        # The row's strings and fingerprint, one object for every case of the session (never changed).
+        BaselineEntry.recorded_at.__set__(entry, row.recorded_at)  # type: ignore[attr-defined]
+        BaselineEntry.commit.__set__(entry, row.commit)  # type: ignore[attr-defined]
+        BaselineEntry.fingerprint.__set__(entry, row.fingerprint)  # type: ignore[attr-defined]
         BaselineEntry.result.__set__(entry, result)  # type: ignore[attr-defined]
         BaselineEntry.runs.__set__(entry, _runs(twin_entry.runs, table))  # type: ignore[attr-defined]
         cases[result.id] = entry  # the id's string, shared with the result

@@ -24,7 +24,6 @@ from pathlib import Path
 from perfguard import defaults
 from perfguard.errors import BaselineError
 from perfguard.model import (
-    MAX_BASELINE_SAMPLES,
     MAX_RUNS_PER_CASE,
     Admit,
     Admitted,
@@ -37,10 +36,10 @@ from perfguard.model import (
     Merge,
     dumps,
     identity,
+    kept,
     loads_baseline,
     names,
     run_summary,
-    thin_timings,
 )
 from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import (
@@ -188,7 +187,7 @@ def update_runs(
                 continue  # nothing joined: the entry stays as it was
             newest = admitted.result
             cases[case_id] = BaselineEntry(recorded_at=newest.summary.recorded_at, commit=newest.summary.commit,
-                                           fingerprint=fingerprint, result=_stored(newest.result),
+                                           fingerprint=fingerprint, result=kept(newest.result),
                                            runs=admitted.runs[-keep_runs:])
         calibration = existing.calibration if existing else None
         return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
@@ -270,22 +269,12 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     return path
 
 
-def _stored(result: CaseResult) -> CaseResult:
-    """What a baseline keeps of a result: samples capped, and nothing that names one particular card or run
-    (a profile points at one run's trace file, a process left running has that run's pid), nor what that
-    run's passes cost (passes_s: the record's, for benchmarks/pass_split.py)."""
-    return dataclasses.replace(
-        result, timings=thin_timings(result.timings, MAX_BASELINE_SAMPLES), device_uuid=None, error=None,
-        profile=None, left_processes=(), passes_s={},
-    )
-
-
 def _capped(baseline: BaselineFile) -> BaselineFile:
-    """Every case with at most MAX_BASELINE_SAMPLES samples a kind of time, the cases this write did not
-    touch too: a file of schema 4 kept 200 (its drift, which now lives in the summary, was migrated from them)."""
-    cases = {key: dataclasses.replace(entry, result=dataclasses.replace(
-        entry.result, timings=thin_timings(entry.result.timings, MAX_BASELINE_SAMPLES))) for key, entry in baseline.cases.items()}
-    return dataclasses.replace(baseline, cases=cases)
+    """Every case's result as a baseline keeps it (model.kept), the cases this write did not touch too: a
+    file of schema 4 kept 200 samples (its drift, which now lives in the summary, was migrated from
+    them), one of schema 5 a time's spread."""
+    return dataclasses.replace(baseline, cases={key: dataclasses.replace(entry, result=kept(entry.result))
+                                                for key, entry in baseline.cases.items()})
 
 
 def _model_of(device: DeviceInfo) -> DeviceInfo:
