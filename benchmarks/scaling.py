@@ -8,8 +8,9 @@ Every copy of a case is renamed (`c7_add[...]`), so a file of 20,100 cases holds
 each with its runs, counters and samples as committed (the record's as `pytest --perfguard` wrote them).
 Per size it prints the files' sizes and
 median case, `store.load_file` and `codec.loads_record` against `json.load` of the same file (medians
-of reads by turns, so that the machine's load falls on both), their peak memory (tracemalloc, the text
-read included) against the file's size, a `--perfguard-update` of every case (`store.update`: read,
+of reads by turns, so that the machine's load falls on both), their peak memory (tracemalloc: Python's
+heap, a record's text read included; a baseline's file is mapped by store.load_file, so its bytes are
+the page cache's, not on the heap) against the file's size, a `--perfguard-update` of every case (`store.update`: read,
 admit one more run, write), and the HTML and Markdown reports' render times. Targets (issue 34):
 a load ≤ 2× json.load, its peak ≤ 3× the file, a median case ≤ 3 KB.
 """

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 import math
+import mmap
 import types
 import typing
 from typing import Any, TypeVar
@@ -138,11 +139,17 @@ def loads_record(text: str, source: str) -> RunRecord:
     return check_record(record, source, known_clean=known_clean)
 
 
-def loads_baseline(text: str, source: str) -> BaselineFile:
-    """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id."""
+def loads_baseline(text: str | bytes | mmap.mmap, source: str) -> BaselineFile:
+    """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id.
+    `text` may be the file's bytes, mapped (store.load_file): UTF-8, read as text only on the strict way."""
     fast = typed.baseline(text)
     if fast is not None:
         return fast
+    if not isinstance(text, str):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError:
+            raise BaselineError(f"{source}: not UTF-8 text; the file is corrupt, restore it from version control") from None
     data = _parse(text, source)
     version = _check_schema(data, source)
     data = layout.unpack(data, source, version) if version >= layout.SINCE else migration.baseline(data, version)

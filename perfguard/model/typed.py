@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import gc
 import itertools
+import mmap
 import re
 import types
 import typing
@@ -44,6 +45,7 @@ from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, RunR
 
 _UNIONS = (typing.Union, types.UnionType)
 _KEY_SPACE = re.compile(r'"[ \t\n\r]+:')  # a key with space before its colon: the text's count would miss it
+_KEY_SPACE_BYTES = re.compile(_KEY_SPACE.pattern.encode())
 _MAX_INT = 2**63  # codec.MAX_INT
 
 
@@ -196,12 +198,17 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(kind)
 
 
-def _text_keys(text: str) -> int:
+def _text_keys(text: str | bytes | mmap.mmap) -> int:
     """The keys of `text` as counted (the module's words): at least as many as it holds, where no key has
-    space before its colon (refused: the count would miss it)."""
-    if _KEY_SPACE.search(text):
+    space before its colon (refused: the count would miss it). `text` may be the file's bytes, mapped
+    (store.load_file): counted in a copy, dropped before anything is built."""
+    if isinstance(text, str):
+        if _KEY_SPACE.search(text):
+            raise _Refused
+        return text.count('":')
+    if _KEY_SPACE_BYTES.search(text):
         raise _Refused
-    return text.count('":')
+    return bytes(text).count(b'":')
 
 
 def _is_struct(kind: Any) -> bool:
@@ -436,7 +443,7 @@ def _runs(columns: Any, table: list[list[Any]]) -> tuple[RunSummary, ...]:
 _MAX_RUNS = 1000  # codec.MAX_RUNS_PER_CASE
 
 
-def baseline(text: str) -> BaselineFile | None:
+def baseline(text: str | bytes | mmap.mmap) -> BaselineFile | None:
     """The baseline in `text`, decoded, checked and counted; None where codec.py's other ways decide."""
     return _quietly(_baseline, text)
 
@@ -455,7 +462,7 @@ def _quietly(read: Any, text: str) -> Any:
             gc.enable()
 
 
-def _baseline(text: str) -> BaselineFile:
+def _baseline(text: str | bytes | mmap.mmap) -> BaselineFile:
     top_type, entry_type = _baseline_types()
     expected = _text_keys(text)
     top = _decoder(top_type).decode(text)
