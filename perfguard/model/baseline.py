@@ -108,7 +108,7 @@ def kept(result: CaseResult) -> CaseResult:
     saw, what the set-up and passes took (figures the reports show; the mean clock, whether the case was
     capped or throttled, and the memory figures the memory verdicts compare stay); and anything that
     names one card or run (a profile's trace file, a process left running with its pid). The committed
-    H200 baseline's median case took 3.9 KB with them, 2.8 KB without (issue 34). Kept twice is kept once."""
+    H200 baseline's median case took 3.9 KB with them, 2.9 KB without (issue 34). Kept twice is kept once."""
     timings = {m: dataclasses.replace(t, samples_ms=thin_samples(t.samples_ms, MAX_BASELINE_SAMPLES),
                                       summary=dataclasses.replace(t.summary, **_SPREAD))
                for m, t in result.timings.items()}

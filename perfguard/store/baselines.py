@@ -194,7 +194,7 @@ def update_runs(
                 continue  # nothing joined: the entry stays as it was
             newest = admitted.result
             cases[case_id] = BaselineEntry(recorded_at=newest.summary.recorded_at, commit=newest.summary.commit,
-                                           fingerprint=fingerprint, result=kept(newest.result),
+                                           fingerprint=fingerprint, result=newest.result,  # kept by _rewrite
                                            runs=admitted.runs[-keep_runs:])
         calibration = existing.calibration if existing else None
         return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
@@ -257,7 +257,7 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
         with held(_lock_of(path), LOCK_TIMEOUT_S):
             existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(target)
-            merged = check_baseline(_capped(merge(existing)), str(path), advice=NOT_WRITTEN)  # never write what load refuses
+            merged = check_baseline(_kept(merge(existing)), str(path), advice=NOT_WRITTEN)  # never write what load refuses
             text = dumps(merged)
             if len(text.encode("utf-8")) > MAX_BASELINE_BYTES:
                 raise BaselineError(f"{path}: cannot {what}: it would be larger than the {MAX_BASELINE_BYTES // 2**20} MiB a "
@@ -276,10 +276,9 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     return path
 
 
-def _capped(baseline: BaselineFile) -> BaselineFile:
-    """Every case's result as a baseline keeps it (model.kept), the cases this write did not touch too: a
-    file of schema 4 kept 200 samples (its drift, which now lives in the summary, was migrated from
-    them), one of schema 5 a time's spread."""
+def _kept(baseline: BaselineFile) -> BaselineFile:
+    """Every case's result as a baseline keeps it (model.kept): this write's, and those it did not touch
+    (a file of schema 4 kept 200 samples, whose drift was migrated to the summary; one of 5 a time's spread)."""
     return dataclasses.replace(baseline, cases={key: dataclasses.replace(entry, result=kept(entry.result))
                                                 for key, entry in baseline.cases.items()})
 
