@@ -36,6 +36,7 @@ def forked():
     """forked_pytest.py: processes forked from one that has imported torch; its server stops at the end."""
     import forked_pytest
 
+    forked_pytest.start_server()
     yield forked_pytest
     forked_pytest.stop()
 
