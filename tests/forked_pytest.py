@@ -13,7 +13,9 @@ which modules a run imports and when, what torch read from the environment at it
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib
 import io
 import multiprocessing
 import os
@@ -24,14 +26,36 @@ import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-# What measured inner runs import anyway; plain modules, none of which starts a thread at import.
+
+def _modules_of(package: str) -> list[str]:
+    """Every module of a package, named from its files (nothing but the package imported to list them);
+    not `__main__`, which runs its command when imported."""
+    root = Path(importlib.import_module(package).__file__).parent
+    parts = (p.relative_to(root.parent).with_suffix("").parts for p in sorted(root.rglob("*.py")))
+    return [".".join(p[:-1] if p[-1] == "__init__" else p) for p in parts if p[-1] != "__main__"]
+
+
+def _pytest_plugins() -> list[str]:
+    """The modules of pytest's own plugins and of the installed ones (entry points), which every run
+    imports as it starts; a plugin an inner run blocks (`-p no:NAME`) is imported here and not registered."""
+    from importlib.metadata import entry_points
+
+    from _pytest.config import default_plugins
+
+    return [f"_pytest.{name}" for name in default_plugins] + [ep.module for ep in entry_points(group="pytest11")]
+
+
+# What inner runs import anyway: plain modules, none of which starts a thread at import. (Each run imports
+# the rest of what it needs itself: a fifth of a second of CPU a run when perfguard's and pytest's plugin
+# modules were left out, among the suite's 190 runs; a name the installed versions lack is passed over.)
 # torch._dynamo (2 s a run) for the compiled cases' runs; an eager case then runs as in a user's process
-# that imported it: watched for a compile that never comes (measure/compiling.py).
-PRELOAD = [
-    "torch", "torch._dynamo", "numpy", "scipy.stats", "jinja2", "pytest", "xdist.plugin", "perfguard.plugin",
-    "perfguard.measure.runner", "perfguard.measure.profile", "perfguard.analysis.verdict", "perfguard.analysis.scaling",
-    "perfguard.store", "perfguard.report.html", "perfguard.report.markdown", __name__,
-]
+# that imported it: watched for a compile that never comes (measure/compiling.py). The first compile of
+# a run imports the rest of the compiler that the `aot_eager` backend uses (2 s of CPU): the last four.
+PRELOAD = list(dict.fromkeys([
+    "torch", "torch._dynamo", "numpy", "scipy.stats", "jinja2", "pytest", *_pytest_plugins(), *_modules_of("perfguard"),
+    "torch._dynamo.backends.debugging", "torch._functorch.aot_autograd", "torch._functorch.partitioners",
+    "torch._inductor.pattern_matcher", __name__,
+]))
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(PRELOAD)
@@ -44,6 +68,27 @@ def _compile_the_report_template() -> None:
 
 
 _compile_the_report_template()
+
+
+def start_server() -> None:
+    """Start the fork server now: call it before this process starts a thread that reads os.environ.
+
+    The server must preload this module too (its `_main`, and the template compiled once), and this
+    folder is not on its path: Python 3.11's server leaves aside the sys.path multiprocessing hands it,
+    and passes over a preloaded name it cannot import without a word. Each run then imported this module
+    again, the template's compile with it: 70 ms of CPU a run. So the folder is on the PYTHONPATH of the
+    server's start alone; a run's own path is this process's sys.path, which multiprocessing hands it."""
+    from multiprocessing import forkserver
+
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent), before]))
+    try:
+        forkserver.ensure_running()
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path,
@@ -68,10 +113,16 @@ def run(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: 
 
 
 def stop() -> None:
-    """Stop the fork server, if it started, and wait for it (its CPU time then counts in the session's)."""
+    """Stop the fork server, if it started, and wait for it (its CPU time then counts in the session's).
+    SIGTERM ends it at once: left to exit by itself, it first tore down all it had imported, 1.7 s of
+    CPU at the session's end."""
     from multiprocessing import forkserver
 
-    forkserver._forkserver._stop()  # noqa: SLF001 - the one way to wait for it
+    server = forkserver._forkserver  # noqa: SLF001 - the one way to stop it and wait for it
+    if server._forkserver_pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server._forkserver_pid, signal.SIGTERM)
+    server._stop()
 
 
 def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str, module: str) -> None:

@@ -125,6 +125,7 @@ def ab_forked(repo: Path, inner_args, forked, *args: str) -> tuple[subprocess.Co
         mp.chdir(repo)
         mp.setenv("CUDA_VISIBLE_DEVICES", "")  # the CPU path on any machine
         mp.setattr(ab.rounds, "launch", start)
+        mp.setattr(ab.rounds, "POLL_S", 0.01)  # a round's end seen within 10 ms, not 50: a second in all
         status = cli.main(["ab", "--base", "HEAD~1", *args, "--", *inner_args, "--perfguard-budget", "0.05", "tests"])
     return subprocess.CompletedProcess(["perfguard", "ab"], status, stdout.getvalue(), stderr.getvalue()), launched
 

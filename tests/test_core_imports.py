@@ -6,6 +6,7 @@ sources, those inside functions too (what calling it may load)."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import subprocess
@@ -38,27 +39,31 @@ def allowed(module: str, heavy: str) -> bool:
     return module == owner or module.startswith(owner + ".")
 
 
-# Each module is imported in a child forked from an interpreter that has loaded nothing of perfguard
-# nor of HEAVY: as fresh as a new interpreter, without paying for sixty of them. The parent has loaded
-# the light dependencies many modules share (numpy, scipy.stats: a second and a half each child would
-# otherwise spend), having checked that they load none of HEAVY. The modules of measure/ may load
-# torch, so the same parent imports torch afterwards (once, not once per module) and forks their
-# children then; they are checked for pytest and jinja2 alone.
-SHARED = ("numpy", "scipy.stats")
+# Each module is imported in a child forked from an interpreter that has loaded none of HEAVY: as fresh
+# as a new interpreter, without paying for sixty of them. The parent has loaded the light dependencies
+# many modules share (numpy, scipy.stats: a second and a half each child would otherwise spend; the
+# record types of perfguard.model, which nearly every module imports: 80 ms a child, 5 s in all),
+# having checked that they load none of HEAVY; what a module loads beyond them is its own. The modules
+# of plugin/ may load pytest: a child of the parent imports pytest (once, not once per module: 0.2 s a
+# module) and forks theirs, checked for torch and jinja2 alone, and the parent goes on without pytest;
+# perfguard.plugin.options stays with the others, the probe's proof that it sees pytest load. The
+# modules of measure/ may load torch, so the same parent imports torch afterwards (once, not once per
+# module) and forks their children then; they are checked for pytest and jinja2 alone.
+SHARED = ("numpy", "scipy.stats", "perfguard.model")
+CONTROL = "perfguard.plugin.options"  # probed without pytest loaded first (test_the_probe_sees_an_import_when_there_is_one)
 PROBE = textwrap.dedent(
     """
     import importlib, json, os, sys
 
-    def loaded_by(name):
+    def in_child(work, error):  # work() in a forked child, its JSON result read back; a failure: error(exc)
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read)
             try:
-                importlib.import_module(name)
-                out = sorted(m for m in {heavy!r} if m in sys.modules)
+                out = work()
             except BaseException as exc:
-                out = {{"error": repr(exc)}}
+                out = error(exc)
             os.write(write, json.dumps(out).encode())
             os._exit(0)
         os.close(write)
@@ -68,21 +73,34 @@ PROBE = textwrap.dedent(
         os.waitpid(pid, 0)
         return json.loads(data)
 
-    found = {{}}
-    for preload, modules in json.loads(sys.argv[1]):  # stages: what the parent imports, then whose children it forks
+    def heavy():
+        return sorted(m for m in {heavy!r} if m in sys.modules)
+
+    def loaded_by(name):
+        return in_child(lambda: (importlib.import_module(name), heavy())[1], lambda exc: {{"error": repr(exc)}})
+
+    def stage(preload, modules):
         for name in preload:
             importlib.import_module(name)
-        found[" ".join(preload)] = sorted(m for m in {heavy!r} if m in sys.modules)
-        found.update({{name: loaded_by(name) for name in modules}})
+        return {{" ".join(preload): heavy(), **{{name: loaded_by(name) for name in modules}}}}
+
+    found = {{}}
+    # Stages: what the parent imports, then whose children it forks; a stage `apart` does that in a child
+    # of the parent, which goes on without what that stage imported.
+    for preload, modules, *apart in json.loads(sys.argv[1]):
+        if apart and apart[0]:
+            found.update(in_child(lambda: stage(preload, modules), lambda exc: {{" ".join(preload): repr(exc)}}))
+        else:
+            found.update(stage(preload, modules))
     print(json.dumps(found))
     """
 )
 
 
-def loaded_after_import(stages: list[tuple[tuple[str, ...], list[str]]], tmp_path: Path) -> dict[str, list[str]]:
-    """For each (preload, modules) in turn: the parent imports `preload`, then each module is imported in
-    a child of its own. module -> which of HEAVY were loaded then; also " ".join(preload) -> those the
-    parent had loaded after that stage's preload."""
+def loaded_after_import(stages: list[tuple], tmp_path: Path) -> dict[str, list[str]]:
+    """For each (preload, modules) or (preload, modules, apart) in turn: the parent (a child of it, where
+    `apart`) imports `preload`, then each module is imported in a child of its own. module -> which of
+    HEAVY were loaded then; also " ".join(preload) -> those loaded after that stage's preload."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), json.dumps(stages)],
@@ -93,12 +111,15 @@ def loaded_after_import(stages: list[tuple[tuple[str, ...], list[str]]], tmp_pat
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory) -> dict[str, list[str]]:
-    """module -> which of HEAVY importing it alone loaded (torch is not reported for measure/)."""
+    """module -> which of HEAVY importing it alone loaded (torch is reported for each module of measure/,
+    pytest for each of plugin/ but CONTROL: their parents had loaded them)."""
     measure = [m for m in MODULES if allowed(m, "torch")]
-    found = loaded_after_import([(SHARED, [m for m in MODULES if m not in measure]), (("torch",), measure)],
+    plugin = [m for m in MODULES if allowed(m, "pytest") and m != CONTROL]
+    rest = [m for m in MODULES if m not in measure and m not in plugin]
+    found = loaded_after_import([(SHARED, rest), (("pytest",), plugin, True), (("torch",), measure)],
                                 tmp_path_factory.mktemp("imports"))
-    # What the parent held when it forked: the shared dependencies load none of HEAVY; then torch.
-    assert found.pop(" ".join(SHARED)) == [] and found.pop("torch") == ["torch"]
+    # What the parent held when it forked: the shared dependencies load none of HEAVY; then pytest (apart), then torch.
+    assert found.pop(" ".join(SHARED)) == [] and found.pop("pytest") == ["pytest"] and found.pop("torch") == ["torch"]
     return found
 
 
@@ -129,10 +150,16 @@ def test_the_probe_sees_an_import_when_there_is_one(loaded):
     assert loaded["perfguard.analysis.stats"] == [] and loaded["perfguard.defaults"] == []
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once for the tests of this file that walk the package (read only)."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
 def imports_in(path: Path) -> list[tuple[int, str]]:
     """(line, top-level package) of every import statement in a file, those inside functions included."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -179,17 +206,19 @@ NEVER = (
 )
 
 
+PACKAGE_MODULES = frozenset(module_name(p) for p in PACKAGE.rglob("*.py"))  # __main__ modules too
+
+
 def imported_modules(source: str) -> list[tuple[int, str]]:
     """(line, module) of every perfguard import statement in `source`, those inside functions and under
     TYPE_CHECKING included: `from perfguard.x import y` is perfguard.x.y where y is a module of the
     package, else perfguard.x; `import perfguard` is the face."""
-    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found += [(node.lineno, f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module)
+            found += [(node.lineno, f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in PACKAGE_MODULES else node.module)
                       for a in node.names]
     return [(line, name) for line, name in found if name == "perfguard" or name.startswith("perfguard.")]
 
@@ -231,7 +260,7 @@ def test_the_environment_between_ab_and_its_pytest_runs_is_one_module_both_sides
     assert {name for _line, name in imports_in(PACKAGE / "ab_env.py")} <= {"__future__"}
     spelt, users = [], {k: set() for k in names}
     for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         module = module_name(path)
         for node in ast.walk(tree):
             if module != "perfguard.ab_env" and isinstance(node, ast.Constant) and str(node.value).startswith("PERFGUARD_AB_"):
@@ -251,7 +280,7 @@ def test_where_the_run_is_comes_from_the_environment_at_the_plugins_edge_alone()
     edge = PACKAGE / "plugin" / "options.py"
     found = {name: [] for name in ("CI", "PERFGUARD_HOST")}
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Constant) and node.value in found:
                 found[node.value].append(path)
     assert found == {"CI": [edge], "PERFGUARD_HOST": [edge]}

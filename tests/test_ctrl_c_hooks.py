@@ -8,6 +8,8 @@ written (plugin/interrupt.py, plugin/run.finishing). Real pytest runs (`run_pyte
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from perfguard import store
@@ -34,10 +36,19 @@ UNTOUCHED = ("perfguard: interrupted at the run's end: no baseline written, the 
              "run --perfguard-update again; the record says interrupted")
 
 
-def with_baseline(tmp_path, run_pytest):
-    """A suite of one case and its baseline, recorded by a run of its own; the baseline's path and bytes."""
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, run_pytest):
+    """A suite of one case and its baseline, recorded by a run of its own (once for the module)."""
+    folder = tmp_path_factory.mktemp("recorded")
+    (folder / "test_nap.py").write_text(NAP)
+    assert run_pytest(folder, "--perfguard-update", BUDGET).ret == pytest.ExitCode.OK
+    return folder
+
+
+def with_baseline(tmp_path, recorded):
+    """The recorded suite and its baseline, copied into `tmp_path`; the baseline's path and bytes there."""
     (tmp_path / "test_nap.py").write_text(NAP)
-    assert run_pytest(tmp_path, "--perfguard-update", BUDGET).ret == pytest.ExitCode.OK
+    shutil.copytree(recorded / "baselines", tmp_path / "baselines")
     [path] = store.list_files(tmp_path / "baselines")
     return path, path.read_bytes()
 
@@ -49,8 +60,8 @@ def record_of(tmp_path):
 @pytest.mark.parametrize("order", ["", "tryfirst=True", "trylast=True"])
 @pytest.mark.parametrize("press", sorted(PRESSES))
 def test_ctrl_c_in_a_conftest_hook_before_perfguards_finish_is_one_line_exit_2_and_interrupted(tmp_path, run_pytest,
-                                                                                              order, press):
-    path, before = with_baseline(tmp_path, run_pytest)
+                                                                                              recorded, order, press):
+    path, before = with_baseline(tmp_path, recorded)
     (tmp_path / "conftest.py").write_text(HOOK.format(order=order, press=PRESSES[press]))
     result = run_pytest(tmp_path, "--perfguard-update", BUDGET)
     out = result.outlines + result.errlines

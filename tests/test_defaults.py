@@ -129,8 +129,9 @@ def cli_value(action: argparse.Action, text: str) -> object:
         return f"refused: {exc}"
 
 
-def plugin_value(pytester: pytest.Pytester, name: str, text: str) -> object:
-    config = pytester.parseconfig(f"--{name}={text}")
+def plugin_value(pytester: pytest.Pytester, inner_args: tuple[str, ...], name: str, text: str) -> object:
+    # Without the two plugins the inner runs leave out (conftest.INNER_ARGS): half of each config's making.
+    config = pytester.parseconfig(*inner_args, f"--{name}={text}")
     try:
         value = getattr(Options.from_config(config), SHARED_FIELDS[name])
     except pytest.UsageError as exc:
@@ -159,16 +160,16 @@ def test_a_shared_flag_is_off_unless_given_in_the_plugin_its_ini_and_every_comma
 
 
 @pytest.mark.parametrize("name", SHARED_FIELDS)
-def test_a_shared_option_parses_every_input_alike_in_the_plugin_and_every_command(pytester, name):
+def test_a_shared_option_parses_every_input_alike_in_the_plugin_and_every_command(pytester, inner_args, name):
     option = options.option(name)
     commands = cli_flags(_parser(), f"--{option.cli}")
     assert commands, f"no command takes --{option.cli}"
     for text in INPUTS:
-        expected = plugin_value(pytester, name, text)
+        expected = plugin_value(pytester, inner_args, name, text)
         got = {command: cli_value(action, text) for command, action in commands}
         assert got == dict.fromkeys(got, expected), (name, text)
     # The same words in both: the plugin's usage error and argparse's both say what was expected.
-    assert plugin_value(pytester, name, "abc" if option.metavar != "DIR" else " ").startswith("refused: must ")
+    assert plugin_value(pytester, inner_args, name, "abc" if option.metavar != "DIR" else " ").startswith("refused: must ")
 
 
 @pytest.mark.parametrize(("args", "ini", "update", "force"), [

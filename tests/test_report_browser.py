@@ -104,7 +104,7 @@ def open_report(browser, tmp_path: Path, records: list[RunRecord]) -> Path:
 def load(browser, page: Path) -> None:
     """Open `page` and wait for its table: report.js builds the rows after inflating them."""
     browser.get(page.as_uri())
-    WebDriverWait(browser, 60).until(lambda b: b.execute_script(
+    WebDriverWait(browser, 60, poll_frequency=0.05).until(lambda b: b.execute_script(
         "return document.readyState === 'complete' && document.getElementById('cases').dataset.state"))
     assert browser.find_element(By.ID, "cases").get_attribute("data-state") == "ready"
 
@@ -116,7 +116,7 @@ def every_page(browser, read_js: str) -> list:
 
 def built(browser) -> None:
     """Wait for the detail views opened on this page: each is built when its block of data is inflated."""
-    WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+    WebDriverWait(browser, 30, poll_frequency=0.05).until(lambda b: b.execute_script(
         f"return Array.from(document.querySelectorAll('{ROWS} > tr.detail:not([hidden])'))"
         ".every(tr => tr.dataset.built === 'done')"))
 

@@ -90,10 +90,12 @@ def run_side(side: Side, k: int, args: Sequence[str], shards: Sequence[Shard], c
         env = {**environment(side, shard), RECORD_ONLY: "1"}
         polls[shard.index] = (start(cmd, side.cwd, env, out / "stdout", out / "stderr"), out)
     ended: dict[int, tuple[int, float]] = {}
-    while len(ended) < len(polls):
+    while True:
         for index, (poll, _) in polls.items():
             if index not in ended and (status := poll()) is not None:
                 ended[index] = (status, time.monotonic() - started)
+        if len(ended) == len(polls):  # the round ends with its last shard, not a poll interval later
+            break
         time.sleep(POLL_S)
     records, fixed, failed = [], {}, False
     for index, (status, wall) in sorted(ended.items()):
