@@ -2,7 +2,7 @@
 (baselines/nvidia-h200.json, 134 cases) and of a run record of the suites on an H200, ×1, ×10, ×40 and ×~150.
 
     python benchmarks/scaling.py [--copies 1 10 40 150] [--repeats 5] [--render-up-to 5360]
-        [--record benchmarks/data/h200-record-2026-12-03.json]
+        [--record benchmarks/data/h200-record-2026-12-03.json] [--baseline baselines/nvidia-h200.json]
 
 Every copy of a case is renamed (`c7_add[...]`), so a file of 20,100 cases holds 20,100 distinct ones,
 each with its runs, counters and samples as committed (the record's as `pytest --perfguard` wrote them).
@@ -98,14 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40, 150])
     parser.add_argument("--record", type=Path, default=RECORD, help="a run record of the suites (written by pytest --perfguard)")
+    parser.add_argument("--baseline", type=Path, default=COMMITTED, help="a baseline of the suites (named nvidia-h200.json)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--render-up-to", type=int, default=5360, help="render the reports up to this many cases")
     args = parser.parse_args(argv)
-    committed = store.load_file(COMMITTED)
+    committed = store.load_file(args.baseline)
     assert committed is not None
     measured = loads_record(args.record.read_text(encoding="utf-8"), str(args.record))
     print(describe())
-    print(f"{COMMITTED.relative_to(ROOT)}: {COMMITTED.stat().st_size / 1e6:.2f} MB, {len(committed.cases)} cases, "
+    print(f"{args.baseline}: {args.baseline.stat().st_size / 1e6:.2f} MB, {len(committed.cases)} cases, "
           f"{sum(len(e.runs) for e in committed.cases.values())} runs; {args.record.name}: {len(measured.results)} results")
     head = ("cases", "baseline MB", "median case KB", "load ms", "× json.load", "peak × file",
             "record MB", "median case KB", "load ms", "× json.load", "peak × file", "update s", "HTML s", "Markdown s")
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                           "rjson": lambda: json_load(rpath)}, repeats)
             bpeak = peak_bytes(load)
             rpeak = peak_bytes(lambda: loads_record(rpath.read_text(encoding="utf-8"), str(rpath)))
+            bsize, rsize = bpath.stat().st_size, rpath.stat().st_size  # the files read, before the update rewrites one
             start = time.perf_counter()
             if not capped:
                 store.update(tmp, committed.device, record.results, commit="scaling", recorded_at="2026-12-03T00:00:00+00:00")
@@ -139,7 +141,6 @@ def main(argv: list[str] | None = None) -> int:
             if len(record.results) <= args.render_up_to:
                 html_s = median_s({"html": lambda: render_html([record])}, 1)["html"]
                 md_s = median_s({"md": lambda: render_markdown([record])}, 1)["md"]
-            bsize, rsize = bpath.stat().st_size, rpath.stat().st_size  # before the update's run was added
             rows.append((f"{len(record.results):,}", f"{bsize / 1e6:.2f}", f"{median_line(btext) / 1e3:.1f}",
                          f"{t['load'] * 1e3:.0f}", f"{t['load'] / t['json']:.2f}", f"{bpeak / bsize:.2f}",
                          f"{rsize / 1e6:.2f}", f"{median_line(rtext) / 1e3:.1f}",
