@@ -353,11 +353,7 @@ def _baseline_types() -> tuple[Any, Any]:
         ("fingerprint", dict[str, Any] | None, None)], kw_only=True, forbid_unknown_fields=True, gc=False)
     # A result in a baseline leaves out its id, the case's key (layout._result); its device is the file's
     # where it is left out (the default "").
-    result = msgspec.defstruct("BaselineResultTwin", [
-        ("id", str | None, None) if f.name == "id" else (f.name, f.type) if f.required
-        else (f.name, f.type, msgspec.field(default_factory=f.default_factory)) if f.default_factory is not msgspec.NODEFAULT
-        else (f.name, f.type, f.default) for f in msgspec.structs.fields(twin(CaseResult))],
-        kw_only=True, forbid_unknown_fields=True, gc=False)
+    result = _variant("BaselineResultTwin", twin(CaseResult), id=(str | None, None))
     entry = msgspec.defstruct("EntryTwin", [
         (layout.SESSION, Annotated[int, msgspec.Meta(ge=0)]), ("result", result), ("runs", columns)],
         kw_only=True, forbid_unknown_fields=True, gc=False)
@@ -516,18 +512,23 @@ def _baseline(text: str | bytes | mmap.mmap) -> BaselineFile:
 
 @functools.cache
 def _record_types() -> tuple[Any, Any]:
-    record = twin(RunRecord)
-    spec: list[Any] = []
-    for f in msgspec.structs.fields(record):
-        kind = list[msgspec.Raw] if f.name == "results" else f.type
-        if f.required:
-            spec.append((f.name, kind))
-        elif f.default_factory is not msgspec.NODEFAULT:
-            spec.append((f.name, kind, msgspec.field(default_factory=f.default_factory)))
-        else:
-            spec.append((f.name, kind, f.default))
-    top = msgspec.defstruct("RecordTop", spec, kw_only=True, forbid_unknown_fields=True, gc=False)
+    top = _variant("RecordTop", twin(RunRecord), results=(list[msgspec.Raw],))  # each result decoded in its turn
     return top, twin(CaseResult)
+
+
+def _variant(name: str, struct: type[msgspec.Struct], **changed: tuple[Any, ...]) -> type[msgspec.Struct]:
+    """`struct` with some fields changed: name=(type,) or (type, default)."""
+    spec: list[Any] = []
+    for f in msgspec.structs.fields(struct):
+        if f.name in changed:
+            spec.append((f.name, *changed[f.name]))
+        elif f.required:
+            spec.append((f.name, f.type))
+        elif f.default_factory is not msgspec.NODEFAULT:
+            spec.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
+        else:
+            spec.append((f.name, f.type, f.default))
+    return msgspec.defstruct(name, spec, kw_only=True, forbid_unknown_fields=True, gc=False)
 
 
 def record(text: str) -> RunRecord | None:
