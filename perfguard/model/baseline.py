@@ -10,8 +10,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
-from perfguard.model.records import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, SIGNIFICANT_DIGITS,
-                                     CaseResult, DeviceInfo, Regime, TimeMetric, Timing, thin_samples)
+from perfguard.model.records import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY,
+                                     SIGNIFICANT_DIGITS, CaseResult, DeviceInfo, Regime, TimeMetric, Timing, thin_samples)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,11 +138,12 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     them (rounded): a run read back from its baseline is the run its record gives again."""
     from perfguard.model.codec import round_sig  # the codec builds on this module
 
-    def written(x: float | None, digits: int = SIGNIFICANT_DIGITS) -> float | None:
-        return None if x is None else round_sig(x, digits)
+    def written(name: str, x: float | None) -> float | None:
+        return None if x is None else round_sig(x, SAMPLE_DIGITS if name in SHOWN_ONLY else SIGNIFICANT_DIGITS)
 
-    times = tuple(sorted((m, written(t.median_ms), t.n, written(t.ci_half_pct, SAMPLE_DIGITS)) for m, t in run.timings.items()))
-    return (run.device_uuid, run.host, times, written(run.sm_clock_mhz, SAMPLE_DIGITS), run.peak_allocated_bytes)
+    times = tuple(sorted((m, written("median_ms", t.median_ms), t.n, written("ci_half_pct", t.ci_half_pct))
+                         for m, t in run.timings.items()))
+    return (run.device_uuid, run.host, times, written("sm_clock_mhz", run.sm_clock_mhz), run.peak_allocated_bytes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -255,3 +255,37 @@ def _kind_problems(obj: Any, where: str) -> Iterator[str]:
             yield f"{where}.n is {obj.n}; a count is never negative"
         if obj.drift_pct is not None and obj.drift_pct < 0:
             yield f"{where}.drift_pct is {obj.drift_pct!r}; a spread is never negative"
+
+
+# Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
+# is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
+# report) from recursing past Python's limit on a hostile file. Every way into a file bounds them here.
+MAX_FREE_FORM_DEPTH = 16
+MAX_INT = 2**63  # every count and byte figure perfguard writes fits in 64 bits
+
+
+def finite(value: Any, source: str, where: str) -> float:
+    try:
+        value = float(value)  # a huge JSON integer overflows here
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise BaselineError(f"{source}: {where} is not a finite number")
+    return value
+
+
+def free_form(value: Any, source: str, where: str) -> Any:
+    """`value` as parsed, once its nesting is bounded and its numbers are ones JSON can write back."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_FREE_FORM_DEPTH:
+                raise BaselineError(f"{source}: {where} is nested more than {MAX_FREE_FORM_DEPTH} levels deep; "
+                                    "was the file edited by hand?")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+        elif isinstance(item, float):
+            finite(item, source, where)
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= MAX_INT:
+            raise BaselineError(f"{source}: {where} holds {names.shown(item)}, larger than any figure perfguard writes")
+    return value

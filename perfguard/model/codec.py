@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
-from perfguard.model import compiled, layout, migration, typed
-from perfguard.model.checks import check_baseline, check_record
+from perfguard.model import checks, compiled, layout, migration, typed
+from perfguard.model.checks import check_baseline, check_record, finite, free_form
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
 from perfguard.model.baseline import BaselineFile, run_summary
@@ -28,16 +28,9 @@ from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, S
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
 READABLE_VERSIONS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
 
-# Values typed Any (a case's params, a run's options, a fingerprint) are kept as parsed. A few levels
-# is all perfguard writes; bounding them keeps writing or showing them later (a baseline update, a
-# report) from recursing past Python's limit on a hostile file.
-MAX_FREE_FORM_DEPTH = 16
-MAX_INT = compiled.MAX_INT  # every count and byte figure perfguard writes fits in 64 bits
-# Runs of one case a baseline may hold. perfguard keeps `keep_runs` (defaults.KEEP_RUNS, 10; a
-# fleet's baseline keeps 3 × its runners), so a thousand is far above any setting in use; past it a file
-# is not a baseline but an edit: one case of 1,000,000 runs (324 MB) made `baseline show` take 125 s
-# and 1.86 GB. Checked on the parsed JSON, before the runs are built.
-MAX_RUNS_PER_CASE = 1000
+MAX_FREE_FORM_DEPTH = checks.MAX_FREE_FORM_DEPTH  # values typed Any are bounded by checks.free_form
+MAX_INT = checks.MAX_INT
+MAX_RUNS_PER_CASE = layout.MAX_RUNS_PER_CASE
 
 T = TypeVar("T")
 
@@ -321,17 +314,17 @@ def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
         if dataclasses.is_dataclass(item):
             return {k: _walk(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
         if item is Any:
-            return _free_form(value, source, where)
+            return free_form(value, source, where)
         return {k: _convert(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
     if hint is Any:
-        return _free_form(value, source, where)
+        return free_form(value, source, where)
     expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)
     if expected and (not isinstance(value, expected) or (hint is not bool and isinstance(value, bool))):
         raise BaselineError(f"{source}: {where} should be {hint.__name__}, found {shown(value)}")
     if hint is int and abs(value) >= MAX_INT:
         raise BaselineError(f"{source}: {where} is {shown(value)}, larger than any count perfguard writes")
     if hint is float:
-        value = _finite(value, source, where)
+        value = finite(value, source, where)
     return value
 
 
@@ -340,31 +333,4 @@ def _word(words: tuple[str, ...], value: Any, source: str, where: str) -> str:
     if not isinstance(value, str) or value not in words:
         known = ", ".join(repr(w) for w in words if w)
         raise BaselineError(f"{source}: {where} {shown(value)} is none of {known}; was the file edited by hand?")
-    return value
-
-
-def _finite(value: Any, source: str, where: str) -> float:
-    try:
-        value = float(value)  # a huge JSON integer overflows here
-    except OverflowError:
-        value = math.inf
-    if not math.isfinite(value):
-        raise BaselineError(f"{source}: {where} is not a finite number")
-    return value
-
-
-def _free_form(value: Any, source: str, where: str) -> Any:
-    """`value` as parsed, once its nesting is bounded and its numbers are ones JSON can write back."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth >= MAX_FREE_FORM_DEPTH:
-                raise BaselineError(f"{source}: {where} is nested more than {MAX_FREE_FORM_DEPTH} levels deep; "
-                                    "was the file edited by hand?")
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-        elif isinstance(item, float):
-            _finite(item, source, where)
-        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= MAX_INT:
-            raise BaselineError(f"{source}: {where} holds {shown(item)}, larger than any figure perfguard writes")
     return value

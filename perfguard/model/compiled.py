@@ -21,7 +21,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-MAX_INT = 2**63  # as codec.MAX_INT: the codec imports this module
+from perfguard.model.checks import MAX_INT, free_form
 
 
 class Refused(Exception):
@@ -158,10 +158,8 @@ def _dict(hint: Any) -> Convert:
 
 
 def _free_form(value: Any) -> Any:
-    """codec._free_form's bounds; its BaselineError, like Refused, sends `from_jsonable` to its walk."""
-    from perfguard.model.codec import _free_form as bounded  # the codec imports this module
-
-    return bounded(value, "", "")
+    """checks.free_form's bounds; its BaselineError, like Refused, sends `from_jsonable` to its walk."""
+    return free_form(value, "", "")
 
 
 def _dataclass(cls: type) -> Convert:

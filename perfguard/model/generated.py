@@ -52,9 +52,7 @@ def _is_date(text: str) -> bool:
 
 
 def _free_form(value: Any) -> Any:
-    from perfguard.model.codec import _free_form as bounded  # the codec imports this module
-
-    return bounded(value, "", "")
+    return checks.free_form(value, "", "")
 
 
 def _figures(v: Any, low: float, high: float, memo: dict[float, float]) -> tuple[float, ...]:

@@ -27,6 +27,11 @@ SESSION_FIELDS = ("commit", "device_uuid", "host", "recorded_at")  # a run's, in
 ENTRY_FIELDS = ("commit", "fingerprint", "recorded_at")  # an entry's, in its row
 ROW_FIELDS = ("commit", "device_uuid", "fingerprint", "host", "recorded_at")
 TIMINGS = "timings"
+# Runs of one case a baseline may hold. perfguard keeps `keep_runs` (defaults.KEEP_RUNS, 10; a
+# fleet's baseline keeps 3 × its runners), so a thousand is far above any setting in use; past it a file
+# is not a baseline but an edit: one case of 1,000,000 runs (324 MB) made `baseline show` take 125 s
+# and 1.86 GB. Checked before the runs are built (codec.check_run_count; model/typed.py's _runs).
+MAX_RUNS_PER_CASE = 1000
 
 
 def pack(data: dict[str, Any]) -> dict[str, Any]:

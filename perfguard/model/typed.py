@@ -7,7 +7,7 @@ floats. msgspec decodes each case's text into the twins and checks all of that i
 converted to the dataclasses (`msgspec.convert`, in C too), and a baseline's runs are built from its
 columns (model/layout.py) a column at a time. What msgspec does not check is checked after it, on the
 few objects that need it: dates (`checks.is_date`), the rules of `checks.WORDED_RULES` (slugs, links),
-the bounds of free-form values (`codec._free_form`). The twins are dropped a case at a time.
+the bounds of free-form values (`checks.free_form`). The twins are dropped a case at a time.
 
 msgspec keeps the last of two equal keys, silently, where perfguard refuses the file. So the keys are
 counted twice. In the text: `":`, which every key ends with (where none has space before its colon:
@@ -40,13 +40,14 @@ import msgspec
 from perfguard.model import checks, layout
 from perfguard.model.baseline import BaselineEntry, BaselineFile, Calibration, RunSummary, RunTime
 from perfguard.model.checks import check_baseline
+from perfguard.model.checks import MAX_INT as _MAX_INT
+from perfguard.model.layout import MAX_RUNS_PER_CASE as _MAX_RUNS
 from perfguard.model.generated import _is_date
 from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, RunRecord
 
 _UNIONS = (typing.Union, types.UnionType)
 _KEY_SPACE = re.compile(r'"[ \t\n\r]+:')  # a key with space before its colon: the text's count would miss it
 _KEY_SPACE_BYTES = re.compile(_KEY_SPACE.pattern.encode())
-_MAX_INT = 2**63  # codec.MAX_INT
 
 
 class _Refused(Exception):
@@ -75,7 +76,7 @@ def _type(hint: Any, name: str, floor: tuple[float, bool] | None) -> Any:
         single = _type(single, name, floor)
         return single | None if type(None) in args else single  # type: ignore[operator]
     if name in checks.FREE_FORM or hint is Any:
-        return dict[str, Any] if origin is dict else Any  # bounded after (codec._free_form)
+        return dict[str, Any] if origin is dict else Any  # bounded after (checks.free_form)
     if origin is typing.Literal or hint in (str, bool):
         return hint
     if dataclasses.is_dataclass(hint):
@@ -181,15 +182,13 @@ def _date(value: Any) -> None:
 
 
 def _free_form(value: Any) -> None:
-    """codec._free_form's bounds. msgspec decodes no NaN or infinity, so of a flat object's values only an
-    integer can be out of bounds; anything nested goes to the codec's walk."""
+    """checks.free_form's bounds. msgspec decodes no NaN or infinity, so of a flat object's values only an
+    integer can be out of bounds; anything nested goes to its walk."""
     for v in value.values() if type(value) is dict else (value,):
         t = type(v)
         if t is str or t is float or t is bool or v is None or t is int and -_MAX_INT < v < _MAX_INT:
             continue
-        from perfguard.model.codec import _free_form as bounded  # the codec imports this module
-
-        bounded(value, "", "")
+        checks.free_form(value, "", "")
         return
 
 
@@ -206,9 +205,10 @@ def _text_keys(text: str | bytes | mmap.mmap) -> int:
         if _KEY_SPACE.search(text):
             raise _Refused
         return text.count('":')
-    if _KEY_SPACE_BYTES.search(text):
+    data = bytes(text)
+    if _KEY_SPACE_BYTES.search(data):
         raise _Refused
-    return bytes(text).count(b'":')
+    return data.count(b'":')
 
 
 def _is_struct(kind: Any) -> bool:
@@ -302,7 +302,7 @@ def _shared(result: Any, s: Any) -> Any:
 
 
 def _free_keys(value: Any) -> int:
-    """The keys in a free-form value (bounded already: codec._free_form)."""
+    """The keys in a free-form value (bounded already: checks.free_form)."""
     if type(value) is dict:
         n = len(value)
         for v in value.values():
@@ -436,7 +436,6 @@ def _runs(columns: Any, table: list[list[Any]]) -> tuple[RunSummary, ...]:
     return tuple(runs)
 
 
-_MAX_RUNS = 1000  # codec.MAX_RUNS_PER_CASE
 
 
 def baseline(text: str | bytes | mmap.mmap) -> BaselineFile | None:
