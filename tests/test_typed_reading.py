@@ -157,6 +157,9 @@ EDITS = {
     "an entry's date in the entry": ("B", _first(r'"session":\d+\}', '"recorded_at":"2026-12-01T00:00:00+00:00","session":0}')),
     "a result's id, another case's": ("B", _first(r'"result":\{', '"result":{"id":"mul",')),
     "a column too short": ("B", _first(r'"median_ms":\[[\d.e-]+,', '"median_ms":[')),
+    "a time's column too long": ("B", _first(r'"ci_half_pct":\[', '"ci_half_pct":[1,')),
+    "a run's column of one": ("B", _first(r'"sm_clock_mhz":(\d+)', lambda m: f'"sm_clock_mhz":[{m[1]}]')),
+    "a run's time without its median": ("B", _first(r'"median_ms":\[[\d.e-]+,', '"median_ms":[null,')),
     "a session's field as a column": ("B", _first(r'"runs":\{', '"runs":{"host":"h",')),
     "timings as a list": ("BR", _first(r'"timings":\{', '"timings":[],"zz":{')),
     "a word no one knows": ("BR", _first(r'"status":"ok"', '"status":"fine"')),
@@ -250,4 +253,4 @@ def test_the_twins_match_their_dataclasses():
     for cls in (BaselineFile, RunRecord, Verdict):
         twin = typed.twin(cls)
         assert [f.name for f in dataclasses.fields(cls)] == list(twin.__struct_fields__)
-    assert codec.MAX_RUNS_PER_CASE == typed._MAX_RUNS and codec.MAX_INT == typed._MAX_INT
+    assert codec.MAX_INT == typed._MAX_INT

@@ -55,6 +55,8 @@ class BaselineEntry:
     commit: str | None
     fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() at recording time
     result: CaseResult
+    # Read the typed way (a file perfguard wrote), a model/columns.py ColumnRuns: the file's columns, read
+    # as this tuple (equal to it), its RunSummary objects built as they are read (issue 34).
     runs: tuple[RunSummary, ...] = ()
 
 

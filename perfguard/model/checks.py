@@ -22,6 +22,7 @@ from typing import Any
 from perfguard.errors import BaselineError
 from perfguard.model import names
 from perfguard.model.baseline import BaselineFile, RunTime
+from perfguard.model.columns import ColumnRuns
 from perfguard.model.measured import Memory, Profile
 from perfguard.model.records import CaseResult, DeviceInfo, TimeSummary, RunRecord
 
@@ -112,6 +113,8 @@ def _value_clean(value: Any, most: float, free: bool, samples: bool) -> bool:
         return True
     if t is float or t is int:
         return free or -most <= value <= most  # nan fails both comparisons
+    if t is ColumnRuns:
+        return True  # checked as it was read (model/typed.py), and never changed since
     if t is tuple or t is dict:
         items = tuple(value.values()) if t is dict else value
         if not items:
@@ -146,7 +149,7 @@ def _problems(obj: Any, where: str) -> Iterator[str]:
         value, at = getattr(obj, f.name), f"{where}.{f.name}"
         if f.name.endswith("samples_ms") and isinstance(value, tuple) and value and min(value) < 0:
             yield f"{at} holds {min(value)!r}; a time is never negative"
-        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+        elif isinstance(value, (tuple, ColumnRuns)) and value and dataclasses.is_dataclass(value[0]):
             for i, item in enumerate(value):
                 yield from _problems(item, f"{at}[{i}]")
         elif isinstance(value, dict) and value and dataclasses.is_dataclass(next(iter(value.values()))):

@@ -23,6 +23,7 @@ from perfguard.model.checks import check_baseline, check_record, finite, free_fo
 from perfguard.model.names import shown
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
 from perfguard.model.baseline import BaselineFile, run_summary
+from perfguard.model.columns import ColumnRuns
 from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, SIGNIFICANT_DIGITS, RunRecord
 
 # Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
@@ -52,7 +53,7 @@ def to_jsonable(obj: Any) -> Any:
                 if default is _REQUIRED or value != default or type(value) is not type(default)}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, (list, tuple, ColumnRuns)):
         return [to_jsonable(v) for v in obj]
     if isinstance(obj, str):
         return str(obj)  # plain str: subclasses (torch's TorchVersion) do not cross xdist's channel

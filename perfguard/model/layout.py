@@ -1,14 +1,14 @@
 """How a baseline file lays out its cases (schemas 5 and 6): a case's runs as columns, and who recorded what
 when as rows of the file's `sessions` table, which every case of that recording session shares.
 
-In memory (model/baseline.py) and in the JSON the typed pass builds from, a case's runs are a list of
-run objects. Written so, one run took ~500 bytes, 110 of them its commit, card and date, repeated by
-every case of its session; as columns it takes ~100 (issue 34). A column holds one value a run, or one
+In the JSON the strict way builds from (model/baseline.py's RunSummary objects), a case's runs are a
+list of run objects; the typed way keeps them as the columns it decoded (model/columns.py). Written so,
+one run took ~500 bytes, 110 of them its commit, card and date, repeated by every case of its session; as columns it takes ~100 (issue 34). A column holds one value a run, or one
 value for every run (`"sm_clock_mhz": 1980`); a run without a field holds null there (the field's
 default). Since schema 6 an entry's own commit, date and software versions (its `fingerprint`) are a
 row too (`"session": 3`), and its result leaves out what the file says already: its id (the case's key)
 and its device (the file's). codec.py packs on the way out and unpacks on the strict way in; model/typed.py
-builds the same objects from the same layout; nothing else knows it.
+and model/columns.py read the same layout; nothing else knows it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ TIMINGS = "timings"
 # Runs of one case a baseline may hold. perfguard keeps `keep_runs` (defaults.KEEP_RUNS, 10; a
 # fleet's baseline keeps 3 × its runners), so a thousand is far above any setting in use; past it a file
 # is not a baseline but an edit: one case of 1,000,000 runs (324 MB) made `baseline show` take 125 s
-# and 1.86 GB. Checked before the runs are built (codec.check_run_count; model/typed.py's _runs).
+# and 1.86 GB. Checked before the runs are built (codec.check_run_count; model/columns.py's check).
 MAX_RUNS_PER_CASE = 1000
 
 

@@ -4,10 +4,12 @@ Each dataclass of the model has a twin msgspec Struct, made once from its hints 
 fields and defaults, unknown fields refused (`forbid_unknown_fields`), each figure bounded by its
 field's name and `checks.FLOORS` (`Meta(ge=, le=)`), words as Literals, samples as tuples of bounded
 floats. msgspec decodes each case's text into the twins and checks all of that in C; the twins are
-converted to the dataclasses (`msgspec.convert`, in C too), and a baseline's runs are built from its
-columns (model/layout.py) a column at a time. What msgspec does not check is checked after it, on the
-few objects that need it: dates (`checks.is_date`), the rules of `checks.WORDED_RULES` (slugs, links),
-the bounds of free-form values (`checks.free_form`). The twins are dropped a case at a time.
+converted to the dataclasses (`msgspec.convert`, in C too); a baseline's runs stay the columns they
+were decoded as (model/columns.py's ColumnRuns, which builds the RunSummary objects as they are read,
+and whose `check` refuses what they could not be built from). What msgspec does not check is checked
+after it, on the few objects that need it: dates (`checks.is_date`), the rules of `checks.WORDED_RULES`
+(slugs, links), the bounds of free-form values (`checks.free_form`). The other twins are dropped a case
+at a time.
 
 msgspec keeps the last of two equal keys, silently, where perfguard refuses the file. So the keys are
 counted twice. In the text: `":`, which every key ends with (where none has space before its colon:
@@ -24,11 +26,9 @@ a time, read what this declines until no file perfguard writes was declined: rem
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import gc
-import itertools
 import mmap
 import re
 import types
@@ -38,10 +38,11 @@ from typing import Annotated, Any
 import msgspec
 
 from perfguard.model import checks, layout
+from perfguard.model import columns as columns_
 from perfguard.model.baseline import BaselineEntry, BaselineFile, Calibration, RunSummary, RunTime
+from perfguard.model.columns import ColumnRuns
 from perfguard.model.checks import check_baseline
 from perfguard.model.checks import MAX_INT as _MAX_INT
-from perfguard.model.layout import MAX_RUNS_PER_CASE as _MAX_RUNS
 from perfguard.model.generated import _is_date
 from perfguard.model.records import SCHEMA_VERSION, CaseResult, DeviceInfo, RunRecord
 
@@ -324,16 +325,13 @@ def _converted(obj: Any, cls: type) -> Any:
 
 # --- a baseline: the file's object, its sessions table, and each case (kept raw until its turn) ----------
 
-_COLUMN_FIELDS = tuple(f for f in dataclasses.fields(RunSummary) if f.name not in (*layout.SESSION_FIELDS, layout.TIMINGS))
-
-
 @functools.cache
 def _baseline_types() -> tuple[Any, Any]:
     hints = typing.get_type_hints(RunSummary)
 
     def column(hint: Any, name: str, floor: tuple[float, bool] | None) -> Any:
         """One value for every run, or a list of one a run; null: the field's default (a time's median:
-        no such time in that run, which _runs checks)."""
+        no such time in that run, which columns.check checks)."""
         one = _type(hint, name, floor)
         if typing.get_origin(one) in _UNIONS:
             (one,) = [a for a in typing.get_args(one) if a is not type(None)]
@@ -345,7 +343,7 @@ def _baseline_types() -> tuple[Any, Any]:
         for f in dataclasses.fields(RunTime)], kw_only=True, forbid_unknown_fields=True, gc=False)
     columns = msgspec.defstruct("RunColumns", [
         (layout.SESSION, list[Annotated[int, msgspec.Meta(ge=0)]]),
-        *((f.name, column(hints[f.name], f.name, None), None) for f in _COLUMN_FIELDS),
+        *((f.name, column(hints[f.name], f.name, None), None) for f in columns_.COLUMN_FIELDS),
         (layout.TIMINGS, dict[hints[layout.TIMINGS].__args__[0], times], msgspec.field(default_factory=dict)),
     ], kw_only=True, forbid_unknown_fields=True, gc=False)
     session = msgspec.defstruct("SessionRow", [
@@ -365,77 +363,6 @@ def _baseline_types() -> tuple[Any, Any]:
 
 
 _NEW = object.__new__
-
-
-_consume = collections.deque(maxlen=0).extend  # runs a map to its end, keeping nothing
-_TIME_SET = [(f.name, getattr(RunTime, f.name).__set__) for f in dataclasses.fields(RunTime)]
-_RUN_SET = [(f.name, getattr(RunSummary, f.name).__set__, f.default) for f in _COLUMN_FIELDS]
-_SESSION_SET = [(i, getattr(RunSummary, name).__set__) for i, name in enumerate(layout.SESSION_FIELDS)]
-_SET_TIMINGS = RunSummary.timings.__set__  # type: ignore[attr-defined]
-
-
-def _cells(column: Any, n: int, default: Any) -> Any:
-    """A column's n cells, a null cell (or column) as the field's default."""
-    if type(column) is not list:
-        return itertools.repeat(default if column is None else column, n)
-    if len(column) != n:
-        raise _Refused
-    return [default if x is None else x for x in column] if None in column else column
-
-
-def _made(cls: type, n: int) -> list[Any]:
-    """`n` new instances of frozen, slotted `cls`, their fields unset: set column by column below, each
-    column one map of a slot's own setter (no Python call a value: a third of what __init__ took)."""
-    return list(map(_NEW, itertools.repeat(cls, n)))
-
-
-@functools.cache
-def _timings_of(metrics: tuple[str, ...]) -> Any:
-    """A function of one RunTime per metric that makes a run's `timings` (a literal: dict(zip()) took 3×)."""
-    env: dict[str, Any] = {}
-    exec(f"def timings({', '.join(f't{i}' for i in range(len(metrics)))}):\n"  # noqa: S102 - made from words
-         f"    return {{{', '.join(f'{m!r}: t{i}' for i, m in enumerate(metrics))}}}", env)
-    return env["timings"]
-
-
-def _runs(columns: Any, table: list[list[Any]]) -> tuple[RunSummary, ...]:
-    """One case's RunSummary objects from its columns; `table`: each session field's column over the
-    file's sessions table (commit, device_uuid, host, recorded_at)."""
-    rows = columns.session
-    n = len(rows)
-    if not 0 < n <= _MAX_RUNS or max(rows) >= len(table[0]):
-        raise _Refused
-    metrics, times, gaps = [], [], False
-    for metric, fields in columns.timings.items():
-        cells = [_cells(fields.median_ms, n, None), _cells(fields.n, n, None), _cells(fields.ci_half_pct, n, None)]
-        made: list[Any] = _made(RunTime, n)
-        for (_, put), values in zip(_TIME_SET, cells):
-            _consume(map(put, made, values))
-        median = fields.median_ms
-        if median is None or type(median) is list and None in median:  # a run without this kind of time
-            gaps = True
-            medians = list(_cells(median, n, None))
-            counts, halves = list(_cells(fields.n, n, None)), list(_cells(fields.ci_half_pct, n, None))
-            if any(m is None and (c is not None or h is not None) for m, c, h in zip(medians, counts, halves)):
-                raise _Refused  # a run's time without its median (the strict way names it)
-            made = [None if m is None else t for m, t in zip(medians, made)]
-        metrics.append(metric)
-        times.append(made)
-    if not metrics:
-        timings: Any = [{} for _ in range(n)]
-    elif gaps:
-        timings = [{m: t for m, t in zip(metrics, ts) if t is not None} for ts in zip(*times)]
-    else:
-        timings = list(map(_timings_of(tuple(metrics)), *times))
-    runs = _made(RunSummary, n)
-    for i, put in _SESSION_SET:
-        _consume(map(put, runs, map(table[i].__getitem__, rows)))
-    _consume(map(_SET_TIMINGS, runs, timings))
-    for name, put, default in _RUN_SET:
-        _consume(map(put, runs, _cells(getattr(columns, name), n, default)))
-    return tuple(runs)
-
-
 
 
 def baseline(text: str | bytes | mmap.mmap) -> BaselineFile | None:
@@ -497,7 +424,8 @@ def _baseline(text: str | bytes | mmap.mmap) -> BaselineFile:
         BaselineEntry.commit.__set__(entry, row.commit)  # type: ignore[attr-defined]
         BaselineEntry.fingerprint.__set__(entry, row.fingerprint)  # type: ignore[attr-defined]
         BaselineEntry.result.__set__(entry, result)  # type: ignore[attr-defined]
-        BaselineEntry.runs.__set__(entry, _runs(twin_entry.runs, table))  # type: ignore[attr-defined]
+        columns_.check(twin_entry.runs, len(rows))
+        BaselineEntry.runs.__set__(entry, ColumnRuns(twin_entry.runs, table))  # type: ignore[attr-defined]
         cases[result.id] = entry  # the id's string, shared with the result
     if counted != expected:
         raise _Refused  # a key twice, or a field written at its default
