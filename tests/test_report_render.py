@@ -301,6 +301,19 @@ def test_perfguard_report_writes_html_and_markdown_from_several_records(tmp_path
     assert md.read_text().startswith("## perfguard: 1 regressed, 1 not compared")
 
 
+def test_perfguard_report_fits_the_scalings_once_for_both_reports(tmp_path, monkeypatch):
+    from perfguard.analysis import scaling
+
+    sweep = [result(f"mm[n={n}]", median_ms=0.1 * n, params={"n": n}) for n in (1, 2, 4, 8)]
+    path, out, md = tmp_path / "run.json", tmp_path / "r.html", tmp_path / "r.md"
+    path.write_text(dumps(record(*sweep)))
+    made = []
+    monkeypatch.setattr(scaling, "scalings", lambda *a, real=scaling.scalings: made.append(1) or real(*a))
+    assert main(["report", str(path), "-o", str(out), "--markdown", str(md)]) == 0
+    assert len(made) == 1  # a fifth of a large report's render when made for each
+    assert "### Scaling (1)" in md.read_text() and "mm over n" in md.read_text() and "mm over n" in out.read_text()
+
+
 def test_perfguard_report_of_a_bad_record_is_one_line_and_writes_nothing(tmp_path):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(dumps(record(result("x"))))

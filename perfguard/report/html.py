@@ -170,7 +170,7 @@ def _template() -> Any:
 
 def _advice(merged: view.Merged, devices: list[Device], fits: Sequence[Scaling] | None) -> tuple[str | None, list[tuple[str, ...]]]:
     """The launch-bound line, and a row per scaling fit."""
-    results = [e.result for by_device in merged.cases.values() for e in by_device.values() if e.result is not None]
+    results = merged.results()
     if fits is None:
         fits = ranked_scalings(results, [d.info for d in devices])
     return launch_line(results), [scaling_cells(s) for s in fits]

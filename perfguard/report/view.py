@@ -92,6 +92,10 @@ class Merged:
     def entries(self) -> list[Entry]:
         return [e for by_device in self.cases.values() for e in by_device.values()]
 
+    def results(self) -> list[CaseResult]:
+        """Each case's result on each device, where it has one."""
+        return [e.result for e in self.entries() if e.result is not None]
+
     def counts(self) -> dict[str, int]:
         """Cases (one per case and device) by overall status, in display order, zeros left out."""
         tally = dict.fromkeys(STATUS_ORDER, 0)
