@@ -24,6 +24,7 @@ from pathlib import Path
 
 from machine import describe
 
+from perfguard.analysis.metrics import complete
 from perfguard.model import RunRecord, Verdict, loads_baseline
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
@@ -43,8 +44,9 @@ def h200_run() -> RunRecord:
     """The H200 baseline as a run: one case in ten regressed, others improved, unstable or new."""
     baseline = loads_baseline((ROOT / "baselines" / "nvidia-h200.json").read_text(), "baselines/nvidia-h200.json")
     results, verdicts = [], []
+    device = baseline.calibration.apply_to(baseline.device) if baseline.calibration else baseline.device
     for i, (_, entry) in enumerate(sorted(baseline.cases.items())):
-        r = entry.result
+        r = complete(entry.result, device)  # the derived figures a run's record has and a baseline does not keep
         status, change = {0: ("regressed", 12.4), 3: ("improved", -9.8), 5: ("unstable", 6.1), 9: ("new", None)}.get(
             i % 10, ("same", 0.3))
         median = r.judged_time.median_ms if r.judged_time else None

@@ -18,7 +18,7 @@ from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
 from perfguard.errors import BaselineError
 from perfguard.model import (MAX_BASELINE_SAMPLES, SCHEMA_VERSION, BaselineEntry, BaselineFile, CaseResult, DeviceInfo,
-                             RunSummary, RunTime, drift_pct, dumps, kept, loads_baseline, typed)
+                             RunSummary, RunTime, drift_pct, dumps, kept, kept_entry, loads_baseline, typed)
 
 from baseline_file import as_written
 
@@ -176,7 +176,7 @@ def test_the_committed_schema_4_baseline_migrates_keeps_its_drift_and_judges_as_
     new = store.load(folder, H200)
     for key, entry in old.cases.items():
         again = new.cases[key]
-        assert again.runs == tuple(map(as_written, entry.runs))
+        assert again.runs == tuple(map(as_written, kept_entry(entry).runs))  # as a store writes them
         assert len(again.result.timings["gpu_time"].samples_ms) == MAX_BASELINE_SAMPLES
         judged_alike(entry, again)
 
@@ -213,10 +213,33 @@ def test_the_committed_schema_5_baseline_migrates_smaller_and_judges_as_before(t
         assert size < 5 / 6 * len(json.dumps(raw["cases"][key], separators=(",", ":"))), key
         again = new.cases[key]
         assert (again.recorded_at, again.commit, again.fingerprint) == (entry.recorded_at, entry.commit, entry.fingerprint)
-        assert again.runs == tuple(map(as_written, entry.runs))
+        assert again.runs == tuple(map(as_written, kept_entry(entry).runs))  # as a store writes them
         assert again.result == kept(entry.result)
         assert again.result.judged_time.mean_ms is None and entry.result.judged_time.mean_ms is not None
         judged_alike(entry, again)
+
+
+def test_a_write_keeps_no_run_s_half_width_and_of_the_derived_figures_the_bound_alone(tmp_path):
+    """What no verdict reads a baseline does not keep (model.kept_entry): a file that has a run's own
+    half-width and a result's bandwidth and rates loses them at its next write; a run that differs from
+    another by its half-width alone is that run (baseline.identity)."""
+    from perfguard.model import Metrics, identity
+
+    with_metrics = dataclasses.replace(measured("old"), metrics=Metrics(gbps=4000.0, tflops=1.5, bound="memory", roofs="datasheet"))
+    runs = (run("2026-12-01T10:00:00+00:00", "GPU-a", 1.0), run("2026-12-02T10:00:00+00:00", "GPU-b", 1.01))
+    assert all(t.ci_half_pct for r in runs for t in r.timings.values())
+    entry = BaselineEntry(recorded_at=WHEN, commit="c1", fingerprint={}, result=with_metrics, runs=runs)
+    folder = tmp_path / "b"
+    folder.mkdir()
+    (folder / "nvidia-h200.json").write_text(dumps(BaselineFile(device=H200, cases={"old": entry})))
+    assert '"ci_half_pct"' in (folder / "nvidia-h200.json").read_text()
+    store.update(folder, H200, [measured("another")], commit="c2", recorded_at="2026-12-03T10:00:00+00:00")
+    written = (folder / "nvidia-h200.json").read_text()
+    assert '"ci_half_pct"' not in written and '"gbps"' not in written
+    old = store.load(folder, H200).cases["old"]
+    assert old.result.metrics == Metrics(bound="memory")
+    assert [identity(r) for r in old.runs] == [identity(r) for r in runs]  # the same runs, by what identifies one
+    assert [r.timings["gpu_time"].median_ms for r in old.runs] == [1.0, 1.01]
 
 
 def test_a_result_that_names_another_device_is_refused_by_the_store_naming_the_file(tmp_path):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from perfguard.analysis.metrics import complete
 from perfguard.model import CaseResult, Profile, RunRecord, Verdict, loads_baseline
 from perfguard.report.html import render_html
 
@@ -61,8 +62,9 @@ def h200_record() -> RunRecord:
     results: list[CaseResult] = []
     verdicts: list[Verdict] = []
     statuses = {0: ("regressed", 12.4), 3: ("improved", -9.8), 5: ("unstable", 6.1), 9: ("new", None)}
+    device = baseline.calibration.apply_to(baseline.device) if baseline.calibration else baseline.device
     for i, (_, entry) in enumerate(sorted(baseline.cases.items())):
-        r = entry.result
+        r = complete(entry.result, device)  # the derived figures a run's record has and a baseline does not keep
         if i == 9:
             r = dataclasses.replace(r, id=HOSTILE, name=HOSTILE, params={"html": HOSTILE})
         status, change = statuses.get(i, ("same", 0.3))

@@ -314,6 +314,17 @@ def test_perfguard_report_fits_the_scalings_once_for_both_reports(tmp_path, monk
     assert "### Scaling (1)" in md.read_text() and "mm over n" in md.read_text() and "mm over n" in out.read_text()
 
 
+def test_perfguard_report_whose_fits_fail_says_so_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from perfguard.analysis import scaling
+
+    path, out = tmp_path / "run.json", tmp_path / "r.html"
+    path.write_text(dumps(record(*(result(f"mm[n={n}]", params={"n": n}) for n in (1, 2, 4)))))
+    monkeypatch.setattr(scaling, "scalings", lambda *a: 1 / 0)
+    assert main(["report", str(path), "-o", str(out)]) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "cannot render the HTML report: ZeroDivisionError" in line and not out.exists()
+
+
 def test_perfguard_report_of_a_bad_record_is_one_line_and_writes_nothing(tmp_path):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(dumps(record(result("x"))))

@@ -9,6 +9,7 @@ import pytest
 
 from perfguard import store
 from perfguard.analysis import verdict
+from perfguard.analysis.metrics import complete
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, Metrics, RunRecord, dumps
@@ -24,7 +25,9 @@ CPU_BLANK = {"caller", "caller Δ", "GPU idle", "% peak BW", "TFLOP/s", "bound",
 def h200_run() -> RunRecord:
     """The committed H200 baseline's cases as a run from a card new to it, with the gate's verdicts."""
     baseline = store.load_file(COMMITTED)
-    results = [dataclasses.replace(e.result, device_uuid="GPU-new") for e in baseline.cases.values()]
+    device = baseline.calibration.apply_to(baseline.device) if baseline.calibration else baseline.device
+    # With the derived figures a run's record has and a baseline does not keep.
+    results = [complete(dataclasses.replace(e.result, device_uuid="GPU-new"), device) for e in baseline.cases.values()]
     verdicts = tuple(verdict.compare_to_baseline(results, baseline, baseline_file=str(COMMITTED)))
     return RunRecord("2026-12-01T00:00:00+00:00", "0.1.0", devices=(baseline.device,), results=tuple(results),
                      verdicts=verdicts)

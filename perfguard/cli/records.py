@@ -228,7 +228,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from perfguard.report import view
-    from perfguard.report.advice import ranked_scalings
+    from perfguard.report.advice import shared_fits
     from perfguard.report.html import render_html
     from perfguard.report.markdown import render_markdown
     from perfguard.store.atomic import write_atomic
@@ -236,7 +236,7 @@ def _report(args: argparse.Namespace) -> int:
     records = [read_record(path) for path in args.runs]
     merged = view.merge(records)
     # Fitted once for both reports, as the plugin does: at 5,360 cases the fits took a fifth of a render.
-    fits = ranked_scalings(merged.results(), [d.info for d in merged.devices.values()])
+    fits = shared_fits(merged.results(), [d.info for d in merged.devices.values()])
     # Render everything before writing anything: a failure leaves no half-updated pair of files.
     outputs = [(Path(args.output), render_html(records, fits))]
     if args.markdown:

@@ -6,10 +6,10 @@ Admission is one): the store applies it inside its lock, and knows it by these t
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
+from perfguard.model.measured import Metrics
 from perfguard.model.records import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY,
                                      SIGNIFICANT_DIGITS, CaseResult, DeviceInfo, Regime, TimeMetric, Timing, thin_samples)
 
@@ -20,7 +20,9 @@ class RunTime:
 
     median_ms: float
     n: int | None = None  # samples behind the median; None in a run migrated from schema 2 that did not keep it
-    ci_half_pct: float | None = None  # the run's own 95% half-width of the median, percent
+    # The run's own 95% half-width of the median, percent: read from files written before 2026-12-04, no
+    # longer kept (`kept_entry`): no verdict read it, and it was a tenth of a baseline (issue 34).
+    ci_half_pct: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -102,22 +104,37 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
     )
 
 
+def kept_entry(entry: BaselineEntry) -> BaselineEntry:
+    """What a baseline file keeps of an entry: its result as `kept` says, and its runs without their own
+    half-widths (which no verdict reads: a tenth of the committed H200 baseline, whose median case they
+    took from 2.9 to 3.3 KB at 18 runs; issue 34)."""
+    if not any(t.ci_half_pct is not None for r in entry.runs for t in r.timings.values()):
+        return dataclasses.replace(entry, result=kept(entry.result))
+    runs = tuple(dataclasses.replace(r, timings={m: dataclasses.replace(t, ci_half_pct=None) for m, t in r.timings.items()})
+                 for r in entry.runs)
+    return dataclasses.replace(entry, result=kept(entry.result), runs=runs)
+
+
 def kept(result: CaseResult) -> CaseResult:
     """What a baseline keeps of its newest run's result: what the gate and its rank tests read, and what
     a reader needs to trust it. Not kept (the run's record keeps them all): samples past
     MAX_BASELINE_SAMPLES; a time's spread (mean, min, max, percentiles), the clock, temperature and power
     before and after the case, the allocator's reserved bytes, fragmentation and retries, the memory NVML
     saw, what the set-up and passes took (figures the reports show; the mean clock, whether the case was
-    capped or throttled, and the memory figures the memory verdicts compare stay); and anything that
-    names one card or run (a profile's trace file, a process left running with its pid). The committed
-    H200 baseline's median case took 3.9 KB with them, 2.9 KB without (issue 34). Kept twice is kept once."""
+    capped or throttled, and the memory figures the memory verdicts compare stay); the figures derived from
+    the median, bytes and flops but the roofline's bound, which the gate's priors read (the bandwidth,
+    rates, utilisations and launch overhead: the record has them, and they follow from what is kept); and
+    anything that names one card or run (a profile's trace file, a process left running with its pid).
+    The committed H200 baseline's median case took 3.9 KB with them, 2.9 KB without (issue 34; the
+    derived figures another 0.3 KB at 18 runs). Kept twice is kept once."""
     timings = {m: dataclasses.replace(t, samples_ms=thin_samples(t.samples_ms, MAX_BASELINE_SAMPLES),
                                       summary=dataclasses.replace(t.summary, **_SPREAD))
                for m, t in result.timings.items()}
     telemetry = result.telemetry and dataclasses.replace(result.telemetry, **_AROUND)
     memory = result.memory and dataclasses.replace(result.memory, **_UNJUDGED_MEMORY)
     counters = result.counters and dataclasses.replace(result.counters, wall_s=None)
-    return dataclasses.replace(result, timings=timings, telemetry=telemetry, memory=memory, counters=counters, setup_s=None,
+    metrics = result.metrics and Metrics(bound=result.metrics.bound)
+    return dataclasses.replace(result, timings=timings, telemetry=telemetry, memory=memory, counters=counters, metrics=metrics, setup_s=None,
                                wall_s=None, passes_s={}, device_uuid=None, error=None, profile=None, left_processes=())
 
 
@@ -134,8 +151,9 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     A date is the one thing a copy can change without measuring anything: one slow record re-stamped in
     five UTC offsets, or 1 ms apart, counted as five runs and widened a host's tolerance from ±21% to
     ±130%. A re-stamped copy keeps every figure; a second real run of a card does not, but for a tiny
-    kernel whose event times are quantized it can: 12 of the committed H200 baseline's 1,240 runs repeat
-    an earlier run's figures exactly, and count once. That costs a run equal to one kept (a tolerance a
+    kernel whose event times are quantized it can: 12 of the H200 baseline's 1,240 runs of 2026-12-02
+    repeated an earlier run's figures exactly, and counted once (with the half-width, since no longer kept
+    and no longer compared: none of the committed file's 2,397 runs repeats another's without it). That costs a run equal to one kept (a tolerance a
     little wider, never narrower); a copy counted five times widens every one. Figures as a file keeps
     them (rounded): a run read back from its baseline is the run its record gives again."""
     from perfguard.model.codec import round_sig  # the codec builds on this module
@@ -143,8 +161,7 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     def written(name: str, x: float | None) -> float | None:
         return None if x is None else round_sig(x, SAMPLE_DIGITS if name in SHOWN_ONLY else SIGNIFICANT_DIGITS)
 
-    times = tuple(sorted((m, written("median_ms", t.median_ms), t.n, written("ci_half_pct", t.ci_half_pct))
-                         for m, t in run.timings.items()))
+    times = tuple(sorted((m, written("median_ms", t.median_ms), t.n) for m, t in run.timings.items()))
     return (run.device_uuid, run.host, times, written("sm_clock_mhz", run.sm_clock_mhz), run.peak_allocated_bytes)
 
 
@@ -183,6 +200,4 @@ class Merge(Protocol):
 
 
 def _run_time(timing: Timing) -> RunTime:
-    s = timing.summary
-    half = s.ci_half_width_pct
-    return RunTime(median_ms=s.median_ms, n=s.n, ci_half_pct=half if math.isfinite(half) else None)
+    return RunTime(median_ms=timing.summary.median_ms, n=timing.summary.n)

@@ -137,7 +137,9 @@ class Recorder:
             options={**self._recorded_options(), "strict": self.options.strict, "gate": [f.line for f in self.facts]},
             status="interrupted" if interrupted or self.ctrl_c.pressed else "complete",
         )
-        self.fits = _fits(self.record)
+        from perfguard.report.advice import shared_fits
+
+        self.fits = shared_fits(self.record.results, self.record.devices)
         self.problems += [r.profile.problem for r in self.record.results if r.profile and r.profile.problem]
         for path, problem in self._write_files():
             if not problem:
@@ -357,16 +359,6 @@ def _now() -> str:
     # Milliseconds: a run is told from another by when it was made (analysis/series.identity), and two
     # runs of one case can end within a second (a fast case, a fast machine).
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _fits(record: RunRecord) -> list[Scaling] | None:
-    """The record's scaling fits; None when fitting fails, so that each renderer tries and reports it."""
-    from perfguard.report.advice import ranked_scalings
-
-    try:
-        return ranked_scalings(record.results, record.devices)
-    except Exception:  # noqa: BLE001 - a report must never take the run down
-        return None
 
 
 def _git_commit(root: Path) -> str | None:

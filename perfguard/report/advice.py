@@ -209,6 +209,15 @@ def ranked_scalings(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]
     return sorted(scalings(results, devices), key=_headroom)
 
 
+def shared_fits(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) -> list[Scaling] | None:
+    """`ranked_scalings`, made once for a run's reports; None where fitting fails, so that each renderer
+    tries again and says what went wrong in its one line (a report never takes the run down)."""
+    try:
+        return ranked_scalings(results, devices)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _headroom(s: Scaling) -> float:
     """How many times its largest measured value the parameter can grow before the memory runs out."""
     return s.fits_up_to / max(s.values) if s.fits_up_to else math.inf

@@ -38,7 +38,7 @@ from perfguard.model import (
     Merge,
     dumps,
     identity,
-    kept,
+    kept_entry,
     loads_baseline,
     names,
     run_summary,
@@ -277,10 +277,10 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
 
 
 def _kept(baseline: BaselineFile) -> BaselineFile:
-    """Every case's result as a baseline keeps it (model.kept): this write's, and those it did not touch
-    (a file of schema 4 kept 200 samples, whose drift was migrated to the summary; one of 5 a time's spread)."""
-    return dataclasses.replace(baseline, cases={key: dataclasses.replace(entry, result=kept(entry.result))
-                                                for key, entry in baseline.cases.items()})
+    """Every case as a baseline keeps it (model.kept_entry): this write's, and those it did not touch (a
+    file of schema 4 kept 200 samples, whose drift was migrated to the summary; one of 5 a time's spread;
+    one written before 2026-12-04 each run's half-width)."""
+    return dataclasses.replace(baseline, cases={key: kept_entry(entry) for key, entry in baseline.cases.items()})
 
 
 def _model_of(device: DeviceInfo) -> DeviceInfo:
