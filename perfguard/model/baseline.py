@@ -106,8 +106,8 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
 
 def kept_entry(entry: BaselineEntry) -> BaselineEntry:
     """What a baseline file keeps of an entry: its result as `kept` says, and its runs without their own
-    half-widths (which no verdict reads: a tenth of the committed H200 baseline, whose median case they
-    took from 2.9 to 3.3 KB at 18 runs; issue 34)."""
+    half-widths (which no verdict reads: 0.33 KB of the committed H200 baseline's median case of 3.5 KB
+    at 18 runs; issue 34)."""
     if not any(t.ci_half_pct is not None for r in entry.runs for t in r.timings.values()):
         return dataclasses.replace(entry, result=kept(entry.result))
     runs = tuple(dataclasses.replace(r, timings={m: dataclasses.replace(t, ci_half_pct=None) for m, t in r.timings.items()})
@@ -152,10 +152,11 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     five UTC offsets, or 1 ms apart, counted as five runs and widened a host's tolerance from ±21% to
     ±130%. A re-stamped copy keeps every figure; a second real run of a card does not, but for a tiny
     kernel whose event times are quantized it can: 12 of the H200 baseline's 1,240 runs of 2026-12-02
-    repeated an earlier run's figures exactly, and counted once (with the half-width, since no longer kept
-    and no longer compared: none of the committed file's 2,397 runs repeats another's without it). That costs a run equal to one kept (a tolerance a
-    little wider, never narrower); a copy counted five times widens every one. Figures as a file keeps
-    them (rounded): a run read back from its baseline is the run its record gives again."""
+    repeated an earlier run's figures exactly, and counted once (the half-width among them then; it is no
+    longer kept or compared, and none of the committed file's 2,397 runs repeats another's without it).
+    That costs a run equal to one kept (a tolerance a little wider, never narrower); a copy counted five
+    times widens every one. Figures as a file keeps them (rounded): a run read back from its baseline is
+    the run its record gives again."""
     from perfguard.model.codec import round_sig  # the codec builds on this module
 
     def written(name: str, x: float | None) -> float | None:
