@@ -44,7 +44,7 @@ def h200_run() -> RunRecord:
     """The H200 baseline as a run: one case in ten regressed, others improved, unstable or new."""
     baseline = loads_baseline((ROOT / "baselines" / "nvidia-h200.json").read_text(), "baselines/nvidia-h200.json")
     results, verdicts = [], []
-    device = baseline.calibration.apply_to(baseline.device) if baseline.calibration else baseline.device
+    device = baseline.calibrated()
     for i, (_, entry) in enumerate(sorted(baseline.cases.items())):
         r = complete(entry.result, device)  # the derived figures a run's record has and a baseline does not keep
         status, change = {0: ("regressed", 12.4), 3: ("improved", -9.8), 5: ("unstable", 6.1), 9: ("new", None)}.get(

@@ -36,8 +36,7 @@ from machine import describe
 from perfguard import store
 from perfguard.store.baselines import MAX_BASELINE_BYTES
 from perfguard.model import BaselineFile, RunRecord, dumps, loads_baseline, loads_record
-from perfguard.report import view
-from perfguard.report.advice import ranked_scalings
+from perfguard.report.advice import report_fits
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
@@ -102,8 +101,7 @@ def mapped_load(path: Path) -> BaselineFile:
 def render_times(record: RunRecord) -> tuple[float, float]:
     """Seconds to render the HTML report, its scaling fits included, and then the Markdown from those fits."""
     start = time.perf_counter()
-    merged = view.merge([record])
-    fits = ranked_scalings(merged.results(), [d.info for d in merged.devices.values()])
+    fits = report_fits([record])
     render_html([record], fits)
     middle = time.perf_counter()
     render_markdown([record], fits)

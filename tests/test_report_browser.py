@@ -62,7 +62,7 @@ def h200_record() -> RunRecord:
     results: list[CaseResult] = []
     verdicts: list[Verdict] = []
     statuses = {0: ("regressed", 12.4), 3: ("improved", -9.8), 5: ("unstable", 6.1), 9: ("new", None)}
-    device = baseline.calibration.apply_to(baseline.device) if baseline.calibration else baseline.device
+    device = baseline.calibrated()
     for i, (_, entry) in enumerate(sorted(baseline.cases.items())):
         r = complete(entry.result, device)  # the derived figures a run's record has and a baseline does not keep
         if i == 9:

@@ -25,7 +25,7 @@ CPU_BLANK = {"caller", "caller Δ", "GPU idle", "% peak BW", "TFLOP/s", "bound",
 def h200_run() -> RunRecord:
     """The committed H200 baseline's cases as a run from a card new to it, with the gate's verdicts."""
     baseline = store.load_file(COMMITTED)
-    device = baseline.calibration.apply_to(baseline.device) if baseline.calibration else baseline.device
+    device = baseline.calibrated()
     # With the derived figures a run's record has and a baseline does not keep.
     results = [complete(dataclasses.replace(e.result, device_uuid="GPU-new"), device) for e in baseline.cases.values()]
     verdicts = tuple(verdict.compare_to_baseline(results, baseline, baseline_file=str(COMMITTED)))

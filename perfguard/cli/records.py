@@ -227,16 +227,13 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from perfguard.report import view
-    from perfguard.report.advice import shared_fits
+    from perfguard.report.advice import report_fits
     from perfguard.report.html import render_html
     from perfguard.report.markdown import render_markdown
     from perfguard.store.atomic import write_atomic
 
     records = [read_record(path) for path in args.runs]
-    merged = view.merge(records)
-    # Fitted once for both reports, as the plugin does: at 5,360 cases the fits took a fifth of a render.
-    fits = shared_fits(merged.results(), [d.info for d in merged.devices.values()])
+    fits = report_fits(records)  # once for both, as the plugin does: at 5,360 cases a fifth of a render
     # Render everything before writing anything: a failure leaves no half-updated pair of files.
     outputs = [(Path(args.output), render_html(records, fits))]
     if args.markdown:

@@ -87,6 +87,11 @@ class BaselineFile:
     schema_version: int = SCHEMA_VERSION
     calibration: Calibration | None = None
 
+    def calibrated(self, device: DeviceInfo | None = None) -> DeviceInfo:
+        """`device` (the file's own by default) with this file's measured roofs, where it has them."""
+        device = device or self.device
+        return self.calibration.apply_to(device) if self.calibration else device
+
 
 def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None, host: str | None = None) -> RunSummary:
     """What a baseline keeps of one measured run of a case."""

@@ -38,9 +38,9 @@ from typing import Annotated, Any
 import msgspec
 
 from perfguard.model import checks, layout
-from perfguard.model import columns as columns_
 from perfguard.model.baseline import BaselineEntry, BaselineFile, Calibration, RunSummary, RunTime
-from perfguard.model.columns import ColumnRuns
+from perfguard.model.columns import COLUMN_FIELDS, ColumnRuns
+from perfguard.model.columns import check as check_runs
 from perfguard.model.checks import check_baseline
 from perfguard.model.checks import MAX_INT as _MAX_INT
 from perfguard.model.generated import _is_date
@@ -331,7 +331,7 @@ def _baseline_types() -> tuple[Any, Any]:
 
     def column(hint: Any, name: str, floor: tuple[float, bool] | None) -> Any:
         """One value for every run, or a list of one a run; null: the field's default (a time's median:
-        no such time in that run, which columns.check checks)."""
+        no such time in that run, which columns.check refuses)."""
         one = _type(hint, name, floor)
         if typing.get_origin(one) in _UNIONS:
             (one,) = [a for a in typing.get_args(one) if a is not type(None)]
@@ -343,7 +343,7 @@ def _baseline_types() -> tuple[Any, Any]:
         for f in dataclasses.fields(RunTime)], kw_only=True, forbid_unknown_fields=True, gc=False)
     columns = msgspec.defstruct("RunColumns", [
         (layout.SESSION, list[Annotated[int, msgspec.Meta(ge=0)]]),
-        *((f.name, column(hints[f.name], f.name, None), None) for f in columns_.COLUMN_FIELDS),
+        *((f.name, column(hints[f.name], f.name, None), None) for f in COLUMN_FIELDS),
         (layout.TIMINGS, dict[hints[layout.TIMINGS].__args__[0], times], msgspec.field(default_factory=dict)),
     ], kw_only=True, forbid_unknown_fields=True, gc=False)
     session = msgspec.defstruct("SessionRow", [
@@ -424,7 +424,7 @@ def _baseline(text: str | bytes | mmap.mmap) -> BaselineFile:
         BaselineEntry.commit.__set__(entry, row.commit)  # type: ignore[attr-defined]
         BaselineEntry.fingerprint.__set__(entry, row.fingerprint)  # type: ignore[attr-defined]
         BaselineEntry.result.__set__(entry, result)  # type: ignore[attr-defined]
-        columns_.check(twin_entry.runs, len(rows))
+        check_runs(twin_entry.runs, len(rows))
         BaselineEntry.runs.__set__(entry, ColumnRuns(twin_entry.runs, table))  # type: ignore[attr-defined]
         cases[result.id] = entry  # the id's string, shared with the result
     if counted != expected:

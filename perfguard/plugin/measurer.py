@@ -100,8 +100,8 @@ class Measurer:
             item.user_properties.append((THREADS_KEY, self.cpu_threads))
         if self.options.enabled:
             baseline = self.baselines.load(device)
-            if isinstance(baseline, BaselineFile) and baseline.calibration:
-                device = baseline.calibration.apply_to(device)
+            if isinstance(baseline, BaselineFile):
+                device = baseline.calibrated(device)
 
             def measure() -> CaseResult:
                 return metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s),

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import units
+from perfguard.report import view
 from perfguard.model import CaseResult, DeviceInfo, MemoryBreakdown, RunRecord
 
 if TYPE_CHECKING:  # the fits need numpy; a table of launch-bound cases does not
@@ -216,6 +217,12 @@ def shared_fits(results: Iterable[CaseResult], devices: Iterable[DeviceInfo]) ->
         return ranked_scalings(results, devices)
     except Exception:  # noqa: BLE001
         return None
+
+
+def report_fits(records: Sequence[RunRecord]) -> list[Scaling] | None:
+    """`shared_fits` of the records as the reports merge them (view.merge): for both of their reports."""
+    merged = view.merge(records)
+    return shared_fits(merged.results(), [d.info for d in merged.devices.values()])
 
 
 def _headroom(s: Scaling) -> float:
