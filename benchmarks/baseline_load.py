@@ -4,8 +4,8 @@
     python benchmarks/baseline_load.py [--file baselines/nvidia-h200.json] [--repeats 20]
 
 Every run of `pytest --perfguard`, `perfguard baseline show|accept|merge` and `perfguard ab` reads its
-baselines this way: parse (refusing repeated keys), migrate, build the dataclasses, check every value
-(model/checks.py). The ratio to json.load says what perfguard adds, and moves less with the machine's
+baselines this way: one typed decode (msgspec, model/schema.py), the checks no type states (model/checks.py),
+the dataclasses built (a case's runs when first read, model/layout.py). The ratio to json.load says what perfguard adds, and moves less with the machine's
 load than the seconds do (a shared CPU's timings move with what else runs; both are measured by turns).
 """
 

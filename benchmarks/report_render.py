@@ -34,6 +34,11 @@ STATUSES = ("same",) * 14 + ("regressed", "improved", "unstable", "new")
 OPS = ("add", "mul", "gelu_tanh", "softmax", "layer_norm", "rms_norm", "sum_all", "matmul", "sdpa", "conv2d_3x3")
 
 
+# The rule that gives each status (analysis/decide.py).
+REASONS = {"regressed": "outside", "improved": "outside", "same": "within", "inconclusive": "blind", "unstable": "imprecise",
+           "new": "not_in_baseline", "missing": "did_not_run", "accepted": "accepted"}
+
+
 def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
     rng = np.random.default_rng(seed)
     results, verdicts = [], []
@@ -68,11 +73,11 @@ def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
             judged.update(remeasured_ms=(median * 1.001, median * (1.002 if status == "regressed" else 0.95)),
                           confirmed=status == "regressed")
         verdicts.append(Verdict(case_id, "gpu_time", status, median / (1 + change / 100) if compared else None, median,
-                                change if compared else None, 5.0, "baselines/nvidia-h200.json", (),
-                                "outside" if status in ("regressed", "improved") else "legacy", **judged))
+                                change if compared else None, 5.0, "baselines/nvidia-h200.json", (), reason=REASONS[status],
+                                **judged))
         if compared:
             verdicts.append(Verdict(case_id, "peak_memory", "same", float(n * 2), float(n * 2), 0.0, 5.0,
-                                    "baselines/nvidia-h200.json", (), "within"))
+                                    "baselines/nvidia-h200.json", (), reason="within"))
     return RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", devices=(H200,),
                      results=tuple(results), commit="0123456789abcdef0123", verdicts=tuple(verdicts))
 

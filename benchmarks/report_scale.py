@@ -51,7 +51,7 @@ def h200_run() -> RunRecord:
             i % 10, ("same", 0.3))
         median = r.judged_time.median_ms if r.judged_time else None
         verdicts.append(Verdict(r.id, "gpu_time", status, None if change is None else median / (1 + change / 100), median,
-                                change, 5.0, "baselines/nvidia-h200.json", (), "outside" if status != "same" else "within",
+                                change, 5.0, "baselines/nvidia-h200.json", (), reason="outside" if status != "same" else "within",
                                 baseline_runs=9, noise_pct=0.4, tolerance_pct=5.0, detectable_pct=5.3))
         results.append(r)
     return RunRecord(created_at="2026-11-29T20:54:30+00:00", perfguard_version="0.1.0", devices=(baseline.device,),

@@ -49,6 +49,10 @@ LIB = ("import time\n\nDELAY = {delay}\n\n\ndef work():\n    time.sleep(DELAY)\n
        "def steady():\n    time.sleep(0.001)\n")
 
 
+# The rule that gives each status (analysis/decide.py).
+REASONS = {"regressed": "outside", "improved": "outside", "same": "within", "inconclusive": "blind", "unstable": "imprecise", "new": "not_in_baseline", "missing": "did_not_run", "accepted": "accepted"}
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-c", "user.name=perfguard", "-c", "user.email=perfguard@example.com", *args],
                           cwd=repo, check=True, capture_output=True, text=True).stdout
@@ -207,7 +211,7 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
 def _verdicts(tally):
     from perfguard.model import Verdict
 
-    return [Verdict(f"c{i}", "gpu_time", status, 1.0, 1.0, 0.0, 1.0, None) for status, n in tally.items() for i in range(n)]
+    return [Verdict(f"c{i}", "gpu_time", status, 1.0, 1.0, 0.0, 1.0, None, reason=REASONS[status]) for status, n in tally.items() for i in range(n)]
 
 
 @pytest.mark.parametrize(("tally", "code"), [

@@ -34,8 +34,9 @@ def script(name: str, *args: str, capsys) -> tuple[int, str, str]:
 
 
 def verdict(op: str, level: int, status: str, change: float, spread: float, rounds: int = 7) -> Verdict:
-    return Verdict(f"{op}[size=268435456-level={level}]", "gpu_time", status, 1.0, 1 + change / 100, change, 1.0, None, (),
-                   "legacy", baseline_runs=rounds, noise_pct=spread, tolerance_pct=0.8, detectable_pct=1.0)
+    reason = {"regressed": "outside", "improved": "outside", "same": "within"}.get(status, "blind")
+    return Verdict(f"{op}[size=268435456-level={level}]", "gpu_time", status, 1.0, 1 + change / 100, change, 1.0, None,
+                   reason=reason, baseline_runs=rounds, noise_pct=spread, tolerance_pct=0.8, detectable_pct=1.0)
 
 
 def save(folder: Path, n: int, verdicts: list[Verdict], wall_s: float) -> None:

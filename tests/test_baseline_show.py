@@ -79,8 +79,8 @@ def test_show_names_a_run_the_gate_leaves_out_and_why(tmp_path, capsys):
     case_id = "add[n=16777216-dtype=float32]"
     entry = baseline.cases[case_id]
     last = entry.runs[-1]
-    times = {m: dataclasses.replace(t, median_ms=3 * t.median_ms) for m, t in last.timings.items()}  # a runner 3x slower
-    slow = dataclasses.replace(last, timings=times, recorded_at="2026-12-02T00:00:00+00:00")
+    times = {m: 3 * median for m, median in last.medians_ms.items()}  # a runner 3x slower
+    slow = dataclasses.replace(last, medians_ms=times, recorded_at="2026-12-02T00:00:00+00:00")
     spoiled = dataclasses.replace(baseline, cases={case_id: dataclasses.replace(entry, runs=(*entry.runs, slow))})
     (tmp_path / COMMITTED.name).write_text(dumps(spoiled))
     rows, lines = shown(capsys, tmp_path)

@@ -18,6 +18,7 @@ import pytest
 from perfguard import store
 from perfguard.analysis.series import Admission
 from perfguard.analysis.stats import timing
+from perfguard.cli import main
 from perfguard.errors import BaselineError
 from perfguard.model import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, CaseResult, DeviceInfo, drift_pct, dumps,
                              loads_baseline, round_sig, thin_samples)
@@ -133,11 +134,11 @@ BAD_FILES = {
     "empty": (lambda text: "", "not valid JSON"),
     "not an object": (lambda text: "[]", "expected a JSON object"),
     "unknown schema": (_edit(lambda d: d.update(schema_version=99)), "schema_version 99"),
-    "unknown field": (_edit(lambda d: d["cases"]["a"]["result"].update(speedup=2)), "unknown field(s) speedup"),
-    "missing field": (_edit(lambda d: d["cases"]["a"]["result"].pop("name")), "lacks required field 'name'"),
-    "no session": (_edit(lambda d: d["cases"]["a"].pop("session")), "its `session` should name a row of `sessions`"),
+    "unknown field": (_edit(lambda d: d["cases"]["a"]["result"].update(speedup=2)), "case 'a': result: Object contains unknown field `speedup`"),
+    "missing field": (_edit(lambda d: d["cases"]["a"]["result"].pop("name")), "case 'a': result: Object missing required field `name`"),
+    "no session": (_edit(lambda d: d["cases"]["a"].pop("session")), "case 'a': Object missing required field `session`"),
     "wrong type": (_edit(lambda d: _latency(d).update(median_ms="fast")), "median_ms"),
-    "cases not an object": (_edit(lambda d: d.update(cases=[])), "cases should be an object"),
+    "cases not an object": (_edit(lambda d: d.update(cases=[])), "cases: Expected `object`, got `array`"),
     "entry under another id": (_edit(lambda d: d["cases"]["a"]["result"].update(id="z")), "holds the result of case 'z'"),
     "other GPU model": (
         _edit(_other_gpu), "recorded on NVIDIA A100-SXM4-80GB (nvidia-a100-sxm4-80gb) but named nvidia-h200.json"
@@ -146,17 +147,17 @@ BAD_FILES = {
     "not UTF-8": (lambda text: text.encode().replace(b"abc123", b"\xff\xfe").decode("latin-1"), "UTF-8"),
     # Values, not only types: each of these read `unstable` ("0.000 ns → 2.082 ms (+inf%)") and passed.
     "zero median": (_edit(lambda d: _latency(d).update(median_ms=0)),
-                    "BaselineFile.cases['a'].result.timings['gpu_time'].summary.median_ms is 0.0"),
+                    "case 'a': result.timings[...].summary.median_ms: Expected `float` > 0.0"),
     "negative samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["gpu_time"].update(samples_ms=[-1.0, 1.0])),
-                         "BaselineFile.cases['a'].result.timings['gpu_time'].samples_ms holds -1.0"),
+                         "case 'a': result.timings[...].samples_ms[0]: Expected `float` >= 0.0"),
     "empty samples": (_edit(lambda d: d["cases"]["a"]["result"]["timings"]["gpu_time"].update(samples_ms=[])),
-                      "BaselineFile.cases['a'].result.timings['gpu_time'].samples_ms is empty"),
+                      "case 'a': its gpu_time keeps no samples"),
     "negative minimum": (_edit(lambda d: _latency(d).update(min_ms=-0.5)),
-                         "BaselineFile.cases['a'].result.timings['gpu_time'].summary.min_ms is -0.5"),
+                         "case 'a': result.timings[...].summary.min_ms: Expected `float` >= 0.0"),
     "no latency": (_edit(lambda d: d["cases"]["a"]["result"].update(timings={})),
-                   "BaselineFile.cases['a'].result is not a measured case"),
+                   "case 'a' is not a measured case"),
     "slug that is a path": (_edit(lambda d: d["device"].update(slug="../nvidia-h200")),
-                            "BaselineFile.device.slug '../nvidia-h200' is not a device slug"),
+                            "device.slug: '../nvidia-h200' is not a device slug"),
 }
 
 
@@ -179,7 +180,7 @@ def test_bad_baseline_is_refused_with_one_line_naming_the_file_and_left_untouche
 def test_a_baseline_of_a_newer_schema_says_which_version_reads_it(tmp_path):
     path = tmp_path / "nvidia-h200.json"
     path.write_text(f'{{"schema_version": {SCHEMA_VERSION + 1}, "device": {{}}, "cases": {{}}}}')
-    with pytest.raises(BaselineError, match=f"schema_version {SCHEMA_VERSION + 1}, but this perfguard reads versions 1, 2, 3, 4, 5, 6;"):
+    with pytest.raises(BaselineError, match=f"schema_version {SCHEMA_VERSION + 1}, but this perfguard reads schema {SCHEMA_VERSION};"):
         store.load(tmp_path, "nvidia-h200")
 
 
@@ -236,7 +237,7 @@ def test_a_fleets_runs_merge_in_one_write_and_a_restart_keeps_every_new_run(tmp_
     assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
 
 
-def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_written_as_the_current_version(tmp_path):
+def test_a_version_1_baseline_migrates_with_its_result_as_its_one_run_and_then_takes_updates(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     old = unpacked(path.read_text())
     old["schema_version"] = 1
@@ -245,6 +246,10 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
         timing = entry["result"].pop("timings")["gpu_time"]  # version 1's result: latency and samples_ms
         entry["result"].update(latency=timing["summary"], samples_ms=timing["samples_ms"], caller=None, caller_samples_ms=[])
     path.write_text(json.dumps(old))
+    with pytest.raises(BaselineError, match=f"schema 1, which this perfguard no longer reads; rewrite it as schema "
+                                            f"{SCHEMA_VERSION} with `perfguard migrate {path}`"):
+        store.load(tmp_path, H200)
+    assert main(["migrate", str(path)]) == 0
     (run,) = store.load(tmp_path, H200).cases["a"].runs
     assert (run.recorded_at, run.commit) == (WHEN, "abc123")
     assert run.median_of("gpu_time") == pytest.approx(result("a").judged_time.median_ms, rel=1e-5)
@@ -256,14 +261,14 @@ def test_a_version_1_baseline_loads_with_its_result_as_its_one_run_and_is_writte
 def test_a_run_whose_median_is_zero_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     edit(path, lambda data: data["cases"]["a"]["runs"][0]["timings"]["gpu_time"].update(median_ms=0))
-    with pytest.raises(BaselineError, match=r"runs\[0\].timings\['gpu_time'\].median_ms is 0.0; a run.s median is above 0"):
+    with pytest.raises(BaselineError, match=r"case 'a': runs\.timings\[\.\.\.\]\.median_ms: Expected `float` > 0\.0"):
         store.load(tmp_path, H200)
 
 
 def test_an_entry_without_runs_is_refused(tmp_path):
     path = write_baseline(tmp_path, result("a"))
     edit(path, lambda data: data["cases"]["a"].update(runs=[]))
-    with pytest.raises(BaselineError, match="entry 'a' holds no runs"):
+    with pytest.raises(BaselineError, match="case 'a': its entry holds no runs"):
         store.load(tmp_path, H200)
 
 

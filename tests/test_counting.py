@@ -18,7 +18,7 @@ from perfguard.analysis import noise, priors
 from perfguard.analysis.counting import compare_counters, short_name
 from perfguard.analysis.stats import timing
 from perfguard.analysis.verdict import compare_case
-from perfguard.model import BaselineEntry, CaseResult, Counters, RunSummary, RunTime, loads_record
+from perfguard.model import BaselineEntry, CaseResult, Counters, RunSummary, loads_record
 from perfguard.report import words
 
 MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
@@ -134,7 +134,8 @@ def busy_case(busy_ms, card="GPU-a", rng=None, kernels=175.0, **fields):
 
 def busy_baseline(medians=BUSY_RUNS_MS, card="GPU-a", **fields):
     runs = tuple(RunSummary(recorded_at=f"2026-12-01T10:0{i}:00+00:00", device_uuid=card, host="vm",
-                            timings={"busy_time": RunTime(m, n=5), "caller_time": RunTime(3.3 + 0.4 * (i % 2), n=400)})
+                            medians_ms={"busy_time": m, "caller_time": 3.3 + 0.4 * (i % 2)},
+                            sample_counts={"busy_time": 5, "caller_time": 400})
                  for i, m in enumerate(medians))
     return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint={},
                          result=busy_case(medians[-1], card, **fields), runs=runs)

@@ -97,7 +97,8 @@ BLIND_SLOWDOWN = json.dumps({"slowed": 0.026})  # 20 ms -> 26 ms, +30%
 # --perfguard-update, and what its one line must say (what is wrong, and what to do about it).
 RESTORE = "restore it from version control"
 BAD_FILES = {
-    "corrupt": (True, (": not valid JSON (Expecting value at line 1); the file is corrupt or truncated, " + RESTORE,)),
+    "corrupt": (True, (": not valid JSON (invalid character at line 1: '<<<<<<< HEAD\\n{\\n\"sess'); the file is corrupt or "
+                       "truncated, " + RESTORE,)),
     "other_device": (True, (": recorded on NVIDIA H200 (nvidia-h200) but named cpu-",
                             "; rename it to nvidia-h200.json or " + RESTORE)),
 }

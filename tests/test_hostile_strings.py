@@ -105,7 +105,7 @@ def hostile_record(ids: list[str] = HOSTILE_IDS) -> RunRecord:
         results.append(CaseResult(id=f"{case_id}e", name="e", status="error", device=CPU.slug, error=f"boom {i}{LIVE}"))
         results.append(CaseResult(id=case_id, name="r", status="ok", device=CPU.slug, timer="host-clock",
                                   timings={"gpu_time": timing(SAMPLES)}))
-        verdicts.append(Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, None, tolerance_pct=5.0))
+        verdicts.append(Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, None, reason="outside", tolerance_pct=5.0))
     return RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(CPU,), results=tuple(results),
                      verdicts=tuple(verdicts))
 
@@ -212,7 +212,8 @@ def test_a_line_break_in_a_device_name_or_case_id_forges_no_line(tmp_path, capsy
     case_id = f"add[n=1]\n{FORGED}"
     ok = CaseResult(id=case_id, name="add", status="ok", device=CPU.slug, timer="host-clock", timings={"gpu_time": timing(SAMPLES)})
     broken = CaseResult(id=f"broken\n{FORGED}", name="broken", status="error", device=CPU.slug, error=f"boom\n{FORGED}")
-    verdict = Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, f"baselines/x.json\n{FORGED}", tolerance_pct=5.0)
+    verdict = Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, f"baselines/x.json\n{FORGED}", reason="outside",
+                      tolerance_pct=5.0)
     record = RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(device,), results=(ok, broken), verdicts=(verdict,))
     run, baselines = tmp_path / "run.json", tmp_path / "baselines"
     run.write_text(dumps(record))

@@ -68,9 +68,9 @@ def measured(case_id: str, ms: float, **fields) -> CaseResult:
 def record(ms_b: float, created_at: str) -> RunRecord:
     results = (measured("a", 1.0, restored_state=("default dtype",)), measured("b", ms_b),
                CaseResult(id="c", name="c", status="error", device=CPU.slug, error="setup raised ValueError: no"))
-    verdicts = (Verdict("a", "gpu_time", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), "within"),
-                Verdict("b", "gpu_time", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", (), "outside"),
-                Verdict("d", "gpu_time", "missing", 1.0, None, None, 1.0, "baselines/x.json", (), "did_not_run"))
+    verdicts = (Verdict("a", "gpu_time", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), reason="within"),
+                Verdict("b", "gpu_time", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", reason="outside"),
+                Verdict("d", "gpu_time", "missing", 1.0, None, None, 1.0, "baselines/x.json", reason="did_not_run"))
     return poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
                               verdicts=verdicts, commit="0123abcd",
                               options={"note": "x", "gate": ["gate: threshold 1%"]}))

@@ -56,6 +56,10 @@ return pages;
 """
 
 
+# The rule that gives each status (analysis/decide.py).
+REASONS = {"regressed": "outside", "improved": "outside", "same": "within", "inconclusive": "blind", "unstable": "imprecise", "new": "not_in_baseline", "missing": "did_not_run", "accepted": "accepted"}
+
+
 def h200_record() -> RunRecord:
     """The H200 baseline of suites/ as a run: real GPU figures, with verdicts of every kind and a hostile case."""
     baseline = loads_baseline((ROOT / "baselines" / "nvidia-h200.json").read_text(), "baselines/nvidia-h200.json")
@@ -72,7 +76,7 @@ def h200_record() -> RunRecord:
         verdicts.append(Verdict(
             r.id, "gpu_time", status, None if change is None else median / (1 + change / 100), median, change,
             5.0, "baselines/nvidia-h200.json",
-            ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else ()))
+            ("torch 2.11.0+cu130 → 2.12.0",) if i == 5 else (), reason=REASONS[status]))
         results.append(r)
     return RunRecord(created_at="2026-11-29T20:54:30+00:00", perfguard_version="0.1.0", devices=(baseline.device,),
                      results=tuple(results), verdicts=tuple(verdicts), commit="24e51ad615dfb1b6c157adff23a9a68e0ffa452d")

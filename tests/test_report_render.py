@@ -45,11 +45,16 @@ def result(case_id: str, device: DeviceInfo = H200, median_ms: float = 0.5, flop
                       memory=Memory(peak_allocated_bytes=2**21), **fields)
 
 
+# The rule that gives each status (analysis/decide.py).
+REASONS = {"regressed": "outside", "improved": "outside", "same": "within", "inconclusive": "blind", "unstable": "imprecise",
+           "new": "not_in_baseline", "missing": "did_not_run", "accepted": "accepted"}
+
+
 def verdict(case_id: str, status: str, change: float | None = None, env: tuple[str, ...] = (),
             baseline_file: str = "baselines/nvidia-h200.json") -> Verdict:
     compared = status not in ("new", "missing")
     return Verdict(case_id, "gpu_time", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
-                   5.0, baseline_file, env, "legacy",
+                   5.0, baseline_file, env, reason=REASONS[status],
                    baseline_runs=3 if compared else 0, noise_pct=0.2 if compared else None,
                    tolerance_pct=5.0 if compared else None, detectable_pct=5.4 if compared else None)
 
@@ -440,7 +445,7 @@ def test_a_report_of_several_records_says_each_gate_line_and_the_cpu_note_once(t
 def _regressed_twice(case_id: str) -> tuple[Verdict, Verdict]:
     """A case whose latency and ATen operators both regressed, the operators' line long, as a model's is."""
     counted = Verdict(case_id, "aten_ops", "regressed", 40.0, 52.0, 30.0, 0.0, "baselines/nvidia-h200.json", (),
-                      "grew", (NextStep("allow_counter"), NextStep("accept")),
+                      reason="grew", next_steps=(NextStep("allow_counter"), NextStep("accept")),
                       counts=tuple(CountChange(f"aten::op{i}", 1.0) for i in range(12)), allowance="0", allowed_more=0.0)
     slower = dataclasses.replace(verdict(case_id, "regressed", 20.0), reason="outside", baseline_runs=10, judged_by="fleet",
                                  judged_sources=3, noise_pct=0.41, tolerance_pct=2.0)

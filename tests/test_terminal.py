@@ -11,13 +11,17 @@ from perfguard.report import words
 from perfguard.report.terminal import summary
 
 
+# The rule that gives each status (analysis/decide.py).
+REASONS = {"regressed": "outside", "improved": "outside", "same": "within", "inconclusive": "blind", "unstable": "imprecise", "new": "not_in_baseline", "missing": "did_not_run", "accepted": "accepted"}
+
+
 def result(case_id: str, ms: float) -> CaseResult:
     return CaseResult(id=case_id, name=case_id, status="ok", timings={"gpu_time": timing([ms] * 10)})
 
 
 def verdict(case_id: str, status: str, env: tuple[str, ...] = ()) -> Verdict:
     return Verdict(case_id=case_id, metric="gpu_time", status=status, baseline=1.0, current=1.0, change_pct=0.0,
-                   threshold_pct=5.0, baseline_file="b.json", env_mismatch=env)
+                   threshold_pct=5.0, baseline_file="b.json", env_mismatch=env, reason=REASONS[status])
 
 
 def test_regressions_come_first_and_each_verdict_is_counted():

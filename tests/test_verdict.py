@@ -36,10 +36,10 @@ from perfguard.model import (
     Metrics,
     RunRecord,
     RunSummary,
-    RunTime,
     Telemetry,
     dumps,
     loads_record,
+    migration,
 )
 from perfguard.report import words
 
@@ -64,7 +64,7 @@ def entry(medians, rng=None, hosts=("host-a",), clocks=None, case_id="vector_add
     """A baseline entry of one run per median (host and clock cycled), the newest run's samples kept."""
     rng = rng or np.random.default_rng(1)
     runs = tuple(
-        RunSummary(recorded_at=f"2026-11-{i + 1:02d}", timings={"gpu_time": RunTime(float(m), n=400, ci_half_pct=0.05)},
+        RunSummary(recorded_at=f"2026-11-{i + 1:02d}", medians_ms={"gpu_time": float(m)}, sample_counts={"gpu_time": 400},
                    sm_clock_mhz=clocks[i % len(clocks)] if clocks else None, host=hosts[i % len(hosts)])
         for i, m in enumerate(medians)
     )
@@ -414,7 +414,7 @@ def test_verdicts_round_trip_through_the_run_record(rng):
     assert loads_record(json.dumps(before_verdicts), "old.json").verdicts == ()
 
 
-def test_a_version_1_record_loads_without_its_p_values(rng):
+def test_a_version_1_record_migrates_without_its_p_values(rng):
     record = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
                        verdicts=tuple(compare_case(run_of(1.2, rng), entry([1.0], rng))))
     old = json.loads(dumps(record))
@@ -423,8 +423,9 @@ def test_a_version_1_record_loads_without_its_p_values(rng):
         v.update(p_value=1e-100, confidence=1.0)
         for key in ("baseline_runs", "noise_pct", "tolerance_pct", "detectable_pct", "remeasured_ms", "confirmed"):
             v.pop(key, None)  # at its default a field is not written
-    loaded = loads_record(json.dumps(old), "old.json")
-    assert [v.status for v in loaded.verdicts] == ["regressed"] and loaded.verdicts[0].baseline_runs == 0
+    # Its verdicts kept no reason, which every verdict has now: `perfguard migrate` drops them, and says so.
+    migrated = migration.migrate(json.dumps(old), "old.json")
+    assert migrated.dropped_verdicts == 1 and migrated.migrated.verdicts == ()
 
 
 # --- the caller's time: a metric of its own -------------------------------------------------------
@@ -444,9 +445,10 @@ def caller_run(gpu_ms, caller_ms, rng, regime="device", idle=None, n=60, enqueue
 def caller_entry(gpu_medians, caller_medians, rng, hosts=("host-a",), **fields) -> BaselineEntry:
     base = entry(gpu_medians, rng, hosts=hosts, bound="launch")
     regime = fields.get("regime", "device")
-    runs = tuple(dataclasses.replace(r, regime=regime, timings={
-        **({} if regime == "caller" else r.timings), "caller_time": RunTime(float(c), n=60)})
-        for r, c in zip(base.runs, caller_medians))
+    runs = tuple(dataclasses.replace(r, regime=regime,
+                                     medians_ms={**({} if regime == "caller" else r.medians_ms), "caller_time": float(c)},
+                                     sample_counts={**({} if regime == "caller" else r.sample_counts), "caller_time": 60})
+                 for r, c in zip(base.runs, caller_medians))
     newest = caller_run(gpu_medians[-1], caller_medians[-1], rng, bound="launch", **fields)
     return dataclasses.replace(base, runs=runs, result=newest)
 
@@ -548,7 +550,8 @@ def fleet_entry(rng, own=4):
     cards = ["GPU-a"] * own + ["GPU-b", "GPU-c"] * 3
     offset = {"GPU-a": 1.0, "GPU-b": 1.015, "GPU-c": 0.985}
     runs = tuple(RunSummary(recorded_at=f"2026-11-{i + 1:02d}", device_uuid=c, host="vm",
-                            timings={"gpu_time": RunTime(float(offset[c] * rng.lognormal(0.0, 0.001)), n=400)})
+                            medians_ms={"gpu_time": float(offset[c] * rng.lognormal(0.0, 0.001))},
+                            sample_counts={"gpu_time": 400})
                  for i, c in enumerate(cards))
     return BaselineEntry(recorded_at=runs[-1].recorded_at, commit=None, fingerprint=H200.fingerprint(),
                          result=run_of(1.0, rng), runs=runs)
@@ -595,17 +598,16 @@ def test_a_card_the_baseline_has_not_seen_is_not_failed_by_less_than_cards_sit_a
     # allowance), so it failed. Two cards cannot tell how far cards sit apart: the prior says at
     # least as far as measured between the baseline's cards (priors.CARD_PCT_CALLER), and the time is
     # inconclusive, not regressed. A slowdown past that still fails.
-    from perfguard.model import loads_baseline
-
-    path = Path(__file__).resolve().parent / "data" / "h200-58f7474-softmax.json"
-    entry = loads_baseline(path.read_text(encoding="utf-8"), str(path)).cases["softmax[rows=65536-cols=8192-dtype=float16]"]
+    path = Path(__file__).resolve().parent / "data" / "h200-58f7474-softmax.json"  # at schema 2
+    entry = migration.migrate(path.read_text(encoding="utf-8"), str(path)).migrated.cases["softmax[rows=65536-cols=8192-dtype=float16]"]
     centre = float(np.median([r.median_of("caller_time") for r in entry.runs if r.median_of("caller_time")]))
 
     def on_a_new_card(factor: float) -> Verdict:
         timing = entry.result.timings["caller_time"]
         scale = centre * factor / timing.summary.median_ms
         summary = dataclasses.replace(timing.summary, **{f.name: getattr(timing.summary, f.name) * scale
-                                                          for f in dataclasses.fields(timing.summary) if f.name.endswith("_ms")})
+                                                          for f in dataclasses.fields(timing.summary)
+                                                          if f.name.endswith("_ms") and getattr(timing.summary, f.name) is not None})
         run = dataclasses.replace(entry.result, device_uuid="GPU-327b291a", timings={
             **entry.result.timings, "caller_time": dataclasses.replace(timing, summary=summary,
                                                                        samples_ms=tuple(x * scale for x in timing.samples_ms))})
@@ -630,7 +632,8 @@ def test_a_card_with_one_run_of_its_own_among_the_fleets_is_still_judged_with_th
     timing = entry.result.timings["caller_time"]
     scale = 0.4103 / timing.summary.median_ms
     summary = dataclasses.replace(timing.summary, **{f.name: getattr(timing.summary, f.name) * scale
-                                                      for f in dataclasses.fields(timing.summary) if f.name.endswith("_ms")})
+                                                      for f in dataclasses.fields(timing.summary)
+                                                      if f.name.endswith("_ms") and getattr(timing.summary, f.name) is not None})
     run = dataclasses.replace(entry.result, device_uuid=second, timings={
         **entry.result.timings, "caller_time": dataclasses.replace(timing, summary=summary,
                                                                    samples_ms=tuple(x * scale for x in timing.samples_ms))})

@@ -54,12 +54,27 @@ def statuses() -> dict[str, dict[str, str]]:
 
 
 def _statuses() -> dict[str, str]:
+    return {key: v.status for key, v in _judged(BASELINES).items()}
+
+
+def verdicts(paths: list[str]) -> dict[str, list[object]]:
+    """Per (judged file, judging file, factor, case, metric), by the files' names: each verdict's status,
+    reason and tolerance (4 digits), as tests/data/migrated-verdicts.json keeps them."""
+    from perfguard.model import round_sig
+
+    return {" | ".join((Path(judged).name, Path(judge).name, *rest)): [v.status, v.reason, None if v.tolerance_pct is None
+                                                                      else round_sig(v.tolerance_pct, 4)]
+            for (judged, judge, *rest), v in ((key.split(" | "), v) for key, v in _judged(paths).items())}
+
+
+def _judged(paths: list[str]) -> dict[str, object]:
+    """Every verdict, by "judged file | judging file | x factor | case | metric"."""
     from perfguard.analysis.verdict import compare_case
     from perfguard.model import loads_baseline
 
     # loads_baseline, not store.load_file: the data files are not named after their device.
-    files = {name: loads_baseline((ROOT / name).read_text(encoding="utf-8"), name) for name in BASELINES}
-    out: dict[str, str] = {}
+    files = {name: loads_baseline((ROOT / name).read_text(encoding="utf-8"), name) for name in paths}
+    out: dict[str, object] = {}
     for judged_name, judged in files.items():
         for judge_name, judge in files.items():
             for case_id, entry in sorted(judged.cases.items()):
@@ -73,7 +88,7 @@ def _statuses() -> dict[str, str]:
                     result = dataclasses.replace(scaled(entry.result, factor), device_uuid=run.device_uuid if run else None)
                     for v in compare_case(result, against, baseline_file=judge_name, host=run.host if run else None,
                                           current_fingerprint=entry.fingerprint):
-                        out[f"{judged_name} | {judge_name} | x{factor:g} | {case_id} | {v.metric}"] = v.status
+                        out[f"{judged_name} | {judge_name} | x{factor:g} | {case_id} | {v.metric}"] = v
     return out
 
 

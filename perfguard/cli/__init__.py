@@ -8,6 +8,7 @@
     perfguard accept RUN.json --case ID [--metric M] [--reason TEXT] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
+    perfguard migrate FILE.json [FILE.json ...]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]
     perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] [--report DIR] [--strict] [-- PYTEST ARGS]
     perfguard asv-export RUN.json [RUN.json ...] --to DIR [--repo DIR] [--branch NAME] [--commit REV]
@@ -25,12 +26,13 @@ and runs anywhere.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
 
 from perfguard import __version__, inert
-from perfguard.cli import accepting, history, measuring, records
+from perfguard.cli import accepting, history, measuring, migrating, records
 from perfguard.cli.common import read_record, say
 from perfguard.errors import PerfguardError
 
@@ -38,9 +40,16 @@ __all__ = ["main", "read_record"]
 
 
 BROKEN_PIPE = 141
+# The command reads whole files at once: a baseline of 5,360 cases of 18 runs is over a million objects,
+# none in a cycle, which the cyclic collector's default thresholds (700, 10, 10) walked again and again
+# as they were made: a third of `perfguard baseline show`'s 1.8 s (benchmarks/scaling.py). Fewer, later
+# collections while a command runs, as mypy sets them for the same reason.
+COLLECTOR_THRESHOLDS = (100_000, 30, 30)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     try:
         try:
             # Every line the command prints through perfguard.inert: ids, names, dates and messages come
@@ -49,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _main(list(sys.argv[1:] if argv is None else argv))
         finally:
             sys.stdout.flush()  # here, not at exit, where a closed pipe prints a traceback of its own
+            gc.set_threshold(*thresholds)
     except BrokenPipeError:
         # The reader stopped reading (`| head -1`): what is left to print goes nowhere, quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -79,6 +89,6 @@ def _parser() -> argparse.ArgumentParser:
     # Before the required COMMAND: argparse's version action prints and exits without one.
     parser.add_argument("--version", action="version", version=f"perfguard {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for module in (records, accepting, measuring, history):
+    for module in (records, accepting, migrating, measuring, history):
         module.add_commands(commands)
     return parser

@@ -12,15 +12,21 @@ from perfguard import inert, options, parsers
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import RunRecord, loads_record
 
+def read_text(path: Path, wanted: str) -> str:
+    """The text of a file the command was given; a missing or unreadable one is one clear error naming it
+    and, for a missing one, the files `wanted` ("a run record such as reports/perfguard.json")."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; pass {wanted}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+
+
 def read_record(path: Path | str) -> RunRecord:
     """A run record from disk; a missing or unreadable file is one clear error naming it."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file; pass a run record such as reports/perfguard.json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read it as a run record ({getattr(exc, 'strerror', None) or exc})") from None
+    text = read_text(path, "a run record such as reports/perfguard.json")
     try:
         return loads_record(text, str(path))
     except BaselineError:

@@ -1,6 +1,8 @@
 """The run record: what a run measured, as frozen dataclasses (`records`, with what a measurement holds
 besides times in `measured` and what a baseline keeps in `baseline`), and the only JSON
-(de)serialisation (`codec`), with a schema version. Import from here: `from perfguard.model import RunRecord, dumps`.
+(de)serialisation (`codec`: one writer, and one reader of the current schema, whose typed shape is
+`schema`), with a schema version; `migration` rewrites an older schema's file. Import from here:
+`from perfguard.model import RunRecord, dumps`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from perfguard.model.codec import (
     loads_acceptances,
     loads_baseline,
     loads_record,
-    round_sig,
     to_jsonable,
 )
 from perfguard.model.baseline import (
@@ -29,7 +30,6 @@ from perfguard.model.baseline import (
     Merge,
     run_summary,
     RunSummary,
-    RunTime,
 )
 from perfguard.model.measured import (
     COMPILE_KINDS,
@@ -61,6 +61,7 @@ from perfguard.model.records import (
     Regime,
     REGIMES,
     RunRecord,
+    round_sig,
     SAMPLE_DIGITS,
     SCHEMA_VERSION,
     SIGNIFICANT_DIGITS,
@@ -127,7 +128,6 @@ __all__ = [
     "Regime",
     "RunRecord",
     "RunSummary",
-    "RunTime",
     "SAMPLE_DIGITS",
     "SCHEMA_VERSION",
     "SIGNIFICANT_DIGITS",

@@ -11,18 +11,8 @@ from typing import Any, Literal, Protocol
 
 from perfguard.model.measured import Metrics
 from perfguard.model.records import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY,
-                                     SIGNIFICANT_DIGITS, CaseResult, DeviceInfo, Regime, TimeMetric, Timing, thin_samples)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RunTime:
-    """One kind of time of one run, as a baseline keeps it."""
-
-    median_ms: float
-    n: int | None = None  # samples behind the median; None in a run migrated from schema 2 that did not keep it
-    # The run's own 95% half-width of the median, percent: read from files written before 2026-12-04, no
-    # longer kept (`kept_entry`): no verdict read it, and it was a tenth of a baseline (issue 34).
-    ci_half_pct: float | None = None
+                                     SIGNIFICANT_DIGITS, CaseResult, DeviceInfo, Regime, TimeMetric, round_sig,
+                                     thin_samples)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -31,7 +21,12 @@ class RunSummary:
     evidence (calls within a run share its clocks, card and host; runs do not)."""
 
     recorded_at: str
-    timings: dict[TimeMetric, RunTime] = dataclasses.field(default_factory=dict)
+    # Each kind of time's median (ms), and the samples behind it (none kept in a run of schema 2). Plain
+    # mappings of figures, which the cyclic collector leaves alone: an object a kind of time (with a
+    # half-width no verdict read) made a baseline of 5,360 cases of 18 runs take 0.9 s to build its runs,
+    # against 0.35 s (benchmarks/scaling.py).
+    medians_ms: dict[TimeMetric, float] = dataclasses.field(default_factory=dict)
+    sample_counts: dict[TimeMetric, int] = dataclasses.field(default_factory=dict)
     sm_clock_mhz: float | None = None  # mean SM clock while it ran (NVML)
     power_capped: bool = False
     peak_allocated_bytes: int | None = None
@@ -44,8 +39,7 @@ class RunSummary:
     accepted: str | None = None
 
     def median_of(self, metric: str) -> float | None:
-        timing = self.timings.get(metric)  # type: ignore[call-overload]
-        return timing.median_ms if timing else None
+        return self.medians_ms.get(metric)  # type: ignore[call-overload]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,8 +51,7 @@ class BaselineEntry:
     commit: str | None
     fingerprint: dict[str, Any]  # DeviceInfo.fingerprint() at recording time
     result: CaseResult
-    # Read the typed way (a file perfguard wrote), a model/columns.py ColumnRuns: the file's columns, read
-    # as this tuple (equal to it), its RunSummary objects built as they are read (issue 34).
+    # Read from a file, a model/layout.py Runs: this tuple, built from the file's columns when first read.
     runs: tuple[RunSummary, ...] = ()
 
 
@@ -98,7 +91,8 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
     telemetry, memory = result.telemetry, result.memory
     return RunSummary(
         recorded_at=recorded_at,
-        timings={metric: _run_time(t) for metric, t in result.timings.items()},
+        medians_ms={metric: t.summary.median_ms for metric, t in result.timings.items()},
+        sample_counts={metric: t.summary.n for metric, t in result.timings.items()},
         sm_clock_mhz=telemetry.sm_clock_mhz_mean if telemetry else None,
         power_capped=bool(telemetry and telemetry.power_capped),
         peak_allocated_bytes=memory.peak_allocated_bytes if memory else None,
@@ -110,14 +104,8 @@ def run_summary(result: CaseResult, recorded_at: str, commit: str | None = None,
 
 
 def kept_entry(entry: BaselineEntry) -> BaselineEntry:
-    """What a baseline file keeps of an entry: its result as `kept` says, and its runs without their own
-    half-widths (which no verdict reads: 0.33 KB of the committed H200 baseline's median case of 3.5 KB
-    at 18 runs; issue 34)."""
-    if not any(t.ci_half_pct is not None for r in entry.runs for t in r.timings.values()):
-        return dataclasses.replace(entry, result=kept(entry.result))
-    runs = tuple(dataclasses.replace(r, timings={m: dataclasses.replace(t, ci_half_pct=None) for m, t in r.timings.items()})
-                 for r in entry.runs)
-    return dataclasses.replace(entry, result=kept(entry.result), runs=runs)
+    """What a baseline file keeps of an entry: its result as `kept` says."""
+    return dataclasses.replace(entry, result=kept(entry.result))
 
 
 def kept(result: CaseResult) -> CaseResult:
@@ -162,12 +150,10 @@ def identity(run: RunSummary) -> tuple[object, ...]:
     That costs a run equal to one kept (a tolerance a little wider, never narrower); a copy counted five
     times widens every one. Figures as a file keeps them (rounded): a run read back from its baseline is
     the run its record gives again."""
-    from perfguard.model.codec import round_sig  # the codec builds on this module
-
     def written(name: str, x: float | None) -> float | None:
         return None if x is None else round_sig(x, SAMPLE_DIGITS if name in SHOWN_ONLY else SIGNIFICANT_DIGITS)
 
-    times = tuple(sorted((m, written("median_ms", t.median_ms), t.n) for m, t in run.timings.items()))
+    times = tuple(sorted((m, written("median_ms", median), run.sample_counts.get(m)) for m, median in run.medians_ms.items()))
     return (run.device_uuid, run.host, times, written("sm_clock_mhz", run.sm_clock_mhz), run.peak_allocated_bytes)
 
 
@@ -203,7 +189,3 @@ class Merge(Protocol):
     def merged(self, case_id: str, runs: Sequence[tuple[RunSummary, str]], newest: CaseResult) -> tuple[RunSummary, ...]:
         """`runs`: (summary, the file it came from), any order; `newest`: the newest entry's result."""
         ...
-
-
-def _run_time(timing: Timing) -> RunTime:
-    return RunTime(median_ms=timing.summary.median_ms, n=timing.summary.n)

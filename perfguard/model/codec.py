@@ -1,62 +1,67 @@
-"""The only JSON (de)serialisation of records and baselines, strict on the way in.
+"""The only JSON (de)serialisation of records, baselines and acceptance files: one writer, one reader.
 
-Every file perfguard writes or reads (run records and baselines) goes through `dumps` and
-`loads_record` / `loads_baseline` here, so the format has one owner and one schema version. Figures
-are rounded to a fixed number of significant digits so that a stored file reads as a clean diff.
+`dumps` writes every file perfguard writes, figures rounded to a fixed number of significant digits so
+that a stored file reads as a clean diff. `loads_record`, `loads_baseline` and `loads_acceptances` read
+them: each file is decoded once, by msgspec into the twins of its types (model/schema.py; a baseline's
+own layout, model/layout.py), which checks every type, word and bound in C and names the field's path in
+what it refuses; then what no type states is checked once (checks.py), and the model's dataclasses are
+built. Every refusal is one line naming the file (and the case) and what to do. A file of an older schema
+is refused with the command that rewrites it (`perfguard migrate`, model/migration.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import gc
 import json
-import math
-import mmap
-import types
-import typing
+from collections.abc import Iterator
+import re
 from typing import Any, TypeVar
 
-from perfguard import defaults
+import msgspec
+
 from perfguard.errors import BaselineError
-from perfguard.model import checks, compiled, layout, migration, typed
-from perfguard.model.checks import check_baseline, check_record, finite, free_form
-from perfguard.model.names import shown
+from perfguard.model import layout, schema
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
-from perfguard.model.baseline import BaselineFile, run_summary
-from perfguard.model.columns import ColumnRuns
-from perfguard.model.records import SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, SIGNIFICANT_DIGITS, RunRecord
+from perfguard.model.baseline import BaselineEntry, BaselineFile, Calibration
+from perfguard.model.checks import REFUSED, free_form, measured_case
+from perfguard.model.names import shown
+from perfguard.model.records import (SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, CaseResult, DeviceInfo, RunRecord,
+                                     round_sig)
 
-# Versions this perfguard reads; older ones are migrated on the way in and written as SCHEMA_VERSION.
-READABLE_VERSIONS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
-
-MAX_FREE_FORM_DEPTH = checks.MAX_FREE_FORM_DEPTH  # values typed Any are bounded by checks.free_form
-MAX_INT = checks.MAX_INT
 MAX_RUNS_PER_CASE = layout.MAX_RUNS_PER_CASE
 
 T = TypeVar("T")
 
-
-def round_sig(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
-    if value == 0 or not math.isfinite(value):
-        return value
-    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+# --- the writer -----------------------------------------------------------------------------------------
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses to dicts, tuples to lists, floats rounded; the inverse of `from_jsonable`. A field at its
-    default is left out (`from_jsonable` gives it back): most of a result's are (no error, no profile, no
-    copies), and they took a tenth of a record."""
+    """Dataclasses to dicts, tuples to lists, floats rounded. A field at its default is left out (a read
+    gives it back): most of a result's are (no error, no profile, no copies), and they took a tenth of a
+    record."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {name: _samples(value) if name.endswith("samples_ms") and isinstance(value, tuple)
                 else _shown(value) if name in SHOWN_ONLY else to_jsonable(value)
                 for name, default in _defaults(type(obj)) for value in (getattr(obj, name),)
-                if default is _REQUIRED or value != default or type(value) is not type(default)}
+                if default is _REQUIRED or value != default}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, ColumnRuns)):
+    if isinstance(obj, (list, tuple, layout.Runs)):
         return [to_jsonable(v) for v in obj]
     if isinstance(obj, str):
-        return str(obj)  # plain str: subclasses (torch's TorchVersion) do not cross xdist's channel
+        # Plain str: subclasses (torch's TorchVersion, schema.Instant) do not cross xdist's channel. A lone
+        # surrogate (a path's undecodable byte, as os.fsdecode gives it) is no UTF-8, which no reader
+        # takes: written as its escape's text, so that every file perfguard writes reads back.
+        if obj.isascii():
+            return str(obj)
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            return obj.encode("utf-8", "backslashreplace").decode("utf-8")
+        return str(obj)
     if isinstance(obj, float):
         # Whole numbers (byte and flop counts) stay exact; measured figures keep 6 digits.
         if obj.is_integer() and abs(obj) < 2**53:
@@ -122,216 +127,204 @@ def dumps(obj: Any) -> str:
     return "{\n" + ",\n".join(members) + "\n}\n"
 
 
-def loads_record(text: str, source: str) -> RunRecord:
-    """Parse a run record; any problem is a BaselineError naming `source` and what to do."""
-    fast = typed.record(text)  # None for a text it declines (an older version, a space before a colon): the strict way
-    if fast is not None:
-        return fast
-    data = _parse(text, source)
-    data = migration.record(data, _check_schema(data, source))
-    record, known_clean = _checked(RunRecord, data, source)
-    return check_record(record, source, known_clean=known_clean)
+# --- the reader -----------------------------------------------------------------------------------------
 
 
-def loads_baseline(text: str | bytes | mmap.mmap, source: str) -> BaselineFile:
-    """Parse a baseline file with the same strictness as a record; each entry must be filed under its own id.
-    `text` may be the file's bytes, mapped (store.load_file): UTF-8, read as text only on the strict way."""
-    fast = typed.baseline(text)
-    if fast is not None:
-        return fast
-    if not isinstance(text, str):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError:
-            raise BaselineError(f"{source}: not UTF-8 text; the file is corrupt, restore it from version control") from None
-    data = _parse(text, source)
-    version = _check_schema(data, source)
-    data = layout.unpack(data, source, version) if version >= layout.SINCE else migration.baseline(data, version)
-    _check_run_counts(data, source)
-    built, known_clean = _checked(BaselineFile, data, source)
-    baseline = check_baseline(built, source, known_clean=known_clean)
-    for key, entry in baseline.cases.items():
-        if key != entry.result.id:
-            raise BaselineError(
-                f"{source}: entry {key!r} holds the result of case {entry.result.id!r}; was the file edited by hand?"
-            )
-        if not entry.runs and version != 1:
-            raise BaselineError(f"{source}: entry {key!r} holds no runs; was the file edited by hand?")
-    if version == 1:
-        # A version-1 entry is one run: its result. It becomes the first of the case's runs.
-        cases = {
-            key: dataclasses.replace(entry, runs=(run_summary(entry.result, entry.recorded_at, entry.commit),))
-            for key, entry in baseline.cases.items()
-        }
-        baseline = dataclasses.replace(baseline, cases=cases)
-    return baseline
+def loads_record(text: str | bytes, source: str) -> RunRecord:
+    """A run record; any problem is a BaselineError naming `source` and what to do."""
+    data = _utf8(text)
+    with _paused_collector():
+        _check_version(data, source, SCHEMA_VERSION)
+        top = _decoded(_RECORD, data, source)
+        top.results = tuple(_decoded(_RESULT, raw, source, f"results[{i}]") for i, raw in enumerate(top.results))
+        results = tuple(_result(twin, f"{source}: results[{i}]: params") for i, twin in enumerate(top.results))
+        record = _built(msgspec.structs.replace(top, results=()), RunRecord)
+        free_form(record.options, f"{source}: options")
+        _same_keys(data, top, source)
+        return dataclasses.replace(record, results=results)
 
 
-def _checked(cls: type[T], data: Any, source: str) -> tuple[T, bool]:
-    """`cls` built from `data`, and whether the pass that built it checked it too (checks.py then need not)."""
-    try:
-        return compiled.checked(cls)(data), True
-    except Exception:  # noqa: BLE001 - a refusal, or a value only the checks' walk clears: both decide below
-        return from_jsonable(cls, data, source), False
+def loads_baseline(text: str | bytes, source: str) -> BaselineFile:
+    """A baseline file, as strictly as a record; each entry's result is its case's (its key) and a measurement."""
+    data = _utf8(text)
+    with _paused_collector():
+        _check_version(data, source, SCHEMA_VERSION)
+        top = _decoded(layout.File, data, source)
+        top.cases = {key: _decoded(layout.Entry, raw, source, f"case {shown(key)}") for key, raw in top.cases.items()}
+        table = top.sessions
+        for i, row in enumerate(table):
+            if row.fingerprint is not None:
+                free_form(row.fingerprint, f"{source}: {layout.SESSIONS}[{i}].fingerprint")
+        device = _built(top.device, DeviceInfo)
+        cases = {}
+        for key, entry in top.cases.items():
+            where = f"{source}: case {shown(key)}"
+            row = layout.entry_row(entry, table, where)
+            twin = entry.result
+            if twin.id is not None and twin.id != key:
+                raise BaselineError(f"{where}: its entry holds the result of case {shown(twin.id)}; {REFUSED}")
+            result = _result(msgspec.structs.replace(twin, id=key, device=twin.device or device.slug), f"{where}: result.params")
+            measured_case(result, where)
+            layout.check_runs(entry.runs, table, where)
+            cases[key] = BaselineEntry(recorded_at=row.recorded_at, commit=row.commit, fingerprint=row.fingerprint,
+                                       result=result, runs=layout.Runs(entry.runs, table))
+        calibration = None if top.calibration is None else _built(top.calibration, Calibration)
+        if calibration is not None:
+            free_form(calibration.fingerprint, f"{source}: calibration.fingerprint")
+        _same_keys(data, top, source)
+        return BaselineFile(device=device, cases=cases, schema_version=SCHEMA_VERSION, calibration=calibration)
 
 
-def _check_run_counts(data: dict[str, Any], source: str) -> None:
-    cases = data.get("cases")
-    for key, entry in cases.items() if isinstance(cases, dict) else ():
-        runs = entry.get("runs") if isinstance(entry, dict) else None
-        if isinstance(runs, list):
-            check_run_count(len(runs), source, key)
-
-
-def check_run_count(count: int, source: str, key: str) -> None:
-    """Refuse a case of more runs than MAX_RUNS_PER_CASE, before they are built."""
-    if count > MAX_RUNS_PER_CASE:
-        raise BaselineError(f"{source}: case {shown(key)} holds {count:,} runs, more than the {MAX_RUNS_PER_CASE:,} "
-                            "perfguard reads (it keeps --perfguard-baseline-runs, default "
-                            f"{defaults.KEEP_RUNS}); was the file edited by hand? Restore it from version control")
-
-
-def loads_acceptances(text: str, source: str) -> Acceptances:
-    """Parse an acceptance file (model/acceptance.py) as strictly as a record; every string is checked as a record's."""
-    data = _parse(text, source)
-    if not isinstance(data, dict) or data.get("schema_version") != ACCEPTANCE_SCHEMA:
-        raise BaselineError(f"{source}: not a perfguard acceptance file of schema {ACCEPTANCE_SCHEMA}; restore it from "
-                            "version control, or write it with `perfguard accept`")
-    accepted = from_jsonable(Acceptances, data, source)
+def loads_acceptances(text: str | bytes, source: str) -> Acceptances:
+    """An acceptance file (model/acceptance.py), read as strictly as a record."""
+    data = _utf8(text)
+    _check_version(data, source, ACCEPTANCE_SCHEMA, "an acceptance file, written with `perfguard accept`")
+    decoded = _decoded(_ACCEPTANCES, data, source)
+    accepted = _built(decoded, Acceptances)
     for change in accepted.changes:
-        if not math.isfinite(change.figure) or change.figure < 0:
+        if change.figure < 0:
             raise BaselineError(f"{source}: the accepted figure of {shown(change.case_id)} {shown(change.metric)} is "
-                                f"{change.figure!r}, not a figure perfguard measures; was the file edited by hand?")
+                                f"{change.figure!r}, not a figure perfguard measures; {REFUSED}")
+    _same_keys(data, decoded, source)
     return accepted
 
 
-def _parse(text: str, source: str) -> Any:
-    def refuse(constant: str) -> Any:
-        # NaN and Infinity are not JSON; Python's parser takes them, so refuse them wherever they are.
-        raise BaselineError(f"{source}: holds {constant}, which is not a number a record can hold; was the file edited by hand?")
-
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        # json keeps the last of two equal keys, silently: a second "mul" in `cases` became the case the
-        # gate judged by, unseen in a review that read the first. No file perfguard writes repeats one.
-        obj = dict(pairs)
-        if len(obj) != len(pairs):  # the cheap test first: every object of every file goes through here
-            keys = [k for k, _ in pairs]
-            twice = next(k for i, k in enumerate(keys) if k in keys[:i])
-            raise BaselineError(f"{source}: the key {shown(twice)} appears twice in one object (of keys "
-                                f"{', '.join(shown(k) for k in list(obj)[:5])}{', …' if len(obj) > 5 else ''}); "
-                                "JSON would keep the last one silently; was the file edited by hand?")
-        return obj
-
+def from_jsonable(cls: type[T], data: Any, source: str) -> T:
+    """Dataclass `cls` from what `to_jsonable` made of one (a result riding on an xdist test report), as
+    strictly as a file."""
     try:
-        return json.loads(text, parse_constant=refuse, object_pairs_hook=unique)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(
-            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is corrupt or truncated, "
-            "restore it from version control"
-        ) from None
-    except RecursionError:  # the parser's own guard against nesting deeper than the interpreter's stack
-        raise BaselineError(f"{source}: JSON nested too deeply to be a record or baseline; was the file edited by hand?") from None
-    except ValueError:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
-        raise BaselineError(f"{source}: holds a number of more digits than any figure perfguard writes; was the file edited by hand?") from None
+        decoded = msgspec.convert(data, schema.twin(cls), dec_hook=schema.hook)
+    except msgspec.ValidationError as exc:
+        raise BaselineError(f"{source}: {exc}; {REFUSED}") from None
+    return _result(decoded, f"{source}: params") if cls is CaseResult else _built(decoded, cls)
 
 
-def _check_schema(data: Any, source: str) -> int:
-    if not isinstance(data, dict):
-        raise BaselineError(f"{source}: expected a JSON object at the top, found {type(data).__name__}")
-    if "schema_version" not in data:
-        raise BaselineError(f"{source}: not a perfguard record or baseline (it has no schema_version); pass a run "
-                            "record such as reports/perfguard.json, or a baseline file from baselines/")
-    version = data.get("schema_version")
-    if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise BaselineError(
-            f"{source}: schema_version {version!r}, but this perfguard reads versions "
-            f"{', '.join(map(str, READABLE_VERSIONS))}; use the perfguard version that wrote it, or re-record the file"
-        )
-    return int(version)
+_RECORD = schema.twin(RunRecord, results=(tuple[msgspec.Raw, ...], ()))  # each result decoded in its turn
+_RESULT = schema.twin(CaseResult)
+_ACCEPTANCES = schema.twin(Acceptances)
 
 
-def from_jsonable(cls: type[T], data: Any, source: str, path: str = "") -> T:
-    """Build dataclass `cls` from parsed JSON, strictly: unknown or missing fields are errors."""
-    try:
-        return compiled.converter(cls)(data)  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - the walk below decides, and names the field
-        return _walk(cls, data, source, path)
-
-
-def _walk(cls: type[T], data: Any, source: str, path: str = "") -> T:
-    """`from_jsonable` field by field, reflectively: what a refusal says, and what it is."""
-    where = path or cls.__name__
-    if not isinstance(data, dict):
-        raise BaselineError(f"{source}: {where} should be an object, found {type(data).__name__}")
-    hints, fields = _schema(cls)
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise BaselineError(f"{source}: unknown field(s) {', '.join(unknown)} in {where}; was the file edited by hand?")
-    kwargs = {}
-    for name, field in fields.items():
-        if name not in data:
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-                raise BaselineError(f"{source}: {where} lacks required field {name!r}; was the file edited by hand?")
-            continue
-        kwargs[name] = _convert(hints[name], data[name], source, f"{where}.{name}")
-    return cls(**kwargs)
+def _utf8(text: str | bytes) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
 @functools.cache
-def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
-    # Resolving the string annotations is most of the cost of loading a record: once per class.
-    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+def _decoder(kind: type) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(kind, dec_hook=schema.hook)
 
 
-def _convert(hint: Any, value: Any, source: str, where: str) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(hint)
-        if value is None:
-            if type(None) in args:
-                return None
-            raise BaselineError(f"{source}: {where} must not be null")
-        inner = [a for a in args if a is not type(None)] or [Any]
-        if all(typing.get_origin(a) is typing.Literal for a in inner):  # Regime | Literal[""]: one set of words
-            return _word(tuple(w for a in inner for w in typing.get_args(a)), value, source, where)
-        (single,) = inner
-        return _convert(single, value, source, where)
-    if origin is typing.Literal:
-        return _word(typing.get_args(hint), value, source, where)
-    if dataclasses.is_dataclass(hint):
-        return _walk(hint, value, source, where)
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise BaselineError(f"{source}: {where} should be a list, found {type(value).__name__}")
-        item = typing.get_args(hint)[0]
-        return tuple(_convert(item, v, source, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise BaselineError(f"{source}: {where} should be an object, found {type(value).__name__}")
-        key, item = typing.get_args(hint) or (str, Any)
-        if typing.get_origin(key) is typing.Literal:
-            for k in value:
-                _word(typing.get_args(key), k, source, f"{where} key")
-        if dataclasses.is_dataclass(item):
-            return {k: _walk(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
-        if item is Any:
-            return free_form(value, source, where)
-        return {k: _convert(item, v, source, f"{where}[{k!r}]") for k, v in value.items()}
-    if hint is Any:
-        return free_form(value, source, where)
-    expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint)
-    if expected and (not isinstance(value, expected) or (hint is not bool and isinstance(value, bool))):
-        raise BaselineError(f"{source}: {where} should be {hint.__name__}, found {shown(value)}")
-    if hint is int and abs(value) >= MAX_INT:
-        raise BaselineError(f"{source}: {where} is {shown(value)}, larger than any count perfguard writes")
-    if hint is float:
-        value = finite(value, source, where)
-    return value
+_ENCODER = msgspec.json.Encoder(enc_hook=str)  # schema's str types (Instant, Slug, ...) as the strings they are
+_BYTE = re.compile(r"\(byte (\d+)\)$")
 
 
-def _word(words: tuple[str, ...], value: Any, source: str, where: str) -> str:
-    """`value` if it is one of `words` (a Literal type's), else the line that names them."""
-    if not isinstance(value, str) or value not in words:
-        known = ", ".join(repr(w) for w in words if w)
-        raise BaselineError(f"{source}: {where} {shown(value)} is none of {known}; was the file edited by hand?")
-    return value
+def _decoded(kind: type, data: bytes, source: str, place: str = "") -> Any:
+    """`data` decoded as `kind`; what msgspec refuses, one line naming `source`, the `place` in it (a case,
+    a result) and the field's path there."""
+    try:
+        return _decoder(kind).decode(data)
+    except msgspec.ValidationError as exc:
+        message, _, at = str(exc).partition(" - at `")
+        path = at.removeprefix("key` in `").rstrip("`").removeprefix("$").lstrip(".")
+        if at.startswith("key` in `"):
+            path = f"a key of {path or 'the file'}"
+        where = ": ".join(part for part in (source, place, path) if part)
+        raise BaselineError(f"{where}: {message}; {REFUSED}") from None
+    except msgspec.DecodeError as exc:
+        raise _not_json(exc, data, source) from None
+    except UnicodeDecodeError:
+        raise BaselineError(f"{source}: not UTF-8 text; the file is corrupt, restore it from version control") from None
+    except RecursionError:  # msgspec's own guard against nesting deeper than the interpreter's stack
+        raise BaselineError(f"{source}: JSON nested too deeply to be a perfguard file; {REFUSED}") from None
+
+
+def _not_json(exc: msgspec.DecodeError, data: bytes, source: str) -> BaselineError:
+    """What msgspec found malformed, with its line and the text there (its byte offset counts from the
+    start of the file)."""
+    message = str(exc).removeprefix("JSON is malformed: ")
+    found = _BYTE.search(message)
+    if found is not None:
+        at = int(found[1])
+        line = data.count(b"\n", 0, at) + 1
+        message = f"{message[:found.start()].rstrip()} at line {line}: {shown(data[at:at + 20].decode('utf-8', 'replace'))}"
+    return BaselineError(f"{source}: not valid JSON ({message[:1].lower() + message[1:]}); the file is corrupt or "
+                         "truncated, restore it from version control")
+
+
+_Versioned = msgspec.defstruct("Versioned", [("schema_version", Any, None)])
+
+
+def _check_version(data: bytes, source: str, current: int, kind: str = "a run record such as reports/perfguard.json, "
+                   "or a baseline file from baselines/") -> None:
+    """Refuse a file of another schema than `current`, naming what to do: an older one is migrated by a command."""
+    try:
+        version = msgspec.json.decode(data, type=_Versioned).schema_version
+    except msgspec.ValidationError:
+        raise BaselineError(f"{source}: expected a JSON object at the top; pass {kind}") from None
+    except msgspec.DecodeError as exc:
+        raise _not_json(exc, data, source) from None
+    except RecursionError:
+        raise BaselineError(f"{source}: JSON nested too deeply to be a perfguard file; {REFUSED}") from None
+    if version == current and type(version) is int:
+        return
+    if version is None:
+        raise BaselineError(f"{source}: not a perfguard file of this kind (it has no schema_version); pass {kind}")
+    if type(version) is int and 1 <= version < current and current == SCHEMA_VERSION:
+        raise BaselineError(f"{source}: schema {version}, which this perfguard no longer reads; rewrite it as schema "
+                            f"{current} with `perfguard migrate {source}`")
+    raise BaselineError(f"{source}: schema_version {shown(version)}, but this perfguard reads schema {current}; use the "
+                        "perfguard version that wrote it, or record the file again")
+
+
+def _same_keys(data: bytes, decoded: Any, where: str) -> None:
+    """Refuse a text that holds a string its decoded file does not: a key twice, a field at its default.
+    msgspec keeps the last of two equal keys, silently (msgspec#648), where a reviewer reads the first: a
+    second "mul" in `cases` became the case the gate judged by. A decoded twin, written back, holds every
+    key and string value it was decoded from, once, and leaves out a field at its default, none of which
+    perfguard writes: so its quotes are the text's, and any key that was dropped took two of them with it.
+    (A quote inside a string is escaped as `\\"` on both sides.)"""
+    if data.count(b'"') != _ENCODER.encode(decoded).count(b'"'):
+        raise BaselineError(f"{where}: {_odd_keys(data)}; {REFUSED}")
+
+
+def _odd_keys(data: bytes) -> str:
+    """What `_same_keys` refused, in words: the repeated key, if json's parser finds one."""
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if twice is not None:
+            raise KeyError(twice)
+        return dict(pairs)
+
+    try:
+        json.loads(data, object_pairs_hook=unique)
+    except KeyError as exc:
+        return (f"the key {shown(exc.args[0])} appears twice in one object, and JSON would keep the last one "
+                "silently")
+    except ValueError:
+        pass
+    return "a field written at its default (or a quote escaped as \\u0022), which perfguard never writes"
+
+
+def _result(twin: Any, params_at: str) -> CaseResult:
+    """A result from its twin; its params (the user's values, typed Any) bounded, naming `params_at`."""
+    result = _built(twin, CaseResult)
+    free_form(result.params, params_at)
+    return result
+
+
+def _built(twin: Any, cls: type[T]) -> T:
+    """Dataclass `cls` from its decoded twin: the same fields, converted in C."""
+    return msgspec.convert(twin, cls, from_attributes=True)
+
+
+@contextlib.contextmanager
+def _paused_collector() -> Iterator[None]:
+    """The cyclic collector paused while a file's objects are built: what a read builds holds no cycle, and
+    the collector's walks of the new objects took more than half of a baseline's read (benchmarks/scaling.py)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -36,10 +36,9 @@ SIGNIFICANT_DIGITS = 6
 SAMPLE_DIGITS = 4
 # Figures no verdict reads (a summary's spread, shown in the reports; what a case's set-up, measurement
 # and passes took, for ab's round estimates and benchmarks/pass_split.py), written at SAMPLE_DIGITS too.
-# A baseline run's half-width and clock (`ci_half_pct`, `sm_clock_mhz`) too: no verdict reads the one, the
-# other's drop is judged in percents.
+# A baseline run's clock (`sm_clock_mhz`) too: its drop is judged in percents.
 SHOWN_ONLY = frozenset({"mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "iqr_ms", "setup_s", "wall_s", "passes_s",
-                        "ci_half_pct", "sm_clock_mhz"})
+                        "sm_clock_mhz"})
 # Raw samples kept per kind of time in a record: its histogram and asv's quartiles read them, a baseline
 # keeps some of them. The summary and the drift (`drift_pct`) are of every sample, taken before
 # thinning. 1,000 until issue 34, then 200 (1.9 KB of a record's median case of 4.7 KB); 48 keep a
@@ -269,6 +268,13 @@ class RunRecord:
     # written); "unfinished" (written when the run starts: a process that died, or a record that
     # could not be written at the end, leaves this, never the previous run's record looking current).
     status: str = "complete"
+
+
+def round_sig(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
+    """`value` to `digits` significant digits, as a file keeps it (0 and non-finite values as they are)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
 
 
 def drift_pct(samples: typing.Sequence[float]) -> float:

@@ -41,7 +41,6 @@ Reason = Literal[
     "compiled_host",  # the caller's time of a compiled call, past a tolerance its host work moves by between processes (inconclusive)
     "software_changed",  # counts compared under other software, which picks other kernels: not compared (inconclusive)
     "accepted",  # a person accepted this change (accepted)
-    "legacy",  # a verdict of a record written before verdicts carried their reason
 ]
 REASONS: tuple[Reason, ...] = typing.get_args(Reason)
 # Shown in a tally only when some verdict has it: most runs accept nothing.
@@ -111,7 +110,7 @@ class Verdict:
     threshold_pct: float
     baseline_file: str | None
     env_mismatch: tuple[str, ...] = ()  # e.g. "torch 2.11.0 → 2.12.0"; shown, and for counts it decides
-    reason: Reason = "legacy"
+    reason: Reason = dataclasses.field(kw_only=True)  # every verdict has the rule that gave it
     next_steps: tuple[NextStep, ...] = ()
     # --- the noise a time was judged against (analysis/noise.py, or perfguard ab's rounds: analysis/paired.py)
     baseline_runs: int = 0  # independent runs (ab: paired rounds) behind the tolerance

@@ -55,8 +55,8 @@ def _bound(v: Verdict) -> str:
 
 def _what(v: Verdict) -> str:
     if v.metric in TIME_METRICS:
-        return _TIME.get(v.reason, _legacy)(v)
-    return _MEMORY.get(v.reason, _legacy)(v)
+        return _TIME.get(v.reason, _plain)(v)
+    return _MEMORY.get(v.reason, _plain)(v)
 
 
 def _figures(v: Verdict) -> str:
@@ -139,8 +139,9 @@ def _new_kind(v: Verdict) -> str:
     return f"{label} {_ms(v.current)}, {how}: the baseline holds no {label} to compare it with"
 
 
-def _legacy(v: Verdict) -> str:
-    """A verdict of an older record, which kept its words instead of its reason: its figures."""
+def _plain(v: Verdict) -> str:
+    """A verdict whose reason has no words for its kind of figure (no rule gives it: a hand-edited record):
+    its figures."""
     if v.metric in TIME_METRICS:
         tol = f", tolerance ±{v.tolerance_pct:.1f}%" if v.tolerance_pct is not None else ""
         return _figures(v) + tol

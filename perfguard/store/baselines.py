@@ -18,13 +18,13 @@ names it, so nothing recorded by hand or by another version is lost silently.
 from __future__ import annotations
 
 import dataclasses
-import mmap
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
+from perfguard.model.checks import REFUSED
 from perfguard.model import (
     MAX_RUNS_PER_CASE,
     Admit,
@@ -43,7 +43,6 @@ from perfguard.model import (
     names,
     run_summary,
 )
-from perfguard.model.checks import check_baseline
 from perfguard.store.atomic import (
     followed,
     refuse_file_for_folder,
@@ -111,11 +110,7 @@ def load_file(path: Path | str) -> BaselineFile | None:
                 raise BaselineError(f"{path}: {size / 2**20:,.0f} MiB, larger than the {MAX_BASELINE_BYTES // 2**20} MiB a "
                                     "baseline may be (store.MAX_BASELINE_BYTES); was the file edited by hand? Restore it "
                                     "from version control")
-            # Mapped, not read: the heap holds what is built from the file and no copy of it (a load peaked at
-            # 3.8 times the file's size read as text, 2.9 mapped; issue 34). Unmapped when the last reference
-            # goes (what a load builds holds none), not closed here: a refusal's traceback may hold one a
-            # while. An empty file cannot be mapped.
-            text = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            text = file.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -199,7 +194,7 @@ def update_runs(
         calibration = existing.calibration if existing else None
         return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
 
-    return _rewrite(path_for(directory, device.slug), merge, "update the baseline")
+    return _merged(path_for(directory, device.slug), merge, "update the baseline")
 
 
 def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_runs: int = DEFAULT_KEEP_RUNS,
@@ -229,7 +224,7 @@ def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_r
         calibration = next((f.calibration for f, _ in files if f.calibration), None)
         return BaselineFile(device=files[0][0].device, cases=cases, calibration=calibration)
 
-    return _rewrite(target, merge, "merge the baselines")
+    return _merged(target, merge, "merge the baselines")
 
 
 def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibration) -> Path:
@@ -239,10 +234,31 @@ def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibratio
         cases = existing.cases if existing else {}
         return BaselineFile(device=_model_of(device), cases=cases, calibration=calibration)
 
-    return _rewrite(path_for(directory, device.slug), merge, "store the calibration")
+    return _merged(path_for(directory, device.slug), merge, "store the calibration")
 
 
-def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
+def migrate(path: Path | str, migrated: Callable[[str], BaselineFile]) -> Path:
+    """Rewrite the baseline file at `path`, of an older schema, as `migrated` reads its text (model.migration),
+    under its lock: an update that waits for it then finds the current schema."""
+    path = Path(path)
+
+    def rewritten() -> BaselineFile:
+        try:
+            return migrated(followed(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BaselineError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+
+    return _rewrite(path, rewritten, "migrate it")
+
+
+def _merged(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], what: str) -> Path:
+    """Rewrite the file at `path` as `merge` makes it of what it holds (None: no file yet), read inside the
+    lock: it sees every update that finished before this one."""
+    return _rewrite(path, lambda: merge(load_file(path)), what)
+
+
+def _rewrite(path: Path, rewritten: Callable[[], BaselineFile], what: str) -> Path:
+    """Replace the file at `path` with what `rewritten` makes, called inside its lock."""
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
     # temporary files are the target's: two links to one file share its lock. Only a link inside the
     # repository is followed: one to a file elsewhere (planted by a pull request) is refused, and so
@@ -255,10 +271,9 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with held(_lock_of(path), LOCK_TIMEOUT_S):
-            existing = load_file(path)  # inside the lock: sees every update that finished before ours
             _remove_stale_temps(target)
-            merged = check_baseline(_kept(merge(existing)), str(path), advice=NOT_WRITTEN)  # never write what load refuses
-            text = dumps(merged)
+            text = dumps(_kept(rewritten()))
+            _reads_back(text, path)
             if len(text.encode("utf-8")) > MAX_BASELINE_BYTES:
                 raise BaselineError(f"{path}: cannot {what}: it would be larger than the {MAX_BASELINE_BYTES // 2**20} MiB a "
                                     "baseline may be (store.MAX_BASELINE_BYTES); split the suite's baselines with "
@@ -274,6 +289,14 @@ def _rewrite(path: Path, merge: Callable[[BaselineFile | None], BaselineFile], w
             f"{path}: cannot {what} ({exc.strerror or exc}); choose a writable --perfguard-baselines folder"
         ) from None
     return path
+
+
+def _reads_back(text: str, path: Path) -> None:
+    """Never write what a load would refuse: the text about to replace the file, read as a load reads it."""
+    try:
+        loads_baseline(text, str(path))
+    except BaselineError as exc:  # what would be refused, but not as a file edited by hand: not written
+        raise BaselineError(f"{str(exc).removesuffix(f'; {REFUSED}')}; {NOT_WRITTEN}") from None
 
 
 def _kept(baseline: BaselineFile) -> BaselineFile:
