@@ -20,12 +20,12 @@ from torch.profiler import DeviceType
 
 from perfguard.case import CaseInstance
 from perfguard.errors import ConfigError, MeasurementError, first_line
+from perfguard.files import refuse_folder_links_out
 from perfguard.measure import kineto
 # The set-up, first call and clean-up a measured case goes through: a profiled case is set up, checked
 # and freed as a measured one is, and fails with the same line.
 from perfguard.measure.lifecycle import case_scope, first_call, guard, setup
 from perfguard.model import DeviceInfo, Profile, ProfileOp, names
-from perfguard.store.atomic import refuse_folder_links_out
 
 WARMUP_CALLS = 2
 PROFILED_CALLS = 5

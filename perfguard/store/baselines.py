@@ -44,7 +44,7 @@ from perfguard.model import (
     run_summary,
 )
 from perfguard.model.checks import check_baseline
-from perfguard.store.atomic import (
+from perfguard.files import (
     followed,
     refuse_file_for_folder,
     refuse_folder_links_out,
