@@ -36,7 +36,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from accuracy import suite_instances  # noqa: E402
 
-from perfguard.analysis import metrics  # noqa: E402
 from perfguard.measure import runner, timers  # noqa: E402
 from perfguard.measure.device import detect  # noqa: E402
 from perfguard.measure.timers import SamplingRule  # noqa: E402
@@ -68,7 +67,7 @@ RULES = {
 def measured(inst, device, name: str) -> tuple[float, float | None, float]:
     runner.CallerTimer = TIMERS[name]  # the one the runner makes its caller's samples with
     try:
-        r = metrics.complete(runner.measure(inst, device, RULES[name]), device)
+        r = runner.measure(inst, device, RULES[name])
     finally:
         runner.CallerTimer = timers.CallerTimer
     if r.status != "ok":

@@ -2,7 +2,8 @@
 
 `measure` and `smoke` always return a CaseResult: a case that cannot be measured comes back with
 status "error" and a one-line reason (plus the user's traceback), its GPU memory freed, so the
-caller can go on with the next case.
+caller can go on with the next case. A measured result is complete: its derived figures are made here
+(analysis/metrics.py), against the roofs of the device the caller hands in.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from perfguard.analysis import roofline
+from perfguard.analysis import metrics, roofline
 from perfguard.analysis.stats import summarize
 from perfguard.case import CaseInstance
 from perfguard.errors import MeasurementError
@@ -51,8 +52,12 @@ def smoke(instance: CaseInstance, device: DeviceInfo, nodeid: str = "", timeout_
 def measure(
     instance: CaseInstance, device: DeviceInfo, rule: SamplingRule, nodeid: str = "", timeout_s: float | None = None
 ) -> CaseResult:
+    """The case measured, its derived figures included: bandwidth, FLOP/s and the roofline against
+    `device`'s roofs, the calibrated ones where the caller's device carries them (BaselineFile.calibrated:
+    the caller reads the baseline, measuring reads no file)."""
     counters.prepare()  # outside the case's time limit: the profiler's first start is the process's cost
-    return _run(instance, device, nodeid, timeout_s, lambda base: _measure(instance, device, rule, base))
+    result = _run(instance, device, nodeid, timeout_s, lambda base: _measure(instance, device, rule, base))
+    return metrics.complete(result, device)
 
 
 def _run(
