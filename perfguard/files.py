@@ -1,6 +1,6 @@
 """Writing files: so that no reader, and no crash, ever sees half of one, and never through a link out of
-the project. On the ground floor (the standard library and errors.py alone), for every layer that
-writes: the store its baselines, measure/ a profile's trace, report/ and export/ their files, the CLI.
+the project. It stands on the standard library and errors.py alone, so that every layer that writes may
+use it: the store its baselines, measure/ a profile's trace, report/ and export/ their files, the CLI.
 
 The text goes to a temporary file in the target's own folder (so the rename stays on one file
 system), is flushed to disk, and then replaces the target in one `os.replace`: a process killed at
