@@ -8,6 +8,7 @@ perf case, so that a run without one never makes it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
