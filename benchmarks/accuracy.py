@@ -26,7 +26,6 @@ from pathlib import Path
 import torch
 
 from perfguard.case import CaseInstance, CaseSpec
-from perfguard.analysis import metrics
 from perfguard.measure import runner
 from perfguard.measure.device import detect
 from perfguard.measure.timers import SamplingRule
@@ -68,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         pg, pg_wall, db, dbg, stops, util = [], [], [], [], [], []
         error = None
         for _ in range(args.rounds):
-            result = metrics.complete(runner.measure(inst, device, rule), device)
+            result = runner.measure(inst, device, rule)
             if result.status != "ok":
                 error = (result.error or "").splitlines()[0]
                 break

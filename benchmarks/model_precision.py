@@ -26,7 +26,6 @@ from torch.utils import benchmark
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suites"))
 import test_models  # noqa: E402
 
-from perfguard.analysis import metrics  # noqa: E402
 from perfguard.measure import runner  # noqa: E402
 from perfguard.measure.device import detect  # noqa: E402
 from perfguard.measure.timers import SamplingRule  # noqa: E402
@@ -90,7 +89,7 @@ def host_clocks(fn, blocks: int = 6, calls: int = 60) -> None:
 def main() -> None:
     device = detect("cuda")
     (instance,) = [i for i in test_models.gpt2_forward.instances("cuda") if i.kwargs["batch"] == 1]
-    result = metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=instance.spec.budget_s or 2.0)), device)
+    result = runner.measure(instance, device, SamplingRule(budget_s=instance.spec.budget_s or 2.0))
     fn = instance.spec.setup(**instance.setup_kwargs("cuda"))
     for _ in range(5):
         fn()

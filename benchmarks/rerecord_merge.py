@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from perfguard import defaults  # noqa: E402
 from perfguard.analysis import noise  # noqa: E402
 from perfguard.model import dumps, loads_baseline  # noqa: E402
-from perfguard.store.atomic import write_atomic  # noqa: E402
+from perfguard.files import write_atomic  # noqa: E402
 
 
 def _pct(xs: list[float], q: float) -> float:

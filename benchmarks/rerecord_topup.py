@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfguard.model import dumps, loads_baseline  # noqa: E402
-from perfguard.store.atomic import write_atomic  # noqa: E402
+from perfguard.files import write_atomic  # noqa: E402
 
 RUNS_PER_CARD = 3
 

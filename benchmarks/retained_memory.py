@@ -27,7 +27,6 @@ from pathlib import Path
 import torch
 
 from perfguard import perf_case
-from perfguard.analysis import metrics
 from perfguard.analysis.scaling import scalings
 from perfguard.analysis.verdict import as_entry, compare_case
 from perfguard.measure import runner
@@ -96,7 +95,7 @@ def main() -> None:
     instances = {(i.kwargs["batch"], i.kwargs["variant"]): i for i in spec.instances("cuda")}
 
     def measure(batch: int, variant: str):
-        r = metrics.complete(runner.measure(instances[batch, variant], device, SamplingRule(budget_s=0.5)), device)
+        r = runner.measure(instances[batch, variant], device, SamplingRule(budget_s=0.5))
         if r.status != "ok":
             raise SystemExit(f"{r.id}: {r.error}")
         return r

@@ -36,8 +36,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from accuracy import suite_instances  # noqa: E402
 
-from perfguard.analysis import metrics  # noqa: E402
-from perfguard.measure import runner, timers  # noqa: E402
+from perfguard.measure import passes, runner, timers  # noqa: E402
 from perfguard.measure.device import detect  # noqa: E402
 from perfguard.measure.timers import SamplingRule  # noqa: E402
 
@@ -59,23 +58,23 @@ class SyncedCallerTimer(timers.CallerTimer):
 
 TIMERS = {"old": SyncedCallerTimer, "new": timers.CallerTimer}
 RULES = {
-    "old": SamplingRule(min_time_s=0.1 + runner.WARMUP_S, memory_min_time_s=0.1 + runner.WARMUP_S, caller_sample_s=0.01,
+    "old": SamplingRule(min_time_s=0.1 + passes.WARMUP_S, memory_min_time_s=0.1 + passes.WARMUP_S, caller_sample_s=0.01,
                         caller_min_time_s=0.05, caller_share=0.35),
     "new": SamplingRule(),
 }
 
 
 def measured(inst, device, name: str) -> tuple[float, float | None, float]:
-    runner.CallerTimer = TIMERS[name]  # the one the runner makes its caller's samples with
+    passes.CallerTimer = TIMERS[name]  # the one the passes make the caller's samples with
     try:
-        r = metrics.complete(runner.measure(inst, device, RULES[name]), device)
+        r = runner.measure(inst, device, RULES[name])
     finally:
-        runner.CallerTimer = timers.CallerTimer
+        passes.CallerTimer = timers.CallerTimer
     if r.status != "ok":
         raise RuntimeError((r.error or "").splitlines()[0])
     caller = r.timings.get("caller_time")
-    passes = sum(v for k, v in r.passes_s.items() if k not in ("counters", "memory_breakdown", "first_call"))
-    return r.judged_time.median_ms, caller.summary.median_ms if caller and r.regime != "caller" else None, passes
+    pass_s = sum(v for k, v in r.passes_s.items() if k not in ("counters", "memory_breakdown", "first_call"))
+    return r.judged_time.median_ms, caller.summary.median_ms if caller and r.regime != "caller" else None, pass_s
 
 
 def trace(device) -> list[str]:

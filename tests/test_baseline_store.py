@@ -388,7 +388,7 @@ def test_a_written_baseline_is_readable_like_any_file_and_keeps_its_mode_when_re
     import os
     import stat
 
-    from perfguard.store.atomic import write_atomic
+    from perfguard.files import write_atomic
 
     old = os.umask(0o022)
     try:

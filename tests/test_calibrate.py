@@ -42,6 +42,33 @@ def test_calibrated_roofs_place_the_case_and_flop_utilisation_stays_against_the_
     assert (plain.roofs, plain.copy_util, plain.efficiency) == ("datasheet", None, pytest.approx(2000 / 4800))
 
 
+def test_a_measured_result_comes_back_with_its_figures_against_the_roofs_of_the_device_it_is_handed():
+    # measure/ derives the figures itself, the plugin adds none: against the calibrated copy where the
+    # device it is handed carries one (the caller's BaselineFile.calibrated: measuring reads no baseline).
+    import torch
+
+    from perfguard import perf_case
+    from perfguard.measure import runner
+    from perfguard.measure.device import detect
+    from perfguard.measure.timers import SamplingRule
+
+    nbytes = 2 * 4 * 2**16
+
+    @perf_case(bytes=nbytes)
+    def copy(device):
+        src = torch.ones(2**16)
+        dst = torch.empty_like(src)
+        return lambda: dst.copy_(src)
+
+    (instance,) = copy.instances("cpu")
+    plain = detect("cpu")
+    for device, copy_gbps in ((plain, None), (CALIBRATION.apply_to(plain), CALIBRATION.copy_gbps)):
+        result = runner.measure(instance, device, SamplingRule(budget_s=0.05))
+        gbps = nbytes / result.judged_time.median_ms / 1e6
+        assert result.metrics.gbps == pytest.approx(gbps)
+        assert result.metrics.copy_util == (None if copy_gbps is None else pytest.approx(gbps / copy_gbps))
+
+
 def test_a_calibration_survives_baseline_updates_and_an_update_keeps_it(tmp_path):
     from perfguard.analysis.stats import timing
     from perfguard.model import CaseResult

@@ -187,6 +187,13 @@ def test_the_shared_defaults_and_options_import_nothing_but_the_standard_library
         "__future__", "collections", "dataclasses", "typing", "perfguard"}  # perfguard: its defaults and parsers
 
 
+def test_the_file_writing_module_stands_on_the_ground_floor():
+    # perfguard/files.py serves every layer that writes (store/, measure/, report/, export/, plugin/, cli/):
+    # it leans on none of them, only on the exception tree and the standard library.
+    assert {name for _line, name in imported_modules((PACKAGE / "files.py").read_text(encoding="utf-8"))} == {"perfguard.errors"}
+    assert {name for _line, name in imports_in(PACKAGE / "files.py")} - {"perfguard"} <= sys.stdlib_module_names
+
+
 def test_the_public_names_are_a_sorted_all():
     import perfguard
 
@@ -203,6 +210,9 @@ NEVER = (
      "the store keeps files: the rule that admits runs is its caller's, known to it by model's types"),
     ("perfguard.case", "perfguard.report", "a case's declaration renders nothing"),
     ("perfguard.measure", "perfguard", "the face hands the public names on to users: measure sits below them"),
+    ("perfguard.measure", "perfguard.store",
+     "measuring never touches the baseline store: its caller hands it the device with the roofs stored there"),
+    ("perfguard.report", "perfguard.store", "rendering never touches the baseline store: its files go through perfguard.files"),
 )
 
 
@@ -247,6 +257,8 @@ def test_the_layer_rules_see_an_import_where_there_is_one():
     assert not broken({"perfguard.case": "from perfguard import inert\n"})
     assert broken({"perfguard.measure.memory": "import perfguard\n"})
     assert not broken({"perfguard.measure.memory": "from perfguard import defaults\nimport perfguard.model\n"})
+    assert broken({"perfguard.report.html": "def f():\n    from perfguard import store\n"})
+    assert not broken({"perfguard.report.html": "from perfguard.files import write_atomic\n"})
     real = dict(imported_modules((PACKAGE / "store" / "baselines.py").read_text(encoding="utf-8")))
     assert "perfguard.model" in real.values() and "perfguard.store.lock" in real.values()
 

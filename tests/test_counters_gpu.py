@@ -55,7 +55,6 @@ def test_a_tensor_from_a_python_list_is_one_host_to_device_copy_of_its_bytes():
 def test_a_host_bound_case_gets_a_busy_time_and_an_idle_share_from_it():
     import torch
 
-    from perfguard.analysis import metrics
     from perfguard.measure import runner
     from perfguard.measure.device import detect
     from perfguard.measure.timers import SamplingRule
@@ -67,7 +66,7 @@ def test_a_host_bound_case_gets_a_busy_time_and_an_idle_share_from_it():
 
     (instance,) = perf_case(name="synced", cache="hot")(lambda device: synced).instances("cuda")
     device = detect("cuda")
-    result = metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=0.5)), device)
+    result = runner.measure(instance, device, SamplingRule(budget_s=0.5))
     assert result.regime == "caller" and "busy_time" in result.timings, (result.regime, result.counters_problem)
     busy, caller = result.median_of("busy_time"), result.median_of("caller_time")
     assert 0 < busy < caller

@@ -37,13 +37,12 @@ def cuda_device():
 
 def measure(spec, budget_s: float = 0.5) -> CaseResult:
     """Measure a one-instance case on the GPU, as the plugin does."""
-    from perfguard.analysis import metrics
     from perfguard.measure import runner
     from perfguard.measure.timers import SamplingRule
 
     (instance,) = spec.instances("cuda")
     device = cuda_device()
-    return metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s)), device)
+    return runner.measure(instance, device, SamplingRule(budget_s=budget_s))
 
 
 def libraries_made():

@@ -25,14 +25,13 @@ MIB = 2**20
 
 
 def measure(spec, budget_s: float = 0.2):
-    from perfguard.analysis import metrics
     from perfguard.measure import runner
     from perfguard.measure.device import detect
     from perfguard.measure.timers import SamplingRule
 
     (instance,) = spec.instances("cuda")
     device = detect("cuda")
-    result = metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s)), device)
+    result = runner.measure(instance, device, SamplingRule(budget_s=budget_s))
     assert result.status == "ok", result.error
     return result
 

@@ -104,7 +104,7 @@ def test_host_timer_times_each_call_in_milliseconds():
 
 
 def test_the_cpu_timers_are_timers_the_runner_can_sample_and_ask_if_outrun():
-    # measure/runner.py types every timer as timers.Timer and asks each `outrun` and `dropped`.
+    # measure/passes.py types every timer as timers.Timer and asks each `outrun` and `dropped`.
     for timer in (HostTimer(lambda: None), timers.CallerTimer(lambda: None, per_call_s=1e-3)):
         assert isinstance(timer, timers.Timer), type(timer).__name__
         assert (timer.outrun, timer.dropped) == (False, 0)

@@ -11,8 +11,9 @@ from perfguard.model import CaseResult, DeviceInfo, Metrics
 
 
 def complete(result: CaseResult, device: DeviceInfo) -> CaseResult:
-    """`result` with its derived figures, from its median (the judged figure) and its caller's time:
-    what the measure layer leaves to analysis (a result without a median is returned as it is)."""
+    """`result` with its derived figures, from its median (the judged figure) and its caller's time (a
+    result without a median is returned as it is): made as measure/runner.py measures, and again from a
+    baseline's results, which keep none of them."""
     if result.judged_time is None:
         return result
     caller = result.median_of("caller_time")

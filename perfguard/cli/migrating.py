@@ -14,7 +14,7 @@ from perfguard.model import SCHEMA_VERSION, BaselineFile, dumps, migration
 
 def _migrate(args: argparse.Namespace) -> int:
     from perfguard import store
-    from perfguard.store.atomic import write_atomic
+    from perfguard.files import write_atomic
 
     for name in args.files:
         path = Path(name)

@@ -230,7 +230,7 @@ def _report(args: argparse.Namespace) -> int:
     from perfguard.report.advice import report_fits
     from perfguard.report.html import render_html
     from perfguard.report.markdown import render_markdown
-    from perfguard.store.atomic import write_atomic
+    from perfguard.files import write_atomic
 
     records = [read_record(path) for path in args.runs]
     fits = report_fits(records)  # once for both, as the plugin does: at 5,360 cases a fifth of a render

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from perfguard.errors import BaselineError, ConfigError
+from perfguard.files import write_atomic
 from perfguard import git
 from perfguard.export import asv_files
 from perfguard.model import CaseResult, DeviceInfo, RunRecord
 from perfguard.model.names import is_slug, shown
-from perfguard.store.atomic import write_atomic
 
 
 @dataclasses.dataclass(frozen=True)

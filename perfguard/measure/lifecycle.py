@@ -1,8 +1,8 @@
 """A case's life around its timing: its scope, set-up, first call and check, and how its errors read.
 
-The runner (measure.runner) and the profiler (measure.profile) both set a case up, call it once, check
-its output and free it: one set of steps, so that a profiled case is set up, checked and freed as a
-measured one is, and fails with the same one line.
+The runner (measure.runner and its passes) and the profiler (measure.profile) both set a case up, call
+it once, check its output and free it: one set of steps, so that a profiled case is set up, checked and
+freed as a measured one is, and fails with the same one line.
 
 Every step that runs the user's code goes through `guard`, which turns what it raises into a
 MeasurementError holding no reference to the case's frames (they hold its tensors).

@@ -8,6 +8,7 @@ comes back as its one-line `problem`, and the case's verdict stands.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import tempfile
@@ -20,12 +21,12 @@ from torch.profiler import DeviceType
 
 from perfguard.case import CaseInstance
 from perfguard.errors import ConfigError, MeasurementError, first_line
+from perfguard.files import refuse_folder_links_out
 from perfguard.measure import kineto
 # The set-up, first call and clean-up a measured case goes through: a profiled case is set up, checked
 # and freed as a measured one is, and fails with the same line.
 from perfguard.measure.lifecycle import case_scope, first_call, guard, setup
-from perfguard.model import DeviceInfo, Profile, ProfileOp, names
-from perfguard.store.atomic import refuse_folder_links_out
+from perfguard.model import CaseResult, DeviceInfo, Profile, ProfileOp, names
 
 WARMUP_CALLS = 2
 PROFILED_CALLS = 5
@@ -41,6 +42,11 @@ def trace_name(case_id: str) -> str:
     if safe == case_id:
         return f"{safe}.json"
     return f"{safe}-{hashlib.sha1(case_id.encode()).hexdigest()[:8]}.json"
+
+
+def profiled(result: CaseResult, instance: CaseInstance, device: DeviceInfo, report_dir: Path | None) -> CaseResult:
+    """`result` with the case's profile (`profile_case`)."""
+    return dataclasses.replace(result, profile=profile_case(instance, device, report_dir))
 
 
 def profile_case(instance: CaseInstance, device: DeviceInfo, report_dir: Path | None) -> Profile:

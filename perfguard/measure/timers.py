@@ -1,7 +1,7 @@
 """Timers and the sampling loop (DESIGN §3).
 
 A timer takes a batch of samples and returns one time per call, in milliseconds (`Timer`, the few
-members the sampling loop and measure/runner.py ask of every one):
+members the sampling loop and measure/passes.py ask of every one):
 
 - `CudaEventTimer`: each call between two CUDA events; the batch is queued behind a device-side
   wait (`torch.cuda._sleep`) long enough for the host to enqueue the whole batch, so host launch
@@ -17,7 +17,7 @@ members the sampling loop and measure/runner.py ask of every one):
   charged a synchronisation nor the queue's fill; a sample is the mean of ~4 ms of calls.
 - `HostTimer`: `time.perf_counter_ns` around each call, for machines without CUDA.
 
-Which of them gives the judged figure is the case's timing regime (chosen in measure/runner.py;
+Which of them gives the judged figure is the case's timing regime (chosen in measure/passes.py;
 docs/method.md): "device" (the host keeps ahead of the device), "enqueue-bound" (the host's enqueue
 of a call outruns the device: GPU time with each call queued whole, and the caller's time), "caller"
 (the call waits for the device itself, so nothing can be queued ahead of it: the caller's time).
@@ -123,7 +123,7 @@ def sample(
 
 @runtime_checkable
 class Timer(Protocol):
-    """What measure/runner.py asks of a timer, whichever it is: the part of measuring that is swapped
+    """What measure/passes.py asks of a timer, whichever it is: the part of measuring that is swapped
     by the case's device and regime (pytest-xdist's scheduler protocol is the model)."""
 
     name: str  # the record's `timer`: "host-clock", "cuda-events", "cuda-graph", "caller"
@@ -136,7 +136,7 @@ class Timer(Protocol):
     @property
     def outrun(self) -> bool:
         """Whether this timer cannot time the call at all: the call waits for the device itself, so only
-        the caller's view exists (runner then changes to CallerTimer)."""
+        the caller's view exists (measure/passes.py then changes to CallerTimer)."""
         ...
 
 

@@ -77,7 +77,6 @@ class Measurer:
             raise CaseFailure(f"{item.nodeid}: case id {instance.id!r} is already used by {owner}; give one of them name=...")
         if self._before_case is not None:
             self._before_case()
-        from perfguard.analysis import metrics
         from perfguard.measure import runner
         from perfguard.measure.device import detect
         from perfguard.measure.timers import SamplingRule
@@ -104,8 +103,7 @@ class Measurer:
                 device = baseline.calibrated(device)
 
             def measure() -> CaseResult:
-                return metrics.complete(runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s),
-                                        device)
+                return runner.measure(instance, device, SamplingRule(budget_s=budget_s), item.nodeid, timeout_s)
 
             result = measure()
         else:
@@ -124,9 +122,9 @@ class Measurer:
 
     def _profiled(self, instance: CaseInstance, result: CaseResult, device: DeviceInfo) -> CaseResult:
         """The result with the case's profile (its problem, if any, rides on the profile, not on the verdict)."""
-        from perfguard.measure.profile import profile_case
+        from perfguard.measure.profile import profiled
 
-        return dataclasses.replace(result, profile=profile_case(instance, device, self.options.report_dir))
+        return profiled(result, instance, device, self.options.report_dir)
 
     def _judge(
         self, item: pytest.Item, result: CaseResult, device: DeviceInfo, measure: Callable[[], CaseResult]

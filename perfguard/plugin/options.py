@@ -98,12 +98,12 @@ class Options:
             host=os.environ.get("PERFGUARD_HOST", "").strip() or None,
         )
         if options.enabled:  # before any case is measured, not after all of them (reports never fail a run)
-            from perfguard.store.atomic import refuse_file_for_folder
+            from perfguard.files import refuse_file_for_folder
             from perfguard.store.baselines import BASELINES_FOLDER
 
             refuse_file_for_folder(options.baselines_dir, BASELINES_FOLDER, pytest.UsageError)
         if options.update:  # an update that could only end refused is refused before it measures
-            from perfguard.store.atomic import refuse_folder_links_out
+            from perfguard.files import refuse_folder_links_out
 
             refuse_folder_links_out(options.baselines_dir, pytest.UsageError)
         return options

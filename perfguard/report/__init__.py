@@ -31,7 +31,7 @@ def write_run_files(
     from perfguard.model import dumps
     from perfguard.report.html import render_html
     from perfguard.report.markdown import render_markdown
-    from perfguard.store.atomic import write_atomic
+    from perfguard.files import write_atomic
 
     files = [(RECORD_NAME, lambda: dumps(record))]
     files += [(name, lambda r=r: dumps(r)) for name, r in others]
@@ -60,7 +60,7 @@ def mark_unfinished(folder: Path, record: RunRecord) -> None:
     one looking current. Best effort: the run's end reports a folder it cannot write."""
     from perfguard.errors import PerfguardError
     from perfguard.model import dumps
-    from perfguard.store.atomic import write_atomic
+    from perfguard.files import write_atomic
 
     try:
         write_atomic(folder / RECORD_NAME, dumps(record))

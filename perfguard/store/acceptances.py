@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfguard.errors import BaselineError
+from perfguard.files import refuse_folder_links_out, refuse_links_out, repository_of, write_atomic
 from perfguard.model import AcceptedChange, Acceptances, dumps, loads_acceptances
-from perfguard.store.atomic import refuse_folder_links_out, refuse_links_out, repository_of, write_atomic
 # ACCEPTED_NAME: named so that no device slug (nvidia-h200, cpu-...) is it; list_files leaves it out.
 from perfguard.store.baselines import ACCEPTED_NAME
 from perfguard.store.lock import LockTimeout, held

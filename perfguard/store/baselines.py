@@ -43,7 +43,7 @@ from perfguard.model import (
     names,
     run_summary,
 )
-from perfguard.store.atomic import (
+from perfguard.files import (
     followed,
     refuse_file_for_folder,
     refuse_folder_links_out,

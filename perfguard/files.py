@@ -1,4 +1,6 @@
-"""Writing a file so that no reader, and no crash, ever sees half of it.
+"""Writing files: so that no reader, and no crash, ever sees half of one, and never through a link out of
+the project. It stands on the standard library and errors.py alone, so that every layer that writes may
+use it: the store its baselines, measure/ a profile's trace, report/ and export/ their files, the CLI.
 
 The text goes to a temporary file in the target's own folder (so the rename stays on one file
 system), is flushed to disk, and then replaces the target in one `os.replace`: a process killed at
