@@ -213,7 +213,7 @@ class _Loop:
 
 def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Settings, report_dir: Path,
             out: Callable[[str], None], wall_s: float, baselines: Path) -> int:
-    from perfguard.analysis import acceptance, pooling, verdict
+    from perfguard.analysis import acceptance, pooling
     from perfguard.report import steps
     from perfguard.report.advice import ranked_scalings
     from perfguard.report.commands import Invocation
@@ -233,12 +233,11 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     for line in record_lines(head, fits):
         out(line)
     _write(report_dir, pooling.thinned(base), pooling.thinned(head), fits, out)
-    tally = verdict.counts(verdicts)
     later = f", then {' + '.join(str(n) for n in loop.sizes[settings.rounds:])} case(s)" if rounds > settings.rounds else ""
     out(f"perfguard ab: {sides['head'].label} against {sides['base'].label}: {rounds} round(s) a side "
         f"({loop.sizes[0] if loop.sizes else 0} case(s) in each of the first {min(rounds, settings.rounds)}{later}), "
         f"{wall_s:.0f} s of a {settings.budget_s:g} s budget; stopped: {loop.stopped}")
-    out(f"perfguard ab: {verdict_count(verdicts, tally)}")
+    out(f"perfguard ab: {verdict_count(verdicts)}")
     for c in spent:
         out(f"perfguard ab: {acceptances.path_in(settings.baselines)}: the accepted {c.metric} of {c.case_id!r} is spent: "
             "the base holds it already; remove the entry")

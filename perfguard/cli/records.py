@@ -210,7 +210,7 @@ def _compare(args: argparse.Namespace) -> int:
     from perfguard.report.terminal import verdict_count
 
     base, head = read_record(args.base), read_record(args.head)
-    verdicts = verdict.ordered(verdict.compare_records(
+    verdicts = decide.ordered(verdict.compare_records(
         base,
         head,
         threshold_pct=defaults.THRESHOLD_PCT if args.threshold is None else args.threshold,
@@ -221,8 +221,7 @@ def _compare(args: argparse.Namespace) -> int:
     ))
     for v in verdicts:
         say(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
-    tally = verdict.counts(verdicts)
-    say(f"perfguard: {verdict_count(verdicts, tally)}")
+    say(f"perfguard: {verdict_count(verdicts)}")
     return 1 if decide.failing(verdicts, fail_inconclusive=args.fail_inconclusive) else 0
 
 
