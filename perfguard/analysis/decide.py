@@ -87,10 +87,6 @@ def fails(v: Verdict, *, fail_inconclusive: bool = False) -> bool:
     return v.status == "regressed" or (fail_inconclusive and v.status == "inconclusive")
 
 
-def failing(verdicts: Iterable[Verdict], *, fail_inconclusive: bool = False) -> list[Verdict]:
-    return [v for v in verdicts if fails(v, fail_inconclusive=fail_inconclusive)]
-
-
 def rank(status: str) -> int:
     """Where a status stands in STATUS_ORDER (0: most pressing); one it does not hold, last."""
     return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
