@@ -49,8 +49,6 @@ LIB = ("import time\n\nDELAY = {delay}\n\n\ndef work():\n    time.sleep(DELAY)\n
        "def steady():\n    time.sleep(0.001)\n")
 
 
-# The rule that gives each status (analysis/decide.py).
-REASONS = {"regressed": "outside", "improved": "outside", "same": "within", "inconclusive": "blind", "unstable": "imprecise", "new": "not_in_baseline", "missing": "did_not_run", "accepted": "accepted"}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -208,25 +206,6 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
     assert "steady_tight: gpu_time inconclusive" in out.stdout and "--budget" in out.stdout
 
 
-def _verdicts(tally):
-    from perfguard.model import Verdict
-
-    return [Verdict(f"c{i}", "gpu_time", status, 1.0, 1.0, 0.0, 1.0, None, reason=REASONS[status]) for status, n in tally.items() for i in range(n)]
-
-
-@pytest.mark.parametrize(("tally", "code"), [
-    ({}, 0), ({"same": 3, "new": 1, "missing": 1}, 0), ({"unstable": 1, "improved": 2, "accepted": 1}, 0),
-    ({"regressed": 1, "same": 5}, 1),
-])
-def test_ab_exits_1_when_a_case_regressed_and_0_otherwise(tally, code):
-    assert ab.exit_status(_verdicts(tally)) == code
-
-
-def test_an_inconclusive_case_passes_unless_asked_to_fail():
-    assert ab.exit_status(_verdicts({"inconclusive": 1, "same": 3})) == 0
-    assert ab.exit_status(_verdicts({"inconclusive": 1, "same": 3}), fail_inconclusive=True) == 1
-
-
 def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args):
     out = perfguard_ab(repo, inner_args, "--base", "HEAD~1", pytest_args=("--ignore=tests/test_nap.py",))
     assert out.returncode == 2
@@ -313,18 +292,23 @@ def test_a_side_pools_its_rounds_callers_times_too():
 
 def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_passes(repo, inner_args, forked):
     """Issue 28: ab prints one command; run as printed, it writes the acceptance file a reviewer sees, and
-    the next ab passes the case as `accepted` (and no more than the accepted figure)."""
+    the next ab passes the case as `accepted` (and no more than the accepted figure). An acceptance file
+    that cannot be read accepts nothing: the rounds stand, and one line says why."""
     import re
     import shlex
 
-    out, _ = ab_forked(repo, inner_args, forked)
-    assert out.returncode == 1 and statuses(repo)["nap"] == "regressed", out.stdout
-    match = re.search(r"^perfguard: to accept these changes: `(?P<command>.+)`$", out.stdout, re.M)
-    assert match, out.stdout
-    assert match["command"] == "perfguard accept reports/perfguard.json --case nap"
-    argv = shlex.split(match["command"])
     accepted = repo / "baselines" / "accepted-changes.json"
+    accepted.parent.mkdir(exist_ok=True)
+    accepted.write_text("{truncated")
     try:
+        out, _ = ab_forked(repo, inner_args, forked)
+        assert out.returncode == 1 and statuses(repo)["nap"] == "regressed", out.stdout
+        assert f"perfguard ab: not accepted: {accepted}: " in out.stdout
+        accepted.unlink()
+        match = re.search(r"^perfguard: to accept these changes: `(?P<command>.+)`$", out.stdout, re.M)
+        assert match, out.stdout
+        assert match["command"] == "perfguard accept reports/perfguard.json --case nap"
+        argv = shlex.split(match["command"])
         done = subprocess.run([sys.executable, "-m", "perfguard.cli", *argv[1:]], cwd=repo, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr

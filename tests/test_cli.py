@@ -194,6 +194,31 @@ def test_compare_judges_the_work_counters_exactly_and_takes_the_runs_allowance(t
     assert "names 'launches', not a work counter" in capsys.readouterr().err
 
 
+def test_compare_judges_by_the_acceptance_file_as_the_gate_and_ab_do(tmp_path, rng, capsys):
+    from perfguard.model import AcceptedChange, Acceptances
+
+    slower = result("b", rng, 3.0)
+    base, head = record(tmp_path / "base.json", result("b", rng)), record(tmp_path / "head.json", slower)
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    accepted = folder / "accepted-changes.json"
+    change = AcceptedChange("b", "gpu_time", CPU.slug, slower.median_of("gpu_time"), 0.5, "fused")
+    accepted.write_text(dumps(Acceptances((change,))))
+    assert main(["compare", str(base), str(head), "--baselines", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("accepted   b: gpu_time accepted: ") and "accepted: 'fused'" in out
+    # Judged against itself, the head holds the accepted figure already: the entry is spent.
+    assert main(["compare", str(head), str(head), "--baselines", str(folder)]) == 0
+    assert (f"perfguard: {accepted}: the accepted gpu_time of 'b' is spent: the base holds it already; "
+            "remove the entry") in capsys.readouterr().out.splitlines()
+    # A file that cannot be read accepts nothing, and says why.
+    accepted.write_text("{truncated")
+    assert main(["compare", str(base), str(head), "--baselines", str(folder)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("regressed  b: gpu_time regressed:")
+    assert lines[-1].startswith(f"perfguard: not accepted: {accepted}: ")
+
+
 def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):
     good = record(tmp_path / "good.json", result("a", rng))
     truncated = tmp_path / "truncated.json"

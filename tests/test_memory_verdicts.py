@@ -159,13 +159,14 @@ def test_the_reports_show_the_footprint_and_what_a_call_retains():
 def test_a_case_whose_baseline_predates_the_figures_reads_judged_not_new_in_the_reports():
     from perfguard.model import RunRecord
     from perfguard.report.html import render_html
-    from perfguard.report.terminal import case_status, summary
+    from perfguard.analysis.decide import case_statuses
+    from perfguard.report.terminal import summary
 
     old = Memory(peak_allocated_bytes=1_100 * 10**6, setup_allocated_bytes=3 * GB)  # as older perfguard wrote it
     now = result(memory())
     verdicts = tuple(compare_case(now, result(old)))
     assert {v.metric: v.status for v in verdicts}["footprint"] == "new"
-    assert case_status(verdicts) == {"train_step": "inconclusive"}  # its one-run baseline cannot see 1%
+    assert case_statuses(verdicts) == {"train_step": "inconclusive"}  # its one-run baseline cannot see 1%
     record = RunRecord("2026-12-01T00:00:00+00:00", "0", devices=(H200,), results=(now,), verdicts=verdicts)
     lines = [line for line, _ in summary(record.results, record.devices, record)]
     assert not any("new case(s)" in line for line in lines)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from perfguard.analysis import noise, priors
+from perfguard.analysis.decide import ordered
 from perfguard.analysis.stats import timing
 from perfguard.analysis.remeasure import settle
 from perfguard.analysis.verdict import (
@@ -22,9 +23,7 @@ from perfguard.analysis.verdict import (
     compare_case,
     compare_records,
     compare_to_baseline,
-    counts,
     env_differences,
-    ordered,
 )
 from perfguard.errors import BaselineError
 from perfguard.model import (
@@ -40,6 +39,7 @@ from perfguard.model import (
     dumps,
     loads_record,
     migration,
+    tally,
 )
 from perfguard.report import words
 
@@ -383,7 +383,7 @@ def test_compare_records_matches_cases_and_lists_the_device_change(rng):
     assert {v.case_id: v.status for v in verdicts} == {"a": "inconclusive", "b": "regressed", "c": "new", "gone": "missing"}
     assert "driver 580.159.04 → 590.1" in {v.case_id: v for v in verdicts}["a"].env_mismatch
     assert ordered(verdicts)[0].case_id == "b"
-    assert counts(verdicts) == {"regressed": 1, "unstable": 0, "inconclusive": 1, "improved": 0, "missing": 1, "new": 1,
+    assert tally(verdicts) == {"regressed": 1, "unstable": 0, "inconclusive": 1, "improved": 0, "missing": 1, "new": 1,
                                  "same": 0}
 
 

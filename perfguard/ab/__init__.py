@@ -30,7 +30,7 @@ import dataclasses
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,14 +41,14 @@ from perfguard.ab import stale
 from perfguard.ab.sides import (SIDES, Side, import_path, perfguard_shim, repository_root, resolve, schedule,
                                 worktree)
 from perfguard.errors import ConfigError, MeasurementError
-from perfguard.model import RunRecord, Verdict
+from perfguard.model import RunRecord
 from perfguard.report import write_run_files
 
 if TYPE_CHECKING:
     from perfguard.analysis.ab_verdict import Judged
     from perfguard.analysis.scaling import Scaling
 
-__all__ = ["BASE_RECORD_NAME", "Settings", "exit_status", "import_path", "run_ab", "schedule"]
+__all__ = ["BASE_RECORD_NAME", "Settings", "import_path", "run_ab", "schedule"]
 
 BASE_RECORD_NAME = "perfguard-base.json"
 
@@ -213,17 +213,19 @@ class _Loop:
 
 def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Settings, report_dir: Path,
             out: Callable[[str], None], wall_s: float, baselines: Path) -> int:
-    from perfguard.analysis import acceptance, pooling, verdict
+    from perfguard.analysis import pooling
+    from perfguard.analysis.judgement import judge
     from perfguard.report import steps
     from perfguard.report.advice import ranked_scalings
     from perfguard.report.commands import Invocation
     from perfguard.report.terminal import record_lines, verdict_count
     from perfguard.store import acceptances
 
-    # The head's acceptance file: the changes its pull request says are intended, reviewed in its diff.
-    accepted = acceptances.load(baselines)
-    marked, spent = acceptance.apply(judged.verdicts, accepted, {r.id: r.device for r in judged.head.results})
-    verdicts = tuple(sorted(marked, key=lambda v: (v.case_id, v.metric)))
+    # The head's acceptance file: the changes its pull request says are intended, reviewed in its diff (one
+    # that cannot be read accepts nothing, and says why below: the rounds measured stand).
+    judgement = judge(judged.head.results, judged.verdicts, acceptances.read(baselines),
+                      fail_inconclusive=settings.fail_inconclusive)
+    verdicts = tuple(sorted(judgement.verdicts, key=lambda v: (v.case_id, v.metric)))
     rounds = len(loop.runs["head"])
     summary = {"rounds": rounds, "cases_per_round": loop.sizes, "max_rounds": settings.max_rounds,
                "budget_s": settings.budget_s, "wall_s": round(wall_s, 1), "gpus": len(loop.plan), "stopped": loop.stopped}
@@ -233,19 +235,19 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     for line in record_lines(head, fits):
         out(line)
     _write(report_dir, pooling.thinned(base), pooling.thinned(head), fits, out)
-    tally = verdict.counts(verdicts)
     later = f", then {' + '.join(str(n) for n in loop.sizes[settings.rounds:])} case(s)" if rounds > settings.rounds else ""
     out(f"perfguard ab: {sides['head'].label} against {sides['base'].label}: {rounds} round(s) a side "
         f"({loop.sizes[0] if loop.sizes else 0} case(s) in each of the first {min(rounds, settings.rounds)}{later}), "
         f"{wall_s:.0f} s of a {settings.budget_s:g} s budget; stopped: {loop.stopped}")
-    out(f"perfguard ab: {verdict_count(verdicts, tally)}")
-    for c in spent:
-        out(f"perfguard ab: {acceptances.path_in(settings.baselines)}: the accepted {c.metric} of {c.case_id!r} is spent: "
-            "the base holds it already; remove the entry")
-    accept = steps.accept_line(verdicts, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
+    out(f"perfguard ab: {verdict_count(verdicts)}")
+    if judgement.unread:
+        out(f"perfguard ab: not accepted: {judgement.unread}")
+    for change in judgement.spent:
+        out(f"perfguard ab: {steps.spent_line(change, acceptances.path_in(settings.baselines), base=True)}")
+    accept = steps.accept_line(judgement.accept, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
     if accept:
         out(accept)
-    status = exit_status(verdicts, fail_inconclusive=settings.fail_inconclusive)
+    status = 1 if judgement.failing else 0
     gone = sorted({v.case_id for v in verdicts if v.status == "missing"})
     if gone:
         out(f"perfguard ab: {'strict: ' if settings.strict else ''}{len(gone)} case(s) ran on the base but not on the head "
@@ -254,15 +256,6 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
         if settings.strict:
             status = max(status, 1)
     return status
-
-
-def exit_status(verdicts: Iterable[Verdict], *, fail_inconclusive: bool = False) -> int:
-    """What perfguard ab exits with: 1 when a verdict fails by the one pass/fail rule (analysis.decide:
-    regressed, or with --fail-inconclusive inconclusive), else 0 (unstable, improved, accepted, missing
-    and new cases pass, as in the baseline gate)."""
-    from perfguard.analysis import decide
-
-    return 1 if decide.failing(verdicts, fail_inconclusive=fail_inconclusive) else 0
 
 
 def _write(folder: Path, base: RunRecord, head: RunRecord, fits: Sequence[Scaling], out: Callable[[str], None]) -> None:

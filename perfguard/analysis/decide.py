@@ -14,7 +14,10 @@ large a change the comparison could have missed:
 The gate and ab differ in one named parameter, `same_power` (docs/gate.md): the gate's tolerance is
 never below the threshold, so the change it catches half the time is T itself and `same` needs T ≤
 threshold (power 0.5); ab's T may lie below the threshold, and its `same` needs a change of the
-threshold's size to be caught 19 times in 20 (power 0.95). Pure functions.
+threshold's size to be caught 19 times in 20 (power 0.95).
+
+A case's overall status is here too, with the one order of statuses every surface lists them in.
+Pure functions.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from perfguard.model import Reason, Verdict, VerdictStatus
+from perfguard.analysis.memory_verdicts import ACROSS_CALLS, MEMORY_METRICS
+from perfguard.model import VERDICT_STATUSES, CaseResult, Reason, Verdict, VerdictStatus
+
+# A case's overall status, most pressing first: its verdicts' statuses (in model.VERDICT_STATUSES'
+# order), then what a case without a comparison is: skipped, smoke-run only, or measured without a
+# baseline to compare with. An errored case comes first of all.
+STATUS_ORDER = ("error", *VERDICT_STATUSES, "skipped", "smoke", "measured")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,5 +87,36 @@ def fails(v: Verdict, *, fail_inconclusive: bool = False) -> bool:
     return v.status == "regressed" or (fail_inconclusive and v.status == "inconclusive")
 
 
-def failing(verdicts: Iterable[Verdict], *, fail_inconclusive: bool = False) -> list[Verdict]:
-    return [v for v in verdicts if fails(v, fail_inconclusive=fail_inconclusive)]
+def rank(status: str) -> int:
+    """Where a status stands in STATUS_ORDER (0: most pressing); one it does not hold, last."""
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def ordered(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """Regressions first, then the rest in STATUS_ORDER, by case and metric."""
+    return sorted(verdicts, key=lambda v: (rank(v.status), v.case_id, v.metric))
+
+
+def case_status(verdicts: Iterable[Verdict], result: CaseResult | None = None) -> str:
+    """A case's overall status: `error` when its run errored; else the most pressing of the verdicts that
+    decide it; else what its run was (`skipped`, `smoke`; `measured`: nothing to compare it with)."""
+    if result is not None and result.status == "error":
+        return "error"
+    verdicts = list(verdicts)
+    # Memory across calls `new` beside a judged time (a baseline recorded before perfguard measured it)
+    # leaves the case judged, not new.
+    judged = any(v.metric not in MEMORY_METRICS and v.status != "new" for v in verdicts)
+    deciding = [v.status for v in verdicts if not (judged and v.status == "new" and v.metric in ACROSS_CALLS)]
+    if deciding:
+        return min(deciding, key=rank)
+    if result is not None and result.status in ("skipped", "smoke"):
+        return result.status
+    return "measured"
+
+
+def case_statuses(verdicts: Iterable[Verdict]) -> dict[str, str]:
+    """Each case's overall status (case_status), by case id, for the cases the verdicts name."""
+    by_case: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_case.setdefault(v.case_id, []).append(v)
+    return {case: case_status(vs) for case, vs in by_case.items()}

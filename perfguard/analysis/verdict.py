@@ -24,7 +24,6 @@ from perfguard.analysis import counting, decide, noise, priors
 from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
-    VERDICT_STATUSES,
     LeftOut,
     NextStep,
     BaselineEntry,
@@ -38,10 +37,7 @@ from perfguard.model import (
     Verdict,
     VerdictStatus,
     run_summary,
-    tally,
 )
-
-STATUSES = VERDICT_STATUSES
 
 # The change that matters when the user names none. It is a floor under each case's noise-derived
 # tolerance, not the tolerance itself: stable memory-bound kernels repeat within 0.1-0.7% from run
@@ -179,17 +175,6 @@ def compare_records(
             counter_allowance=counter_allowance,
         )
     return verdicts
-
-
-def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
-    """How many verdicts of each status, in display order (model.tally)."""
-    return tally(verdicts)
-
-
-def ordered(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    """Regressions first, then the rest in the order of STATUSES, by case."""
-    rank = {s: i for i, s in enumerate(STATUSES)}
-    return sorted(verdicts, key=lambda v: (rank.get(v.status, len(rank)), v.case_id, v.metric))
 
 
 def env_differences(

@@ -6,7 +6,7 @@
     perfguard baseline accept RUN.json [RUN.json ...] [--case ID ...] [--restart] [--keep-runs N] [--baselines DIR]
     perfguard baseline merge FILE.json [FILE.json ...] [--keep-runs N] [--baselines DIR]
     perfguard accept RUN.json --case ID [--metric M] [--reason TEXT] [--baselines DIR]
-    perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT]
+    perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT] [--baselines DIR]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard migrate FILE.json [FILE.json ...]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]

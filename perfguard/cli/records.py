@@ -206,11 +206,16 @@ def _file_kind(name: str) -> str | None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    """Judged as the gate and ab judge (analysis/judgement.py), the acceptance file beside --baselines
+    included; no accept command: neither record holds verdicts against what it would accept into."""
     from perfguard.analysis import decide, verdict
+    from perfguard.analysis.judgement import judge
+    from perfguard.report import steps
     from perfguard.report.terminal import verdict_count
+    from perfguard.store import acceptances
 
     base, head = read_record(args.base), read_record(args.head)
-    verdicts = verdict.ordered(verdict.compare_records(
+    compared = verdict.compare_records(
         base,
         head,
         threshold_pct=defaults.THRESHOLD_PCT if args.threshold is None else args.threshold,
@@ -218,12 +223,16 @@ def _compare(args: argparse.Namespace) -> int:
         baseline_file=str(args.base),
         head_file=str(args.head),
         counter_allowance=args.counter_allowance,
-    ))
+    )
+    judged = judge(head.results, compared, acceptances.read(args.baselines), fail_inconclusive=args.fail_inconclusive)
+    verdicts = decide.ordered(judged.verdicts)
     for v in verdicts:
         say(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
-    tally = verdict.counts(verdicts)
-    say(f"perfguard: {verdict_count(verdicts, tally)}")
-    return 1 if decide.failing(verdicts, fail_inconclusive=args.fail_inconclusive) else 0
+    say(f"perfguard: {verdict_count(verdicts)}")
+    if judged.unread:
+        say(f"perfguard: not accepted: {judged.unread}")
+    say(*(f"perfguard: {steps.spent_line(c, acceptances.path_in(args.baselines), base=True)}" for c in judged.spent))
+    return 1 if judged.failing else 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -289,6 +298,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
     add_option(compare, "perfguard-counter-allowance")
+    add_option(compare, "perfguard-baselines", help="the folder whose accepted-changes.json (`perfguard accept`) says which "
+               "changes of the head are intended (default: baselines)")
     add_option(compare, "perfguard-fail-inconclusive", help="exit 1 on an inconclusive case too (its tolerance is wider "
                "than the threshold, so a change of the threshold's size would pass unseen)")
     compare.set_defaults(command=_compare)

@@ -51,10 +51,7 @@ class Baselines:
         if self._accepted is None:
             from perfguard.store import acceptances
 
-            try:
-                self._accepted = acceptances.load(self.folder)
-            except BaselineError as exc:
-                self._accepted = exc
+            self._accepted = acceptances.read(self.folder)
         return self._accepted
 
     def label(self, device: DeviceInfo) -> str:

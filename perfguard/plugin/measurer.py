@@ -8,7 +8,7 @@ perf case, so that a run without one never makes it.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections.abc import Callable
 
 import pytest
@@ -112,7 +112,10 @@ class Measurer:
         if self.options.enabled and failure is None:
             result, failure, regressed = self._judge(item, result, device, measure)
             if self.options.profile == "all" or (self.options.profile == "regressed" and regressed):
-                result = self._profiled(instance, result, device)
+                from perfguard.measure.profile import profiled
+
+                # Its problem, if any, rides on the profile, not on the verdict.
+                result = profiled(result, instance, device, self.options.report_dir)
         # Attached once judged (and profiled), so that the result on the report is the final one.
         item.user_properties.append((RESULT_KEY, to_jsonable(result)))
         item.user_properties.append((DEVICE_KEY, to_jsonable(device)))
@@ -120,19 +123,12 @@ class Measurer:
             raise CaseFailure(failure)
         return result
 
-    def _profiled(self, instance: CaseInstance, result: CaseResult, device: DeviceInfo) -> CaseResult:
-        """The result with the case's profile (its problem, if any, rides on the profile, not on the verdict)."""
-        from perfguard.measure.profile import profiled
-
-        return profiled(result, instance, device, self.options.report_dir)
-
     def _judge(
         self, item: pytest.Item, result: CaseResult, device: DeviceInfo, measure: Callable[[], CaseResult]
     ) -> tuple[CaseResult, str | None, bool]:
-        """Compare with the baseline, re-measuring (`measure`) a case that looks slower before it may fail:
-        (the result to keep, why the case fails or None, whether a metric regressed)."""
-        from perfguard.analysis import acceptance, decide
-        from perfguard.analysis.remeasure import time_regressed
+        """Judge against the baseline (analysis/judgement.py), re-measuring (`measure`) a case that looks
+        slower before it may fail: (the result to keep, why the case fails or None, whether a metric regressed)."""
+        from perfguard.analysis.judgement import judge
         from perfguard.analysis.verdict import compare_case
 
         baseline = self.baselines.load(device)
@@ -140,34 +136,31 @@ class Measurer:
             return result, f"{result.id}: measured, but not compared: {baseline}", False
         entry = baseline.cases.get(result.id) if baseline else None
 
-        def judge(r: CaseResult) -> list[Verdict]:
+        def compare(r: CaseResult) -> list[Verdict]:
             return compare_case(r, entry, threshold_pct=self.options.threshold_pct,
                                 current_fingerprint=device.fingerprint(), baseline_file=self.baselines.label(device),
                                 host=device.host, counter_allowance=self.options.counter_allowance)
 
-        verdicts = judge(result)
-        if time_regressed(verdicts) and not self.options.update and self.options.confirm:
-            result, verdicts = self._confirm(measure, result, verdicts, judge)
-        accepted = self.baselines.accepted()
+        confirm = functools.partial(self._confirm, measure, compare) if self.options.confirm else None
+        judged = judge([result], compare(result), self.baselines.accepted(), fail_inconclusive=self.options.fail_inconclusive,
+                       updating=self.options.update, confirm=confirm)
+        (result,) = judged.results
+        item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in judged.verdicts]))
+        regressed = any(v.status == "regressed" for v in judged.verdicts)
+        if not judged.failing:
+            return result, None, regressed
+        lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in judged.failing]
         # An acceptance file that cannot be read accepts nothing, and a failure says why it did not.
-        unread = [f"{result.id}: not accepted: {accepted}"] if isinstance(accepted, BaselineError) else []
-        if not unread:
-            verdicts, _ = acceptance.apply(verdicts, accepted, {result.id: device.slug})
-        item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in verdicts]))
-        regressed = any(v.status == "regressed" for v in verdicts)
-        failing = decide.failing(verdicts, fail_inconclusive=self.options.fail_inconclusive)
-        if failing and not self.options.update:
-            lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in failing]
-            accept = steps.accept_line(failing, self.invocation)
-            return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed
-        return result, None, regressed
+        unread = [f"{result.id}: not accepted: {judged.unread}"] if judged.unread else []
+        accept = steps.accept_line(judged.accept, self.invocation)
+        return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed
 
     def _confirm(
-        self, measure: Callable[[], CaseResult], first: CaseResult, verdicts: list[Verdict],
-        judge: Callable[[CaseResult], list[Verdict]],
+        self, measure: Callable[[], CaseResult], compare: Callable[[CaseResult], list[Verdict]], first: CaseResult,
+        verdicts: list[Verdict],
     ) -> tuple[CaseResult, list[Verdict]]:
-        """Measure a case that looks regressed again, from a fresh setup, and let the verdict settle on all
-        the measurements (analysis.remeasure.settle)."""
+        """The judge's `confirm` (analysis/judgement.py): measure a case that looks regressed again, from a
+        fresh setup, and let the verdict settle on all the measurements (analysis.remeasure.settle)."""
         from perfguard.analysis.remeasure import note, settle
 
         if self._confirmations <= 0:
@@ -178,5 +171,5 @@ class Measurer:
             again = measure()
             if again.status != "ok":  # the first measurement stands: a failed re-run must not lift the gate
                 return first, note(verdicts, "failed", first_line(again.error or ""))
-            measured.append((again, judge(again)))
+            measured.append((again, compare(again)))
         return settle(measured)

@@ -21,7 +21,7 @@ import pytest
 import perfguard
 from perfguard import ab_env, inert
 from perfguard.errors import BaselineError, ConfigError, PerfguardError
-from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable, names
+from perfguard.model import BaselineFile, CaseResult, DeviceInfo, RunRecord, Verdict, from_jsonable
 from perfguard.plugin.baselines import Baselines
 from perfguard.plugin.interrupt import Deferred
 from perfguard.plugin.options import Options
@@ -176,22 +176,6 @@ class Recorder:
                                                   keep_runs=self.options.keep_runs, admit=admission), path):
                 self.updated.append(path)
 
-    def _acceptance_lines(self) -> list[str]:
-        """What the acceptance file beside the baselines says of this run: that it cannot be read, or which of
-        its entries are spent (the baseline holds their figures now)."""
-        from perfguard.analysis import acceptance
-        from perfguard.store.acceptances import path_in
-
-        accepted = self.baselines.accepted()
-        if isinstance(accepted, BaselineError):
-            return [f"not accepted: {accepted}"]
-        if not accepted.changes or self.record is None:
-            return []
-        _, spent = acceptance.apply(self.record.verdicts, accepted, {r.id: r.device for r in self.record.results})
-        where = path_in(self.options.baselines_arg)
-        return [f"{where}: the accepted {c.metric} of {names.shown(c.case_id)} is spent: the baseline holds it now; "
-                "remove the entry" for c in spent]
-
     def record_interrupt(self) -> None:
         """Once Ctrl-C came at the run's end: the record on disk says `interrupted` (rewritten if it was
         written `complete` before the key was pressed), once."""
@@ -229,9 +213,11 @@ class Recorder:
     def _summarize(self, terminalreporter: Any) -> None:
         if not (self.results or self.problems or self.facts or self.ctrl_c.pressed):
             return
+        from perfguard.analysis.judgement import judge
         from perfguard.report import steps
         from perfguard.report.commands import Invocation
         from perfguard.report.terminal import summary
+        from perfguard.store.acceptances import path_in
 
         def write(text: str, **style: bool) -> None:
             # Every line through perfguard.inert: case ids, device names and messages are data.
@@ -259,12 +245,18 @@ class Recorder:
             write("perfguard: the verdicts above are against the previous baseline; this run joined the baseline of "
                   + (f"{len(self.admission.added) if self.admission else 0} case(s), not of {left} (below)" if left
                      else "every case it measured"))
-        accept = steps.accept_line(self.record.verdicts, Invocation.of(self.record.options)) \
-            if self.record and not self.options.update else None
-        if accept:
-            write(accept, bold=True)
-        for line in self._acceptance_lines():
-            write(f"perfguard: {line}", yellow=True)
+        if self.record is not None:
+            # The whole run's judgement, for what is said once: the accept command and what the acceptance
+            # file did. Its cases were judged one by one as they ran (the measurer): its verdicts are the record's.
+            judged = judge(self.record.results, self.record.verdicts, self.baselines.accepted(),
+                           fail_inconclusive=self.options.fail_inconclusive, updating=self.options.update)
+            accept = steps.accept_line(judged.accept, Invocation.of(self.record.options))
+            if accept:
+                write(accept, bold=True)
+            if judged.unread:
+                write(f"perfguard: not accepted: {judged.unread}", yellow=True)
+            for change in judged.spent:
+                write(f"perfguard: {steps.spent_line(change, path_in(self.options.baselines_arg))}", yellow=True)
         for line in self.admission_lines:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:

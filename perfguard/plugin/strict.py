@@ -116,11 +116,11 @@ class Watch:
               baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> list[Fact]:
         """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
         baseline file's label and the file as read (None: there is none)."""
-        from perfguard.report.terminal import case_status
+        from perfguard.analysis.decide import case_statuses
         from perfguard.report.steps import new_remedy
 
         results = list(results)
-        by_case = case_status(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new
+        by_case = case_statuses(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new
         facts = [Fact(self._settings(options, results, baselines), fails=False)]
         for device, label, baseline in baselines.values():
             if baseline is None:

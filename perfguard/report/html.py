@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfguard import inert, units
+from perfguard.analysis.decide import rank
 from perfguard.errors import ReportError, first_line
 from perfguard.model import RunRecord
 from perfguard.report import charts, packed, view, words
@@ -208,7 +209,7 @@ def _cell(column: Column, entry: Entry | None) -> Cell:
         # The tooltip tells what moved without opening the case; `same` and `new` say nothing more.
         quiet = entry.status in ("same", "new", "measured")
         messages = "" if quiet else "\n".join(words.line(v) for v in entry.verdicts) or (r.error if r and r.error else "")
-        return Cell(view.label(entry.status), str(view.rank(entry.status)), title=messages, badge=entry.status)
+        return Cell(view.label(entry.status), str(rank(entry.status)), title=messages, badge=entry.status)
     if key == "median":
         ms = view.median(r)
         if r is not None and rough(r):  # a CPU's figure whose interval did not settle (advice.cpu_line)
@@ -252,7 +253,7 @@ def _roofline(device: Device, rows: list[Row]) -> tuple[Device, charts.Roofline 
             plotted.append((row.key, row.case_id, entry.status, ai, tflops, view.metric(entry.result, "efficiency")))
         else:
             off.append((row.key, row.case_id))
-    plotted.sort(key=lambda p: -view.rank(p[2]))  # drawn last, on top: the most pressing cases
+    plotted.sort(key=lambda p: -rank(p[2]))  # drawn last, on top: the most pressing cases
     return device, charts.roofline(device.info, plotted), off
 
 
@@ -277,7 +278,7 @@ def _attention(rows: list[Row], multi: bool) -> tuple[list[Item], list[Item], in
             said = [words.line(v) for v in e.verdicts if v.status == e.status]
             error = (e.result.error or "").strip().splitlines() if e.result is not None else []
             text = said or error[:1]
-            items.append((view.rank(e.status), row.key, row.case_id, device.info.name if multi else "", e.status, text))
+            items.append((rank(e.status), row.key, row.case_id, device.info.name if multi else "", e.status, text))
     items.sort(key=lambda item: item[0])
     ranked = [item[1:] for item in items[:STATIC_ITEMS]]
     return ranked[:ATTENTION_ITEMS], ranked[ATTENTION_ITEMS:], len(items)
@@ -319,6 +320,6 @@ def _environment() -> Any:
     )
     env.globals.update(
         label=view.label, when=view.when, versions=view.versions,
-        by_rank=lambda statuses: sorted(set(statuses), key=view.rank),
+        by_rank=lambda statuses: sorted(set(statuses), key=rank),
     )
     return env

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from perfguard import inert, units
+from perfguard.analysis.decide import rank
 from perfguard.model import RunRecord
 from perfguard.report import notes, view, words, work
 from perfguard.report.advice import NAMED, ROUGH, case_lines, clock_line, compile_line, launch_line, ranked_scalings, regime_line, rough, scaling_lines
@@ -83,7 +84,7 @@ def render_markdown(records: Sequence[RunRecord], fits: Sequence[Scaling] | None
     if gate:
         out.force("", *(f"- {_md(line, limit=WORDS_CHARS)}" for line in gate))
     multi = len(devices) > 1
-    entries = sorted(merged.entries(), key=lambda e: (view.rank(e.status), e.case_id, e.device))
+    entries = sorted(merged.entries(), key=lambda e: (rank(e.status), e.case_id, e.device))
     for status, title in SECTIONS:
         chosen = [e for e in entries if e.status == status]
         if not chosen:

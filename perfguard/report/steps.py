@@ -1,15 +1,17 @@
 """A verdict's next steps in words (model/verdicts.py NextStep): the commands and declarations that
-would act on it or decide it, each command with the run's own folders (report/commands.py), and the
-run's one line that accepts every change that failed it. report/words.py says them after what was seen.
+would act on it or decide it, each command with the run's own folders (report/commands.py); and of a
+judgement (analysis/judgement.py), the run's one line that accepts every change that failed it and the
+acceptance entries that are spent. report/words.py says them after what was seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from perfguard import units
 from perfguard.analysis.noise import OWN_RUNS
-from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_METRICS, NextStep, Verdict
+from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_METRICS, AcceptedChange, NextStep, Verdict, names
 from perfguard.report.commands import Invocation
 
 DEFAULT = Invocation()
@@ -100,10 +102,17 @@ _ADVICE: dict[str, Callable[[Verdict, NextStep], str]] = {
 }
 
 
-def accept_line(verdicts: Sequence[Verdict], run: Invocation = DEFAULT, *, paired: bool = False) -> str | None:
-    """The run's one line that accepts every change that failed it, as a command that works as printed."""
-    cases = sorted({v.case_id for v in verdicts if any(s.action == "accept" for s in v.next_steps) and v.status == "regressed"})
+def accept_line(cases: Sequence[str], run: Invocation = DEFAULT, *, paired: bool = False) -> str | None:
+    """The run's one line that accepts every change that failed it (a judgement's `accept`), as a command
+    that works as printed: into the baseline, or (`paired`: perfguard ab) into the acceptance file."""
     if not cases:
         return None
     command = run.accept_change(cases) if paired else run.accept(cases)
     return f"perfguard: to accept these changes: `{command}`"
+
+
+def spent_line(change: AcceptedChange, where: Path | str, *, base: bool = False) -> str:
+    """An acceptance file's entry (a judgement's `spent`) whose change the baseline holds now, or (`base`:
+    perfguard ab, compare) the base holds already."""
+    holds = "the base holds it already" if base else "the baseline holds it now"
+    return f"{where}: the accepted {change.metric} of {names.shown(change.case_id)} is spent: {holds}; remove the entry"

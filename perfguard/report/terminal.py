@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 from perfguard import inert, units
 from perfguard.analysis import counting
+from perfguard.analysis.decide import case_statuses, rank
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
-from perfguard.model import COUNTER_KINDS, TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
-from perfguard.model import tally as model_tally
+from perfguard.model import COUNTER_KINDS, TIME_METRICS, CaseResult, DeviceInfo, RunRecord, Verdict, tally
 from perfguard.report import fitting, notes, steps, words, work
 from perfguard.report.commands import Invocation
 from perfguard.report.advice import (NAMED, case_lines, clock_line, compile_line, launch_line, ranked_scalings, regime_line, run_line,
                                      scaling_lines)
 from perfguard.report.advice import ROUGH, cpu_line, rough
-from perfguard.report.view import card_names, deciding, footprint_text
+from perfguard.report.view import card_names, footprint_text
 
 if TYPE_CHECKING:
     from perfguard.analysis.scaling import Scaling
@@ -26,8 +26,6 @@ COLUMNS = ("case", "verdict", "median", "±CI", "change", "detects", "caller", "
            "GB/s", "% peak BW", "TFLOP/s", "bound", "peak mem", "footprint")
 # What a new case needs, said once under the table however many cases are new (the record says it per case).
 NEW_LINE = "{n} new case(s), not in the baseline yet: "
-# Display order of verdicts, then "" for a case without one.
-ORDER = (*VERDICT_STATUSES, "")
 STYLE = {"regressed": {"red": True, "bold": True}, "unstable": {"yellow": True}, "inconclusive": {"yellow": True},
          "improved": {"green": True}}
 # Inconclusive verdicts listed one a line up to this many; past it, one line counts them (every
@@ -39,14 +37,14 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
           width: int | None = None) -> list[str]:
     """The table of cases in `width` characters (None: the terminal's; report/fitting.py says what goes)."""
     verdicts, results = list(verdicts), list(results)
-    status = case_status(verdicts)
+    status = case_statuses(verdicts)
     judged = {r.id: r.judged_metric for r in results}
     gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
     caller = {v.case_id: v for v in verdicts if v.metric == "caller_time" and judged.get(v.case_id) != "caller_time"}
     devices = list(devices)
     cards = card_names(results, devices)  # a column only where cases of one model ran on several cards
     rows, errors = [], []
-    for r in sorted(results, key=lambda r: (ORDER.index(status.get(r.id, "")), r.id)):
+    for r in sorted(results, key=lambda r: (rank(status.get(r.id, "")), r.id)):
         if r.status == "error":
             errors.append(f"error: {(r.error or r.id).splitlines()[0]}")
             continue
@@ -84,14 +82,6 @@ def _change(verdict: Verdict | None) -> str:
     return f"{verdict.change_pct:+.1f}%" if verdict is not None and verdict.change_pct is not None else "-"
 
 
-def case_status(verdicts: Iterable[Verdict]) -> dict[str, str]:
-    """A case's overall verdict: the most pressing of its metrics' verdicts (of those that decide it)."""
-    by_case: dict[str, list[Verdict]] = {}
-    for v in verdicts:
-        by_case.setdefault(v.case_id, []).append(v)
-    return {case: min((v.status for v in deciding(vs)), key=ORDER.index) for case, vs in by_case.items()}
-
-
 def record_lines(record: RunRecord, fits: Sequence[Scaling] | None = None, width: int | None = None) -> list[str]:
     """A stored record's summary as plain lines (`perfguard show`, `perfguard ab`), its table in `width`."""
     return [line for line, _style in summary(record.results, record.devices, record, fits, width=width)]
@@ -124,14 +114,13 @@ def summary(
         fits = ranked_scalings(results, devices)
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
     if verdicts:
-        tally = model_tally(verdicts)
-        lines.append((verdict_count(verdicts, tally), {"bold": True}))
+        lines.append((verdict_count(verdicts), {"bold": True}))
         listed = [v for v in verdicts
                   if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None)]
         if failed_above:
             lines += [(line, STYLE["regressed"]) for line in regressed_lines([v for v in listed if v.status == "regressed"])]
             listed = [v for v in listed if v.status != "regressed"]
-        for v in sorted(listed, key=lambda v: (ORDER.index(v.status), v.case_id)):
+        for v in sorted(listed, key=lambda v: (rank(v.status), v.case_id)):
             lines.append((f"{v.case_id}: {words.line(v)}", STYLE.get(v.status, {})))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts, Invocation.of(record.options if record else None))]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
@@ -153,12 +142,12 @@ def summary(
     return [(inert.printable(line), style) for line, style in lines]
 
 
-def verdict_count(verdicts: Sequence[Verdict], tally: dict[str, int]) -> str:
+def verdict_count(verdicts: Sequence[Verdict]) -> str:
     """"22 verdicts (one per metric) for 4 cases: 0 regressed, ...": a case has a verdict per figure it is
     judged by (its times, memory, each work counter), so the count is not the number of cases."""
     cases = units.plural(len({v.case_id for v in verdicts}), "case")
     return (f"{units.plural(len(verdicts), 'verdict')} (one per metric) for {cases}: "
-            + ", ".join(f"{n} {s}" for s, n in tally.items()))
+            + ", ".join(f"{n} {s}" for s, n in tally(verdicts).items()))
 
 
 def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:

@@ -16,16 +16,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from perfguard import units
-from perfguard.model import TIME_METRICS, VERDICT_STATUSES, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.analysis.decide import STATUS_ORDER, case_status, rank
+from perfguard.model import TIME_METRICS, CaseResult, DeviceInfo, RunRecord, Verdict
 
-# A case's overall status, most pressing first; its verdicts' statuses, plus what a case without a
-# comparison is: errored, skipped, smoke-run only, or measured without a baseline to compare with.
-STATUS_ORDER = ("error", *VERDICT_STATUSES, "skipped", "smoke", "measured")
 STATUS_LABEL = {"measured": "not compared"}
 
 
@@ -43,13 +41,7 @@ class Entry:
 
     @functools.cached_property  # asked for by every column, count, sort and filter of a report
     def status(self) -> str:
-        if self.result is not None and self.result.status == "error":
-            return "error"
-        if self.verdicts:
-            return min((v.status for v in deciding(self.verdicts)), key=rank)
-        if self.result is not None and self.result.status in ("skipped", "smoke"):
-            return self.result.status
-        return "measured"
+        return case_status(self.verdicts, self.result)
 
     def verdict(self, metric: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.metric == metric), None)
@@ -59,16 +51,6 @@ class Entry:
         metric = self.result.judged_metric if self.result is not None else None
         return self.verdict(metric) if metric and self.verdict(metric) else next(
             (v for v in self.verdicts if v.metric in TIME_METRICS), None)
-
-
-def deciding(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    """The verdicts that decide a case's overall status: memory across calls `new` beside a time that
-    was judged (a baseline recorded before perfguard measured it) leaves the case judged, not new."""
-    from perfguard.analysis.memory_verdicts import ACROSS_CALLS, MEMORY_METRICS
-
-    verdicts = list(verdicts)
-    judged = any(v.metric not in MEMORY_METRICS and v.status != "new" for v in verdicts)
-    return [v for v in verdicts if not (judged and v.status == "new" and v.metric in ACROSS_CALLS)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,10 +84,6 @@ class Merged:
         for e in self.entries():
             tally[e.status] += 1
         return {s: n for s, n in tally.items() if n}
-
-
-def rank(status: str) -> int:
-    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
 
 
 def card_names(results: Sequence[CaseResult], devices: Sequence[DeviceInfo]) -> dict[str, str]:

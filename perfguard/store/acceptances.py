@@ -34,6 +34,15 @@ def load(directory: Path | str) -> Acceptances:
     return loads_acceptances(text, str(path))
 
 
+def read(directory: Path | str) -> Acceptances | BaselineError:
+    """As `load`, the error returned: a file that cannot be read accepts nothing, and the judgement says
+    why (analysis/judgement.py), after the run, not in place of it."""
+    try:
+        return load(directory)
+    except BaselineError as exc:
+        return exc
+
+
 def add(directory: Path | str, changes: list[AcceptedChange]) -> Path:
     """Write `changes` into the file (each in place of an earlier entry for its case and metric)."""
     path = path_in(directory)
