@@ -155,8 +155,8 @@ def missed(runs: list) -> None:
     for n, (record, _, _) in enumerate(runs):
         for v in record.verdicts:
             if v.metric == "gpu_time" and level_of(v.case_id) == 1 and v.status != "regressed":
-                print(f"run {n + 1}: {v.case_id} {v.status}: measured {pct(v.change_pct, '+')}, spread {pct(v.noise_pct)}, "
-                      f"tolerance {pct(v.tolerance_pct)}, detectable {pct(v.detectable_pct)}, {v.baseline_runs} rounds")
+                print(f"run {n + 1}: {v.case_id} {v.status}: measured {pct(v.change_pct, '+')}, spread {pct(v.noise.spread_pct if v.noise else None)}, "
+                      f"tolerance {pct(v.tolerance_pct)}, detectable {pct(v.detectable_pct)}, {v.noise.runs if v.noise else 0} rounds")
 
 
 def changes(runs: list) -> None:
@@ -192,14 +192,14 @@ def table(runs: list) -> dict:
         if not vs:
             continue
         caught = sum(v.status == "regressed" for v in vs)
-        tight = [v for v in vs if v.noise_pct is not None and v.noise_pct <= 0.2]
+        tight = [v for v in vs if v.noise is not None and v.noise.spread_pct <= 0.2]
         caught_tight = sum(v.status == "regressed" for v in tight)
         # Issue 34 part 5: the rounds a case had when it was decided (a decided case runs no more rounds).
-        decided_in = [v.baseline_runs for v in tight if v.status != "inconclusive" and v.baseline_runs]
+        decided_in = [v.noise.runs for v in tight if v.status != "inconclusive" and v.noise.runs]
         rounds = statistics.median(decided_in) if decided_in else None
         moved = [v for v in tight if level and v.change_pct is not None and v.change_pct >= MOVED * level]
         caught_moved = sum(v.status == "regressed" for v in moved)
-        spread = statistics.median(v.noise_pct for v in vs if v.noise_pct is not None)
+        spread = statistics.median(v.noise.spread_pct for v in vs if v.noise is not None)
         detects = statistics.median(v.detectable_pct for v in vs if v.detectable_pct is not None)
         change = statistics.median(v.change_pct for v in vs if v.change_pct is not None)
         count = lambda s: sum(v.status == s for v in vs)  # noqa: E731

@@ -111,7 +111,7 @@ def inject(args: argparse.Namespace) -> dict[str, object]:
             case = cases.setdefault(v.case_id, {})
             if v.metric == "gpu_time":
                 case.update(latency=v.status, change_pct=v.change_pct, detectable_pct=v.detectable_pct,
-                            confirmed=v.confirmed, median_ms=v.current)
+                            confirmed=v.time.confirmed if v.time else None, median_ms=v.current)
             elif v.metric == "peak_memory":  # not the caller's time, nor the footprint or retained memory
                 case.update(memory=v.status, memory_change_pct=v.change_pct)
         rows[name] = {"rc": rc, "wall_s": round(wall, 1), "cases": cases}

@@ -53,7 +53,7 @@ def main() -> int:
                 rows.append({"scenario": name, "run": i, "exit": rc, "case": v.case_id, "metric": v.metric,
                              "status": v.status, "change_pct": v.change_pct, "tolerance_pct": v.tolerance_pct,
                              "regime": r.regime if r else None, "median_ms": figure.median_ms if figure else None,
-                             "ci_pct": figure.ci_half_width_pct if figure else None, "confirmed": v.confirmed})
+                             "ci_pct": figure.ci_half_width_pct if figure else None, "confirmed": v.time.confirmed if v.time else None})
     print(f"{datetime.date.today()}: {args.record}-run baseline, {args.runs} runs per scenario")
     print(f"{'scenario':11} {'case':36} {'metric':15} {'statuses':34} {'changes %':24} {'tolerance %':12} {'±CI % (max)'}")
     keys = sorted({(r["scenario"], r["case"], r["metric"]) for r in rows}, key=lambda k: (list(SCENARIOS).index(k[0]), k[1], k[2]))

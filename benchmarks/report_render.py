@@ -11,6 +11,7 @@ four without declared flops (off the roofline). Targets (issue 5): under 1 s to 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -20,7 +21,7 @@ import numpy as np
 from machine import describe
 
 from perfguard.analysis.stats import timing
-from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, RunRecord, Telemetry, Verdict
+from perfguard.model import CaseResult, DeviceInfo, Memory, Metrics, Noise, RunRecord, Telemetry, TimeEvidence, Verdict
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
@@ -68,13 +69,13 @@ def synthetic_record(cases: int, samples: int, seed: int = 5) -> RunRecord:
         compared = status != "new"
         # A compared case carries what its verdict rests on (runs, spread, tolerance) and, past the
         # tolerance, the re-measurements that confirmed it or not, as the gate writes them.
-        judged = dict(baseline_runs=10, noise_pct=0.4, tolerance_pct=5.0, detectable_pct=5.3) if compared else {}
-        if status in ("regressed", "unstable"):
-            judged.update(remeasured_ms=(median * 1.001, median * (1.002 if status == "regressed" else 0.95)),
-                          confirmed=status == "regressed")
+        judged = TimeEvidence(noise=Noise(runs=10, spread_pct=0.4, tolerance_pct=5.0, detectable_pct=5.3)) if compared else None
+        if judged is not None and status in ("regressed", "unstable"):
+            judged = dataclasses.replace(judged, remeasured_ms=(median * 1.001, median * (1.002 if status == "regressed" else 0.95)),
+                                         confirmed=status == "regressed")
         verdicts.append(Verdict(case_id, "gpu_time", status, median / (1 + change / 100) if compared else None, median,
                                 change if compared else None, 5.0, "baselines/nvidia-h200.json", (), reason=REASONS[status],
-                                **judged))
+                                time=judged))
         if compared:
             verdicts.append(Verdict(case_id, "peak_memory", "same", float(n * 2), float(n * 2), 0.0, 5.0,
                                     "baselines/nvidia-h200.json", (), reason="within"))

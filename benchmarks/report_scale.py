@@ -25,7 +25,7 @@ from pathlib import Path
 from machine import describe
 
 from perfguard.analysis.metrics import complete
-from perfguard.model import RunRecord, Verdict, loads_baseline
+from perfguard.model import Noise, RunRecord, TimeEvidence, Verdict, loads_baseline
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
@@ -52,7 +52,7 @@ def h200_run() -> RunRecord:
         median = r.judged_time.median_ms if r.judged_time else None
         verdicts.append(Verdict(r.id, "gpu_time", status, None if change is None else median / (1 + change / 100), median,
                                 change, 5.0, "baselines/nvidia-h200.json", (), reason="outside" if status != "same" else "within",
-                                baseline_runs=9, noise_pct=0.4, tolerance_pct=5.0, detectable_pct=5.3))
+                                time=TimeEvidence(noise=Noise(runs=9, spread_pct=0.4, tolerance_pct=5.0, detectable_pct=5.3))))
         results.append(r)
     return RunRecord(created_at="2026-11-29T20:54:30+00:00", perfguard_version="0.1.0", devices=(baseline.device,),
                      results=tuple(results), verdicts=tuple(verdicts), commit="24e51ad615dfb1b6c157adff23a9a68e0ffa452d")

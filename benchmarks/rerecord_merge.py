@@ -76,9 +76,9 @@ def main(argv: list[str]) -> int:
         mixed = noise.estimate(current, dataclasses.replace(entry, runs=(*olds, *entry.runs)), 0.0, metric="gpu_time")
         if alone is None or mixed is None:
             continue
-        out = {id(r) for r, _ in mixed.left_out}
-        left += sum(id(r) in out for r in olds)
-        kept += sum(id(r) not in out for r in olds)
+        out = {(run.recorded_at, run.source) for run in mixed.left_out}
+        left += sum((r.recorded_at, noise.run_source(r)) in out for r in olds)
+        kept += sum((r.recorded_at, noise.run_source(r)) not in out for r in olds)
         moved.append(mixed.tolerance_pct - alone.tolerance_pct)
     print(f"old runs' median GPU time against the new runs', %: p10 {_pct(offsets, 0.1):+.2f}, p50 {_pct(offsets, 0.5):+.2f}, "
           f"p90 {_pct(offsets, 0.9):+.2f}, largest {max(offsets):+.2f}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfguard.model import RunRecord, Verdict, dumps
+from perfguard.model import Noise, RunRecord, TimeEvidence, Verdict, dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +36,8 @@ def script(name: str, *args: str, capsys) -> tuple[int, str, str]:
 def verdict(op: str, level: int, status: str, change: float, spread: float, rounds: int = 7) -> Verdict:
     reason = {"regressed": "outside", "improved": "outside", "same": "within"}.get(status, "blind")
     return Verdict(f"{op}[size=268435456-level={level}]", "gpu_time", status, 1.0, 1 + change / 100, change, 1.0, None,
-                   reason=reason, baseline_runs=rounds, noise_pct=spread, tolerance_pct=0.8, detectable_pct=1.0)
+                   reason=reason, time=TimeEvidence(noise=Noise(runs=rounds, spread_pct=spread, tolerance_pct=0.8,
+                                                                detectable_pct=1.0), paired=True))
 
 
 def save(folder: Path, n: int, verdicts: list[Verdict], wall_s: float) -> None:

@@ -113,7 +113,7 @@ def test_judged_rounds_give_paired_verdicts_and_name_the_undecided():
     heads = [record(result("fast", fast[1][k]), result("noisy", noisy[1][k])) for k in range(5)]
     judged = judge_rounds(bases, heads, baseline_file="base main")
     by_case = {v.case_id: v for v in judged.verdicts if v.metric == "gpu_time"}
-    assert by_case["fast"].status == "regressed" and by_case["fast"].baseline_runs == 5
+    assert by_case["fast"].status == "regressed" and by_case["fast"].noise.runs == 5
     assert "paired on one card" in words.line(by_case["fast"]) and "against base main" in words.line(by_case["fast"])
     assert by_case["noisy"].status == "inconclusive"
     assert judged.undecided(most_rounds=1000) == ["noisy"] and judged.undecided(most_rounds=5) == []

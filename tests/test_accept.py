@@ -171,12 +171,13 @@ def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_
 
 def test_an_acceptance_covers_its_figure_and_no_more():
     from perfguard.analysis.acceptance import apply
-    from perfguard.model import AcceptedChange, Acceptances, Verdict
+    from perfguard.model import AcceptedChange, Acceptances, Noise, TimeEvidence, Verdict
 
     accepted = Acceptances((AcceptedChange("mm", "kernels", "cpu-x", 6.0, 5.0, "fused"),
                             AcceptedChange("mm", "gpu_time", "cpu-x", 2.0, 1.0, "fused")))
     kernels = [Verdict("mm", "kernels", "regressed", 5.0, n, None, 0.0, None, reason="grew") for n in (6.0, 7.0)]
-    times = [Verdict("mm", "gpu_time", "regressed", 1.0, ms, None, 1.0, None, reason="outside", tolerance_pct=5.0)
+    noise = TimeEvidence(noise=Noise(runs=5, spread_pct=1.0, tolerance_pct=5.0, detectable_pct=6.6))
+    times = [Verdict("mm", "gpu_time", "regressed", 1.0, ms, None, 1.0, None, reason="outside", time=noise)
              for ms in (2.09, 2.2)]
     marked, spent = apply([*kernels, *times], accepted, {"mm": "cpu-x"})
     assert [v.status for v in marked] == ["accepted", "regressed", "accepted", "regressed"]

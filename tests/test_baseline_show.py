@@ -39,9 +39,9 @@ def gate(entry: BaselineEntry, card: str, threshold: float = verdict.DEFAULT_THR
 
 def agree(row: dict[str, str], v: Verdict) -> None:
     assert row["centre"] == units.precise_duration(v.baseline), v.case_id
-    assert row["spread"] == f"±{v.noise_pct:.2f}%", v.case_id
+    assert row["spread"] == f"±{v.noise.spread_pct:.2f}%", v.case_id
     assert row["tolerance"] == f"±{v.tolerance_pct:.1f}%" and row["detects"] == f"{v.detectable_pct:.1f}%", v.case_id
-    assert row["runs"].startswith(f"{v.baseline_runs}/"), v.case_id
+    assert row["runs"].startswith(f"{v.noise.runs}/"), v.case_id
 
 
 def test_for_every_committed_case_show_prints_the_centre_and_spread_the_gate_judges_a_new_card_by(capsys):
@@ -51,7 +51,7 @@ def test_for_every_committed_case_show_prints_the_centre_and_spread_the_gate_jud
     assert any("a run from a card not in the baseline" in line for line in lines)
     for case_id, entry in baseline.cases.items():
         v = gate(entry, NEW_CARD)
-        assert v.judged_by == "fleet"
+        assert v.noise.judged_by == "fleet"
         agree(rows[case_id], v)
 
 
@@ -62,9 +62,9 @@ def test_with_a_card_show_prints_what_its_own_runs_judge_and_names_each_runs_car
     own = 0
     for case_id, entry in baseline.cases.items():
         v = gate(entry, card, threshold=2.0)
-        own += v.judged_by == "own"
+        own += v.noise.judged_by == "own"
         agree(rows[case_id], v)
-        assert rows[case_id]["judged by"].startswith("its own" if v.judged_by == "own" else "fleet")
+        assert rows[case_id]["judged by"].startswith("its own" if v.noise.judged_by == "own" else "fleet")
     assert own > 0  # the card has its own runs of some cases: those are judged by them alone
     (legend,) = [line for line in lines if card in line]
     letter = legend.split()[1]

@@ -144,13 +144,13 @@ def busy_baseline(medians=BUSY_RUNS_MS, card="GPU-a", **fields):
 def test_busy_time_of_many_kernels_sees_a_one_and_a_half_percent_change_on_its_own_card():
     base = busy_baseline()
     extra = by_metric(compare_case(busy_case(1.7721 * 1.015), base, host="vm"))["busy_time"]
-    assert extra.status == "regressed" and extra.judged_by == "own" and extra.tolerance_pct < 1.5
+    assert extra.status == "regressed" and extra.noise.judged_by == "own" and extra.tolerance_pct < 1.5
     # Unchanged: not regressed; its tolerance (1.1%) is a little wider than the 1% threshold.
     unchanged = by_metric(compare_case(busy_case(1.7725), base, host="vm"))["busy_time"]
     assert unchanged.status == "inconclusive" and unchanged.tolerance_pct < 1.2
     # Another card: the fleet's figures, with a card-to-card prior that covers the 0.2-0.7% seen.
     other = by_metric(compare_case(busy_case(1.7721 * 0.993, card="GPU-b"), base, host="vm"))["busy_time"]
-    assert other.status != "regressed" and other.judged_by == "fleet" and other.tolerance_pct > 2.0
+    assert other.status != "regressed" and other.noise.judged_by == "fleet" and other.tolerance_pct > 2.0
 
 
 def test_busy_times_prior_narrows_with_the_kernels_a_call_launches_and_ignores_the_callers_share():

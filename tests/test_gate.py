@@ -295,8 +295,8 @@ def test_the_second_recording_of_unchanged_code_is_inconclusive_where_one_run_ca
     statuses = {c: v.status for c, v in verdicts.items()}
     assert statuses == {**dict.fromkeys(RECORDED, "inconclusive"), "lenient": "same"}, [words.line(v) for v in verdicts.values()]
     for v in verdicts.values():
-        assert v.baseline_runs == 1 and v.tolerance_pct >= v.threshold_pct and v.detectable_pct > v.tolerance_pct
-        assert v.judged_by == "own" and "judged by this host's 1 run" in words.line(v), words.line(v)
+        assert v.noise.runs == 1 and v.tolerance_pct >= v.threshold_pct and v.detectable_pct > v.tolerance_pct
+        assert v.noise.judged_by == "own" and "judged by this host's 1 run" in words.line(v), words.line(v)
 
 
 def test_without_update_no_baseline_file_is_created(gate):
@@ -330,7 +330,7 @@ def test_the_same_code_measured_again_passes_with_every_case_the_same(gate):
         [words.line(verdicts[c]) for c in ran]
     for case_id in ran:
         v = verdicts[case_id]
-        assert v.baseline_file == run.label and v.baseline_runs == 2
+        assert v.baseline_file == run.label and v.noise.runs == 2
         assert "judged by this host's 2 runs" in words.line(v) and "confidence" not in words.line(v) and "p=" not in words.line(v)
         assert abs(v.change_pct) < v.tolerance_pct and "within ±" in words.line(v), words.line(v)
     assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 4 inconclusive, 0 improved, 1 missing, 1 new, 1 same"
@@ -393,7 +393,7 @@ def test_a_slowdown_fails_its_cases_and_only_them_once_re_measurements_confirm_i
     assert verdict_line(run.result).startswith("verdicts: 3 regressed, ")
     for case_id in ("slowed", "strict", "test_dozing"):
         v = verdicts[case_id]
-        assert v.confirmed is True and len(v.remeasured_ms) == 2 and min(v.remeasured_ms) > 2 * v.baseline, words.line(v)
+        assert v.time.confirmed is True and len(v.time.remeasured_ms) == 2 and min(v.time.remeasured_ms) > 2 * v.baseline, words.line(v)
 
 
 def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_the_file(gate):

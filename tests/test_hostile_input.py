@@ -21,7 +21,8 @@ from perfguard import store
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.errors import BaselineError
-from perfguard.model import BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Profile, RunRecord, Timing, Verdict, dumps
+from perfguard.model import (SCHEMA_VERSION, BaselineEntry, BaselineFile, CaseResult, DeviceInfo, Profile, RunRecord, Timing,
+                             Verdict, dumps)
 from perfguard.report.markdown import render_markdown
 from perfguard.store.lock import LockTimeout, held
 
@@ -151,7 +152,7 @@ def _status(top: dict, result: dict) -> None:
 
 HOSTILE = {  # how the file is made hostile (its top object, its one result) → what the one line names
     "JSON nested 100k deep": (DEEP, "expected a JSON object at the top"),
-    "a 5,000-digit number": ('{"schema_version": 6, "n": ' + "9" * 5000 + "}", "Object contains unknown field `n`"),
+    "a 5,000-digit number": (f'{{"schema_version": {SCHEMA_VERSION}, "n": ' + "9" * 5000 + "}", "Object contains unknown field `n`"),
     "params nested 500 deep": (lambda top, r: r.update(params={"n": json.loads("[" * 500 + "]" * 500)}),
                                "params is nested more than 16 levels deep"),
     "unknown verdict status": (_status, "verdicts[0].status: Invalid enum value 'exploded'"),

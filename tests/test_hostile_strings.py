@@ -29,7 +29,7 @@ Options = pytest.importorskip("cmarkgfm.cmark").Options
 from perfguard import inert
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps, loads_record
+from perfguard.model import CaseResult, DeviceInfo, Noise, RunRecord, TimeEvidence, Verdict, dumps, loads_record
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
@@ -53,6 +53,8 @@ HOSTILE_IDS = [f"mul[s={'`' * n}{LIVE}{'`' * n}]" for n in (1, 2, 15, 16, 40, 79
     f"x`{LIVE}`y", f"a\\|{LIVE}|b\\", f"` {LIVE} `", "[l](http://evil.example/)", "<img src=x onerror=alert(1)>", "@octocat",
 ]
 
+
+TIME = TimeEvidence(noise=Noise(runs=5, spread_pct=1.0, tolerance_pct=5.0, detectable_pct=6.6))
 
 def markdown_html(md: str) -> str:
     return cmarkgfm.markdown_to_html_with_extensions(md, options=Options.CMARK_OPT_UNSAFE, extensions=GFM)
@@ -105,7 +107,7 @@ def hostile_record(ids: list[str] = HOSTILE_IDS) -> RunRecord:
         results.append(CaseResult(id=f"{case_id}e", name="e", status="error", device=CPU.slug, error=f"boom {i}{LIVE}"))
         results.append(CaseResult(id=case_id, name="r", status="ok", device=CPU.slug, timer="host-clock",
                                   timings={"gpu_time": timing(SAMPLES)}))
-        verdicts.append(Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, None, reason="outside", tolerance_pct=5.0))
+        verdicts.append(Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, None, reason="outside", time=TIME))
     return RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(CPU,), results=tuple(results),
                      verdicts=tuple(verdicts))
 
@@ -213,7 +215,7 @@ def test_a_line_break_in_a_device_name_or_case_id_forges_no_line(tmp_path, capsy
     ok = CaseResult(id=case_id, name="add", status="ok", device=CPU.slug, timer="host-clock", timings={"gpu_time": timing(SAMPLES)})
     broken = CaseResult(id=f"broken\n{FORGED}", name="broken", status="error", device=CPU.slug, error=f"boom\n{FORGED}")
     verdict = Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, f"baselines/x.json\n{FORGED}", reason="outside",
-                      tolerance_pct=5.0)
+                      time=TIME)
     record = RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(device,), results=(ok, broken), verdicts=(verdict,))
     run, baselines = tmp_path / "run.json", tmp_path / "baselines"
     run.write_text(dumps(record))

@@ -12,10 +12,13 @@ import pytest
 from perfguard.analysis import decide
 from perfguard.analysis.judgement import judge
 from perfguard.errors import BaselineError
-from perfguard.model import AcceptedChange, Acceptances, CaseResult, NextStep, Verdict
+from perfguard.model import AcceptedChange, Acceptances, CaseResult, NextStep, Noise, TimeEvidence, Verdict
 
 SLUG = "cpu-x"
 NONE = Acceptances()
+
+
+NOISE = Noise(runs=5, spread_pct=1.0, tolerance_pct=5.0, detectable_pct=6.6)
 
 
 def case(case_id: str = "mm", status: str = "ok") -> CaseResult:
@@ -25,7 +28,7 @@ def case(case_id: str = "mm", status: str = "ok") -> CaseResult:
 def verdict(status: str, case_id: str = "mm", metric: str = "gpu_time", current: float = 2.0, **fields) -> Verdict:
     steps = (NextStep("accept"),) if status == "regressed" else ()
     return Verdict(case_id, metric, status, 1.0, current, 100.0 * (current - 1.0), 1.0, "baselines/cpu-x.json",
-                   reason="outside", tolerance_pct=5.0, next_steps=steps, **fields)
+                   reason="outside", time=TimeEvidence(noise=NOISE), next_steps=steps, **fields)
 
 
 def accepts(figure: float, metric: str = "gpu_time", baseline: float = 1.0) -> Acceptances:
@@ -105,7 +108,7 @@ def test_only_a_case_whose_time_regressed_is_re_measured_and_it_keeps_what_confi
 def test_the_acceptances_judge_the_figure_the_re_measurements_settled_on():
     # First measured past the accepted figure; the re-measurements settle within it: accepted.
     def confirm(first, verdicts):
-        return first, [dataclasses.replace(v, current=2.05, confirmed=True) for v in verdicts]
+        return first, [dataclasses.replace(v, current=2.05, time=dataclasses.replace(v.time, confirmed=True)) for v in verdicts]
 
     judged = judge([case()], [verdict("regressed", current=3.0)], accepts(2.0), confirm=confirm)
     assert [v.status for v in judged.verdicts] == ["accepted"] and judged.failing == ()

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from perfguard.errors import BaselineError
-from perfguard.model import BaselineFile, Calibration, RunRecord, Verdict, dumps, loads_baseline, loads_record, schema
-from perfguard.model.verdicts import CountChange, LeftOut, NextStep
+from perfguard.model import (SCHEMA_VERSION, BaselineFile, Calibration, RunRecord, Verdict, dumps, loads_baseline, loads_record,
+                             schema)
+from perfguard.model.verdicts import CountChange, CounterEvidence, LeftOut, MemoryEvidence, NextStep, Noise, TimeEvidence
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "baselines" / "nvidia-h200.json"
@@ -44,10 +45,13 @@ def texts(committed: BaselineFile) -> dict[str, str]:
         Verdict(case_id=results[0].id, metric="gpu_time", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
                 threshold_pct=5.0, baseline_file="baselines/nvidia-h200.json", reason="outside",
                 next_steps=(NextStep("ab"), NextStep("threshold", 25.0)), env_mismatch=("torch 2.11 → 2.12",),
-                left_out=(LeftOut(WHEN, "GPU-a", 12.5),), judged_by="own", remeasured_ms=(1.2, 1.21)),
+                time=TimeEvidence(noise=Noise(runs=5, spread_pct=0.4, tolerance_pct=5.0, detectable_pct=6.1, judged_by="own",
+                                              left_out=(LeftOut(WHEN, "GPU-a", 12.5),)), remeasured_ms=(1.2, 1.21))),
         Verdict(case_id=results[1].id, metric="kernels", status="same", baseline=2.0, current=2.0, change_pct=0.0,
-                threshold_pct=0.0, baseline_file=None, reason="within", counts=(CountChange("k<1>", 1.0, "a sync"),),
-                held_bytes=(1, 2)),
+                threshold_pct=0.0, baseline_file=None, reason="within",
+                counters=CounterEvidence(counts=(CountChange("k<1>", 1.0, "a sync"),))),
+        Verdict(case_id=results[1].id, metric="footprint", status="regressed", baseline=2.0, current=4.0, change_pct=100.0,
+                threshold_pct=5.0, baseline_file=None, reason="outside", memory=MemoryEvidence(held_bytes=(1, 2))),
     )
     record = RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(committed.device,), results=results,
                        commit="abc", options={"threshold": 5, "paths": ["suites/"], "deep": {"a": [1, {"b": None}]}},
@@ -77,12 +81,13 @@ def _first(pattern: str, replacement):
     return edit
 
 
+V = f'"schema_version":{SCHEMA_VERSION}'  # how a file perfguard writes gives its version
 CASE = "case 'add[n=1048576-dtype=float16]': "  # the first case of the baseline's part, where most edits land
 TWICE = "appears twice in one object, and JSON would keep the last one silently"
 # Each edit, of a baseline's text (B), a record's (R) or both, and what its one line of refusal says.
 REFUSED = {
     # repeated keys: the first value a stand-in, the real one last (msgspec alone would keep it silently)
-    "a key twice at the top": ("BR", _first(r'"schema_version":6', '"schema_version":4,"schema_version":6'), f"the key 'schema_version' {TWICE}"),
+    "a key twice at the top": ("BR", _first(V, f'"schema_version":4,{V}'), f"the key 'schema_version' {TWICE}"),
     "a key twice in the device": ("BR", _first(r'"slug":', '"slug":"x","slug":'), f"the key 'slug' {TWICE}"),
     "a key twice in a session row": ("B", _first(r'"host":', '"host":"y","host":'), f"the key 'host' {TWICE}"),
     "a case twice": ("B", _first(r'\n"add\[[^"]*\]":\{[^\n]*\},\n', lambda m: m[0] + m[0][1:]), f"the key 'add[n=1048576-dtype=float16]' {TWICE}"),
@@ -96,12 +101,12 @@ REFUSED = {
     "a time's column twice": ("B", _first(r'"median_ms":\[', '"median_ms":1,"median_ms":['), f"the key 'median_ms' {TWICE}"),
     "a key twice in the options": ("R", _first(r'"options":\{', '"options":{"threshold":1,'), f"the key 'threshold' {TWICE}"),
     "a key twice in a verdict": ("R", _first(r'"status":"regressed"', '"status":"same","status":"regressed"'), f"the key 'status' {TWICE}"),
-    "a key twice with a space before its colon": ("BR", _first(r'"schema_version":6', '"schema_version" :4,"schema_version":6'), f"the key 'schema_version' {TWICE}"),
+    "a key twice with a space before its colon": ("BR", _first(V, f'"schema_version" :4,{V}'), f"the key 'schema_version' {TWICE}"),
     "a colon escaped and a key twice": ("BR", _first(r'"name":"', '"name":"\\u003a","name":"'), f"the key 'name' {TWICE}"),
     "a field at its default, written": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":0'), "a field written at its default"),
     "a quote escaped as a code": ("BR", _first(r'"name":"', '"name":"\\u0022'), "a field written at its default (or a quote escaped as \\u0022)"),
     # unknown fields, anywhere
-    "an unknown field at the top": ("BR", _first(r'"schema_version":6', '"zz":1,"schema_version":6'), "Object contains unknown field `zz`;"),
+    "an unknown field at the top": ("BR", _first(V, f'"zz":1,{V}'), "Object contains unknown field `zz`;"),
     "an unknown field in a result": ("BR", _first(r'"dropped_samples":', '"zz":1,"dropped_samples":'), "Object contains unknown field `zz`"),
     "an unknown field in a summary": ("BR", _first(r'"median_ms":', '"zz":1,"median_ms":'), ": Object contains unknown field `zz`"),
     "an unknown field in a session row": ("B", _first(r'"host":', '"zz":1,"host":'), "sessions[1]: Object contains unknown field `zz`"),
@@ -159,8 +164,8 @@ REFUSED = {
     "a second object after it": ("BR", lambda t: t + "{}", "not valid JSON (trailing characters at line"),
     "a byte-order mark": ("BR", lambda t: "\ufeff" + t, "not valid JSON (invalid character at line 1: '\\ufeff{"),
     "a lone surrogate": ("BR", _first(r'"name":"', '"name":"\\ud800'), "not valid JSON (unexpected end of hex escape at line"),
-    "schema 4": ("BR", _first(r'"schema_version":6', '"schema_version":4'), "schema 4, which this perfguard no longer reads; rewrite it as schema 6 with `perfguard migrate f.json`"),
-    "no schema": ("R", _first(r'"schema_version":6,?', ''), "not a perfguard file of this kind (it has no schema_version)"),
+    "schema 4": ("BR", _first(V, '"schema_version":4'), f"schema 4, which this perfguard no longer reads; rewrite it as schema {SCHEMA_VERSION} with `perfguard migrate f.json`"),
+    "no schema": ("R", _first(V + ',?', ''), "not a perfguard file of this kind (it has no schema_version)"),
 }
 
 

@@ -17,7 +17,8 @@ from report_page import packed, panels, rows, sections, text
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.errors import ReportError
-from perfguard.model import CaseResult, CountChange, DeviceInfo, Memory, Metrics, NextStep, RunRecord, Verdict, dumps
+from perfguard.model import (CaseResult, CountChange, CounterEvidence, DeviceInfo, Memory, Metrics, NextStep, Noise, RunRecord,
+                             TimeEvidence, Verdict, dumps)
 from perfguard.report import words
 from perfguard.report import html as html_report
 from perfguard.report.html import render_html
@@ -55,8 +56,8 @@ def verdict(case_id: str, status: str, change: float | None = None, env: tuple[s
     compared = status not in ("new", "missing")
     return Verdict(case_id, "gpu_time", status, None if change is None else 0.5, 0.5 * (1 + (change or 0) / 100), change,
                    5.0, baseline_file, env, reason=REASONS[status],
-                   baseline_runs=3 if compared else 0, noise_pct=0.2 if compared else None,
-                   tolerance_pct=5.0 if compared else None, detectable_pct=5.4 if compared else None)
+                   time=TimeEvidence(noise=Noise(runs=3, spread_pct=0.2, tolerance_pct=5.0, detectable_pct=5.4)) if compared
+                   else None)
 
 
 def record(*results: CaseResult, verdicts: tuple[Verdict, ...] = (), devices: tuple[DeviceInfo, ...] = (H200,),
@@ -347,8 +348,9 @@ def test_perfguard_report_of_a_bad_record_is_one_line_and_writes_nothing(tmp_pat
 
 
 def test_every_report_shows_each_cases_detectable_change_and_the_html_what_it_rests_on():
-    confirmed = dataclasses.replace(verdict("add[n=1024]", "regressed", 12.0), remeasured_ms=(0.561, 0.559),
-                                    confirmed=True)
+    regressed = verdict("add[n=1024]", "regressed", 12.0)
+    confirmed = dataclasses.replace(regressed, time=dataclasses.replace(regressed.time, remeasured_ms=(0.561, 0.559),
+                                                                        confirmed=True))
     run = record(result("add[n=1024]"), result("fresh"), verdicts=(confirmed, verdict("fresh", "new")))
     page = render_html([run])
     assert ">detects<" in page and "5.4% · 3 runs" in text(page)
@@ -446,9 +448,10 @@ def _regressed_twice(case_id: str) -> tuple[Verdict, Verdict]:
     """A case whose latency and ATen operators both regressed, the operators' line long, as a model's is."""
     counted = Verdict(case_id, "aten_ops", "regressed", 40.0, 52.0, 30.0, 0.0, "baselines/nvidia-h200.json", (),
                       reason="grew", next_steps=(NextStep("allow_counter"), NextStep("accept")),
-                      counts=tuple(CountChange(f"aten::op{i}", 1.0) for i in range(12)), allowance="0", allowed_more=0.0)
-    slower = dataclasses.replace(verdict(case_id, "regressed", 20.0), reason="outside", baseline_runs=10, judged_by="fleet",
-                                 judged_sources=3, noise_pct=0.41, tolerance_pct=2.0)
+                      counters=CounterEvidence(counts=tuple(CountChange(f"aten::op{i}", 1.0) for i in range(12)),
+                                               allowance="0", allowed_more=0.0))
+    noise = Noise(runs=10, spread_pct=0.41, tolerance_pct=2.0, detectable_pct=5.4, judged_by="fleet", sources=3)
+    slower = dataclasses.replace(verdict(case_id, "regressed", 20.0), reason="outside", time=TimeEvidence(noise=noise))
     return counted, slower
 
 

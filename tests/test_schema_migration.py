@@ -153,7 +153,7 @@ def test_a_version_1_entry_becomes_its_first_run_and_a_version_3_records_verdict
     assert found.dropped_verdicts == 1 and found.migrated.verdicts == ()
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
 def test_reading_a_file_of_an_older_schema_names_the_command_that_migrates_it(version):
     for text, load in ((json.dumps({"schema_version": version, "device": {}, "cases": {}}), loads_baseline),
                        (json.dumps({"schema_version": version, "created_at": WHEN, "results": []}), loads_record)):
@@ -203,3 +203,21 @@ def test_a_migrated_record_keeps_every_result_a_migrated_baseline_keeps():
     assert [r.id for r in migrated.results] == list(baseline.cases)
     for r in migrated.results:  # the same result, less what a baseline does not keep
         assert kept(r) == baseline.cases[r.id].result
+
+
+def test_a_schema_6_records_verdicts_keep_their_evidence_and_their_words():
+    """Schema 6 wrote a verdict's evidence as flat fields; migrated, each kind is its own (`time` with its
+    noise, `memory`, `counters`), and every verdict reads the words perfguard gave it then
+    (tests/data/verdicts-schema-6.json: a verdict of every shape, written and worded at 50458ad)."""
+    from perfguard.report import words
+
+    fixture = json.loads((DATA / "verdicts-schema-6.json").read_text(encoding="utf-8"))
+    assert fixture["record"]["schema_version"] == 6
+    migrated = migration.migrate(json.dumps(fixture["record"]), "r.json").migrated
+    assert isinstance(migrated, RunRecord) and loads_record(dumps(migrated), "again.json") == migrated
+    assert [words.line(v) for v in migrated.verdicts] == fixture["lines"]
+    first, kernels, held = migrated.verdicts[0], migrated.verdicts[6], migrated.verdicts[8]
+    assert (first.noise.runs, first.noise.sources, first.noise.left_out[0].source, first.time.confirmed) == (9, 3, "GPU-a", True)
+    assert kernels.time is None and [c.name for c in kernels.counters.counts] == ["k<1>", "k2"]
+    assert held.time is None and held.memory.held_bytes == (500_000_000, 700_000_000)
+    assert all(v.time is None for v in migrated.verdicts if v.metric not in ("gpu_time", "caller_time", "busy_time"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from perfguard.analysis.stats import timing
-from perfguard.model import CaseResult, RunRecord, Verdict
+from perfguard.model import CaseResult, Noise, RunRecord, TimeEvidence, Verdict
 from perfguard.report.markdown import render_markdown
 from perfguard.report import words
 from perfguard.report.terminal import summary
@@ -88,7 +88,8 @@ def test_cases_not_timed_as_plain_kernels_are_named_with_their_regime():
 
 def test_the_table_shows_each_judged_figures_change_beside_what_the_gate_detects():
     # A case read `same` at +17.9% (GPU) and +22.8% (caller), which only the JSON showed.
-    same = dataclasses.replace(verdict("wide", "same"), change_pct=17.93, detectable_pct=41.0)
+    same = dataclasses.replace(verdict("wide", "same"), change_pct=17.93,
+                               time=TimeEvidence(noise=Noise(runs=5, spread_pct=10.0, tolerance_pct=30.0, detectable_pct=41.0)))
     caller = dataclasses.replace(verdict("wide", "same"), metric="caller_time", change_pct=22.81)
     lines = [line for line, _ in summary([result("wide", 1.0)], (), RunRecord("now", "0", verdicts=(same, caller)))]
     header, row = lines[0].split(), lines[1].split()
@@ -119,8 +120,8 @@ def test_a_card_the_baseline_has_not_seen_gets_one_line_for_its_times_on_every_s
 
     cases = [f"op[n={i}]" for i in range(40)]
     verdicts = tuple(v for c in cases for v in (
-        dataclasses.replace(verdict(c, "inconclusive"), judged_by="fleet", judged_sources=4, own_runs=0, detectable_pct=6.0,
-                            tolerance_pct=5.0, reason="blind"),
+        dataclasses.replace(verdict(c, "inconclusive"), reason="blind", time=TimeEvidence(noise=Noise(
+            runs=12, spread_pct=1.0, tolerance_pct=5.0, detectable_pct=6.0, judged_by="fleet", sources=4, own_runs=0))),
         Verdict(c, "peak_memory", "same", 1024.0, 1024.0, 0.0, 5.0, "b.json", reason="within")))
     record = RunRecord("2026-12-02T00:00:00+00:00", "0", results=tuple(result(c, 1.0) for c in cases), verdicts=verdicts)
     lines = [line for line, _ in summary(record.results, (), record)]

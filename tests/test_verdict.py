@@ -136,7 +136,7 @@ def test_a_three_percent_slowdown_of_a_stable_case_is_caught_and_its_detectable_
     centre = float(np.median([r.median_of("gpu_time") for r in base.runs]))
     v = latency(compare_case(run_of(centre * 1.03, rng), base, host="host-a", baseline_file=BASELINE_FILE))
     assert v.status == "regressed"
-    assert v.detectable_pct <= 2.0 and v.baseline_runs == 5
+    assert v.detectable_pct <= 2.0 and v.noise.runs == 5
     for part in ("gpu_time regressed", "+3.0%", "outside ±", "judged by this host's 5 runs", "smallest detectable change",
                  BASELINE_FILE, f"threshold {DEFAULT_THRESHOLD_PCT:g}%"):
         assert part in words.line(v), part
@@ -165,7 +165,7 @@ def test_a_noisy_case_says_what_it_cannot_see_instead_of_failing(rng):
     base = entry([1.0, 1.03, 0.98, 1.02, 0.97], rng)
     v = latency(compare_case(run_of(1.03, rng), base, host="host-a"))
     assert v.status == "inconclusive"
-    assert v.detectable_pct > 5.0 and v.noise_pct > 1.5
+    assert v.detectable_pct > 5.0 and v.noise.spread_pct > 1.5
     assert "wider than the 1% threshold, so a change of 1% would pass unseen" in words.line(v) and "to decide it: " in words.line(v)
 
 
@@ -234,9 +234,9 @@ def test_a_baseline_from_three_cards_carries_their_spread_in_its_runs_and_two_ca
         return latency(compare_case(dataclasses.replace(run_of(1.0, rng), device_uuid="GPU-c"), base))
 
     three = judged_from(3)
-    assert "card to card" not in words.line(three) and three.card_pct == 0 and three.noise_pct > 0.4
+    assert "card to card" not in words.line(three) and three.noise.card_pct == 0 and three.noise.spread_pct > 0.4
     two = judged_from(2)  # one difference between two cards says nothing of how far a third sits
-    assert "card to card" in words.line(two) and two.card_pct >= min(priors.CARD_PCT.values())
+    assert "card to card" in words.line(two) and two.noise.card_pct >= min(priors.CARD_PCT.values())
 
 
 def test_a_slower_sm_clock_excuses_nothing_without_a_thermal_slowdown(rng):
@@ -291,16 +291,16 @@ def test_a_slowdown_every_re_measurement_agrees_with_is_confirmed_and_lists_them
     base = entry([1.0, 1.001, 0.999], rng)
     kept, verdicts = settle(_measured(base, 1.10, 1.12, 1.11, rng=rng))
     v = latency(verdicts)
-    assert v.status == "regressed" and v.confirmed is True
+    assert v.status == "regressed" and v.time.confirmed is True
     assert kept.judged_time.median_ms == pytest.approx(1.11, rel=0.01)  # the middle measurement
-    assert sorted(v.remeasured_ms) == pytest.approx([1.10, 1.12], rel=0.01)
+    assert sorted(v.time.remeasured_ms) == pytest.approx([1.10, 1.12], rel=0.01)
     assert "confirmed by 2 re-measurements (the 3 measurements: +11.0%, +10.0%, +12.0%)" in words.line(v)
 
 
 def test_a_first_measurement_the_re_measurements_do_not_repeat_is_not_a_regression(rng):
     base = entry([1.0, 1.001, 0.999], rng)
     v = latency(settle(_measured(base, 1.10, 1.0, 1.001, rng=rng))[1])
-    assert v.status == "inconclusive" and v.confirmed is False and "not confirmed" in words.line(v)
+    assert v.status == "inconclusive" and v.time.confirmed is False and "not confirmed" in words.line(v)
     mixed = latency(settle(_measured(base, 1.10, 1.11, 1.0, rng=rng))[1])
     assert mixed.status == "unstable" and "disagree" in words.line(mixed)
 
@@ -392,7 +392,7 @@ def test_compare_records_counts_each_base_round_as_a_run(rng):
               for i, m in enumerate((1.0, 1.001, 0.999))]
     head = RunRecord(created_at="h", perfguard_version="0.1.0", devices=(H200,), results=(run_of(1.0, rng),))
     (v,) = compare_records(rounds[0], head, base_rounds=rounds)
-    assert v.baseline_runs == 3 and v.status == "inconclusive"
+    assert v.noise.runs == 3 and v.status == "inconclusive"
 
 
 def test_compare_records_refuses_a_case_id_twice(rng):
@@ -534,8 +534,8 @@ def test_settle_confirms_the_callers_time_when_every_re_measurement_agrees():
         measured.append((r, compare_case(r, base)))
     _, verdicts = settle(measured)
     caller = by_metric(verdicts)["caller_time"]
-    assert caller.status == "regressed" and caller.confirmed and len(caller.remeasured_ms) == 2
-    assert by_metric(verdicts)["gpu_time"].status == "inconclusive" and by_metric(verdicts)["gpu_time"].confirmed is None
+    assert caller.status == "regressed" and caller.time.confirmed and len(caller.time.remeasured_ms) == 2
+    assert by_metric(verdicts)["gpu_time"].status == "inconclusive" and by_metric(verdicts)["gpu_time"].time.confirmed is None
     # One re-measurement back at the baseline: not confirmed.
     fine = caller_run(0.006, 0.007, rng, bound="launch")
     _, verdicts = settle([measured[0], (fine, compare_case(fine, base)), measured[1]])
@@ -565,20 +565,20 @@ def test_a_card_with_three_runs_in_the_baseline_is_judged_by_them_alone(rng):
     base = fleet_entry(rng, own=4)
     own = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
     fleet = latency(compare_case(on_card("GPU-new", 1.0, rng), base, host="vm"))
-    assert (own.judged_by, own.baseline_runs, own.judged_sources) == ("own", 4, 1)
-    assert (fleet.judged_by, fleet.baseline_runs, fleet.judged_sources) == ("fleet", 10, 3)
+    assert (own.noise.judged_by, own.noise.runs, own.noise.sources) == ("own", 4, 1)
+    assert (fleet.noise.judged_by, fleet.noise.runs, fleet.noise.sources) == ("fleet", 10, 3)
     assert "judged by this card's 4 runs" in words.line(own) and "judged by the fleet's 10 runs on 3 cards" in words.line(fleet)
     assert own.detectable_pct < 2.0 < fleet.detectable_pct
     # 1.5% slower on its own card: caught there, though within the fleet's spread of cards.
     slower = latency(compare_case(on_card("GPU-a", 1.015, rng), base, host="vm"))
-    assert slower.status == "regressed" and slower.judged_by == "own"
+    assert slower.status == "regressed" and slower.noise.judged_by == "own"
     assert latency(compare_case(on_card("GPU-new", 1.015, rng), base, host="vm")).status != "regressed"
 
 
 def test_a_card_with_fewer_than_three_runs_is_judged_by_the_fleet_and_told_how_to_get_its_own(rng):
     base = fleet_entry(rng, own=2)
     v = latency(compare_case(on_card("GPU-a", 1.0, rng), base, host="vm"))
-    assert v.judged_by == "fleet" and v.baseline_runs == 8
+    assert v.noise.judged_by == "fleet" and v.noise.runs == 8
     assert v.status == "inconclusive" and "3 runs of this card in the baseline, which then judge it alone (it has 2)" in words.line(v)
 
 
@@ -587,7 +587,7 @@ def test_one_run_far_from_the_others_is_left_out_of_the_spread_and_said(rng):
     clean = latency(compare_case(run_of(1.0, rng), entry(medians, rng), host="host-a"))
     poisoned = latency(compare_case(run_of(1.0, rng), entry([*medians[:3], 2.0, *medians[3:]], rng), host="host-a"))
     assert poisoned.detectable_pct <= 1.5 * clean.detectable_pct
-    assert "1 run far from the others left out" in words.line(poisoned) and poisoned.baseline_runs == 6
+    assert "1 run far from the others left out" in words.line(poisoned) and poisoned.noise.runs == 6
 
 
 def test_a_card_the_baseline_has_not_seen_is_not_failed_by_less_than_cards_sit_apart():
@@ -615,7 +615,7 @@ def test_a_card_the_baseline_has_not_seen_is_not_failed_by_less_than_cards_sit_a
 
     unchanged = on_a_new_card(1.027)
     assert unchanged.status == "inconclusive", words.line(unchanged)
-    assert unchanged.judged_sources == 2 and unchanged.card_pct >= priors.CARD_PCT_CALLER["memory"] >= 2.2
+    assert unchanged.noise.sources == 2 and unchanged.noise.card_pct >= priors.CARD_PCT_CALLER["memory"] >= 2.2
     assert on_a_new_card(1.5).status == "regressed"
 
 
@@ -638,5 +638,5 @@ def test_a_card_with_one_run_of_its_own_among_the_fleets_is_still_judged_with_th
         **entry.result.timings, "caller_time": dataclasses.replace(timing, summary=summary,
                                                                    samples_ms=tuple(x * scale for x in timing.samples_ms))})
     v = by_metric(compare_case(run, entry, host="vm"))["caller_time"]
-    assert v.judged_by == "fleet" and v.own_runs == 1 and v.card_pct > 0
+    assert v.noise.judged_by == "fleet" and v.noise.own_runs == 1 and v.noise.card_pct > 0
     assert v.status != "regressed", words.line(v)

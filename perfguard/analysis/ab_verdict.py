@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from perfguard.analysis import decide, paired, pooling, verdict
-from perfguard.model import TIME_METRICS, CaseResult, NextStep, RunRecord, Verdict
+from perfguard.model import TIME_METRICS, CaseResult, NextStep, Noise, RunRecord, TimeEvidence, Verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ def judge_rounds(
                          bound=case.metrics.bound if case.metrics else None, host_clock=case.timer == "host-clock")
         if p is None:
             verdicts.append(dataclasses.replace(v, status="inconclusive", reason="no_spread", next_steps=(NextStep("more_rounds"),),
-                                                tolerance_pct=None, detectable_pct=None, judged_by=None, paired=True))
+                                                time=TimeEvidence(paired=True)))
             continue
         figures[v.case_id, v.metric] = p
         verdicts.append(_verdict(v, p, base_rounds, head_rounds, most_rounds, gpu=case.device_uuid is not None))
@@ -87,13 +87,12 @@ def _verdict(v: Verdict, p: paired.Paired, base_rounds: Sequence[RunRecord], hea
             steps = (NextStep("more_rounds", needed),)
         else:
             steps = (NextStep("lock_clocks" if gpu else "quieten"),) + ((NextStep("more_rounds", needed),) if needed else ())
-    return dataclasses.replace(
-        v, status=status, reason=reason, next_steps=steps, baseline=p.base_ms, current=p.head_ms,
-        change_pct=p.change_pct, threshold_pct=p.threshold_pct, baseline_runs=p.rounds, paired=True,
-        noise_pct=p.spread_pct, floored=p.floored, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
-        judged_by=None, judged_sources=0, card_pct=0.0, floor_pct=0.0, left_out=(), own_half_width_pct=None,
-        throttled_in=("rounds",) if reason == "throttled" else (), throttle_reasons=tuple(throttled) if reason == "throttled" else (),
-    )
+    noise = Noise(runs=p.rounds, spread_pct=p.spread_pct, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
+                  floored=p.floored)
+    evidence = TimeEvidence(noise=noise, paired=True, throttled_in=("rounds",) if reason == "throttled" else (),
+                            throttle_reasons=tuple(throttled) if reason == "throttled" else ())
+    return dataclasses.replace(v, status=status, reason=reason, next_steps=steps, baseline=p.base_ms, current=p.head_ms,
+                               change_pct=p.change_pct, threshold_pct=p.threshold_pct, time=evidence)
 
 
 def _pairs(case_id: str, base_rounds: Sequence[RunRecord], head_rounds: Sequence[RunRecord]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from perfguard.analysis.memory_verdicts import MEMORY_FLOOR_BYTES, MEMORY_METRICS
-from perfguard.model import COUNTER_KINDS, TIME_METRICS, AcceptedChange, Acceptances, NextStep, Verdict
+from perfguard.analysis.memory_verdicts import MEMORY_FLOOR_BYTES
+from perfguard.model import COUNTER_KINDS, MEMORY_METRICS, TIME_METRICS, AcceptedChange, Acceptances, NextStep, Verdict
 
 
 def within(v: Verdict, change: AcceptedChange) -> bool:

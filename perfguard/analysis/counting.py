@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from perfguard import units
-from perfguard.model import (COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, CaseResult, CountChange, Counters, NextStep, Reason, Verdict,
+from perfguard.model import (COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, CaseResult, CountChange, CounterEvidence, Counters, NextStep, Reason, Verdict,
                              VerdictStatus)
 
 SHOWN_NAMES = 3  # changed names a line lists before "and N more"
@@ -144,8 +144,8 @@ def _judge(case_id: str, kind: str, old: Counters, new: Counters, deltas: dict[s
     counts = tuple(CountChange(name, d, causes.get(name)) for name, d in ranked)
     return Verdict(case_id=case_id, metric=kind, status=status, baseline=before, current=after,
                    change_pct=100.0 * (after / before - 1.0) if before else None, threshold_pct=0.0,
-                   baseline_file=baseline_file, env_mismatch=env, reason=reason, next_steps=steps, counts=counts,
-                   allowance=allowance, allowed_more=limit)
+                   baseline_file=baseline_file, env_mismatch=env, reason=reason, next_steps=steps,
+                   counters=CounterEvidence(counts=counts, allowance=allowance, allowed_more=limit))
 
 
 def figure(kind: str, n: float) -> str:

@@ -25,8 +25,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from perfguard.analysis.memory_verdicts import ACROSS_CALLS, MEMORY_METRICS
-from perfguard.model import VERDICT_STATUSES, CaseResult, Reason, Verdict, VerdictStatus
+from perfguard.analysis.memory_verdicts import ACROSS_CALLS
+from perfguard.model import MEMORY_METRICS, VERDICT_STATUSES, CaseResult, Reason, Verdict, VerdictStatus
 
 # A case's overall status, most pressing first: its verdicts' statuses (in model.VERDICT_STATUSES'
 # order), then what a case without a comparison is: skipped, smoke-run only, or measured without a

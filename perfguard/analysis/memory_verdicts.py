@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from perfguard.model import CaseResult, Memory, NextStep, Verdict
+from perfguard.model import CaseResult, Memory, MemoryEvidence, NextStep, Verdict
 
 # Peak memory below this much change never flips a verdict: allocator rounding (512 B blocks, 2 MiB
 # segments for large tensors) moves tiny cases by whole percents without anything having changed.
@@ -21,8 +21,7 @@ MEMORY_FLOOR_BYTES = 64 * 1024
 # no finer noise to absorb (the allocator counts whole blocks; a one-off allocation is outvoted in
 # the measurement, measure/memory.py).
 RETAINED_FLOOR_BYTES = 256
-# The metrics of these verdicts; the ones a baseline from before this perfguard lacks: `new` for them.
-MEMORY_METRICS = ("peak_memory", "footprint", "retained_memory")
+# The memory metrics a baseline from before perfguard measured them lacks: `new` for them.
 ACROSS_CALLS = ("footprint", "retained_memory")
 
 
@@ -67,13 +66,14 @@ def _change(old: int, new: int) -> float | None:
     return 100.0 * (new - old) / old if old else None
 
 
-def _grown(ctx: Context, metric: str, old: int, new: int, threshold: float, **figures: Any) -> Verdict:
-    """A deterministic figure in bytes: regressed past the threshold (and the floor), improved symmetrically."""
+def _grown(ctx: Context, metric: str, old: int, new: int, threshold: float, memory: MemoryEvidence | None = None) -> Verdict:
+    """A deterministic figure in bytes: regressed past the threshold (and the floor), improved symmetrically;
+    `memory`: what a change rests on besides."""
     allowed = max(old * threshold / 100.0, MEMORY_FLOOR_BYTES)
     status = "regressed" if new - old > allowed else "improved" if old - new > allowed else "same"
     steps = {"regressed": (NextStep("accept"),), "improved": (NextStep("record"),)}.get(status, ())
     return ctx.verdict(metric, status, "outside" if status != "same" else "within", threshold, float(old), float(new),
-                       _change(old, new), next_steps=steps, **(figures if status != "same" else {}))
+                       _change(old, new), next_steps=steps, memory=memory if status != "same" else None)
 
 
 def _footprint(ctx: Context, old: int, now: Memory, was: Memory | None, threshold: float) -> Verdict:
@@ -82,11 +82,11 @@ def _footprint(ctx: Context, old: int, now: Memory, was: Memory | None, threshol
         # Both leak: the footprint then grows with the calls made before the memory pass, which the
         # time budget decides, and says nothing about the code; the retained memory is judged instead.
         return ctx.verdict("footprint", "unstable", "both_leak", threshold, float(old), float(new), _change(old, new),
-                           retained_bytes=now.retained_bytes_per_call)
+                           memory=MemoryEvidence(retained_bytes=now.retained_bytes_per_call))
     held_old, held_new = (was.setup_allocated_bytes if was else None), now.setup_allocated_bytes
     # What stays allocated between calls: the parameters and inputs, and what each call keeps for the next.
     held = (held_old, held_new) if held_old is not None and held_new is not None and held_new != held_old else None
-    return _grown(ctx, "footprint", old, new, threshold, held_bytes=held)
+    return _grown(ctx, "footprint", old, new, threshold, memory=MemoryEvidence(held_bytes=held) if held else None)
 
 
 def _retained(ctx: Context, old: int, new: int, threshold: float) -> Verdict:

@@ -47,7 +47,6 @@ no devices.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 import math
 import statistics
@@ -57,7 +56,7 @@ import numpy as np
 
 from perfguard import units
 from perfguard.analysis import priors
-from perfguard.model import BaselineEntry, CaseResult, JudgedBy, RunSummary, TimeMetric
+from perfguard.model import BaselineEntry, CaseResult, LeftOut, Noise, RunSummary, TimeMetric
 from perfguard.model.names import shown
 
 ALPHA = 0.001  # one-sided, per comparison, before re-measurement
@@ -87,33 +86,12 @@ CARD_Z = 5.0
 MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, scaled to its standard deviation
 
 
-@dataclasses.dataclass(frozen=True)
-class Noise:
-    """A case's noise against its baseline, all relative figures in percent."""
-
-    runs: int  # baseline runs behind it (those left out as far from the others not counted)
-    spread_pct: float  # s: run-to-run standard deviation of the median
-    predicted_pct: float  # sp: of this run's median against the runs' centre
-    floor_pct: float  # the absolute host offset as a share of the median (0 on a card the baseline knows)
-    tolerance_pct: float  # T
-    detectable_pct: float  # D
-    centre_ms: float  # the median of the baseline runs' medians
-    card_pct: float  # the card-to-card prior in sp (0 for a card judged by its own runs, or by runs of MIN_CARDS cards)
-    judged_by: JudgedBy = "fleet"  # "own": this card's (a CPU's: this host's) runs alone; "fleet": all the runs
-    sources: int = 1  # cards (hosts, on a CPU) the judged runs came from
-    source: str = "card"  # what a run's source is: "card" (a GPU's UUID) or "host"
-    # The judged runs left out as far from the others, each with its change from the kept runs' centre, %.
-    left_out: tuple[tuple[RunSummary, float], ...] = ()
-    own_runs: int = 0  # the baseline's runs from this card (host)
-    prior_pct: float = 0.0  # s0, the prior the spread was pooled with
-    observed_pct: float = 0.0  # the spread the kept runs showed
-
-    def judges(self) -> str:
-        """Whose runs: "this card's 5 runs", "the fleet's 10 runs on 3 cards"."""
-        runs = units.plural(self.runs, "run")
-        if self.judged_by == "own":
-            return f"this {self.source}'s {runs}"
-        return f"the fleet's {runs} on {units.plural(self.sources, self.source)}"
+def judges(est: Noise) -> str:
+    """Whose runs: "this card's 5 runs", "the fleet's 10 runs on 3 cards"."""
+    runs = units.plural(est.runs, "run")
+    if est.judged_by == "own":
+        return f"this {est.source}'s {runs}"
+    return f"the fleet's {runs} on {units.plural(max(1, est.sources), est.source)}"
 
 
 # The regimes whose judged figure is not the GPU's own time (the call keeps the GPU waiting on the
@@ -185,7 +163,8 @@ def estimate(
         judged_by="own" if by_own else "fleet",
         sources=max(1, len(sources)),
         source="card" if current.device_uuid else "host",
-        left_out=tuple((judged[i], 100.0 * (float(judged[i].median_of(metric) or math.nan) / centre - 1.0)) for i in sorted(far)),
+        left_out=tuple(LeftOut(judged[i].recorded_at, run_source(judged[i]),
+                               100.0 * (float(judged[i].median_of(metric) or math.nan) / centre - 1.0)) for i in sorted(far)),
         own_runs=len(own),
         prior_pct=prior,
         observed_pct=observed,

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from perfguard.analysis.verdict import median_ms
-from perfguard.model import TIME_METRICS, CaseResult, NextStep, Verdict
+from perfguard.model import TIME_METRICS, CaseResult, NextStep, TimeEvidence, Verdict
 
 
 def settle(measured: Sequence[tuple[CaseResult, list[Verdict]]]) -> tuple[CaseResult, list[Verdict]]:
@@ -28,12 +28,18 @@ def _settle_time(verdict: Verdict, measured: Sequence[tuple[CaseResult, list[Ver
         return verdict
     others = tuple(median_ms(r, metric) for r, _ in measured if r is not kept)
     if all(slower[1:]):
-        return dataclasses.replace(verdict, status="regressed", reason="outside", confirmed=True, remeasured_ms=others)
+        return dataclasses.replace(verdict, status="regressed", reason="outside", time=_time(verdict, confirmed=True,
+                                                                                           remeasured_ms=others))
     if any(slower[1:]) or verdict.status == "regressed":
-        return dataclasses.replace(verdict, status="unstable", reason="not_confirmed", confirmed=False,
-                                   next_steps=(NextStep("more_runs"),), remeasured_ms=others)
+        return dataclasses.replace(verdict, status="unstable", reason="not_confirmed", next_steps=(NextStep("more_runs"),),
+                                   time=_time(verdict, confirmed=False, remeasured_ms=others))
     # The middle measurement was not slower, though the first was: it stands, and says so.
-    return dataclasses.replace(verdict, confirmed=False, remeasured_ms=others)
+    return dataclasses.replace(verdict, time=_time(verdict, confirmed=False, remeasured_ms=others))
+
+
+def _time(verdict: Verdict, **changes: object) -> TimeEvidence:
+    """The time verdict's evidence with `changes`."""
+    return dataclasses.replace(verdict.time or TimeEvidence(), **changes)
 
 
 def time_regressed(verdicts: Iterable[Verdict]) -> bool:
@@ -47,5 +53,6 @@ def note(verdicts: Iterable[Verdict], why: Literal["spent", "failed"], error: st
     verdicts = list(verdicts)
     first = next((i for i, v in enumerate(verdicts) if v.metric in TIME_METRICS), None)
     if first is not None:
-        verdicts[first] = dataclasses.replace(verdicts[first], not_remeasured=why, remeasure_error=error)
+        verdicts[first] = dataclasses.replace(verdicts[first], time=_time(verdicts[first], not_remeasured=why,
+                                                                           remeasure_error=error))
     return verdicts

@@ -174,7 +174,7 @@ class Admission:
                 continue
             change = 100.0 * (value / est.centre_ms - 1.0)
             if abs(change) > est.tolerance_pct:
-                return (f"{metric} {change:+.1f}% from the centre of {est.judges()}, "
+                return (f"{metric} {change:+.1f}% from the centre of {noise.judges(est)}, "
                         f"outside its tolerance of ±{est.tolerance_pct:.1f}%")
         return ""
 

@@ -24,8 +24,8 @@ from perfguard.analysis import counting, decide, noise, priors
 from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
-    LeftOut,
     NextStep,
+    Noise,
     BaselineEntry,
     BaselineFile,
     CaseResult,
@@ -33,6 +33,7 @@ from perfguard.model import (
     RunRecord,
     Reason,
     RunSummary,
+    TimeEvidence,
     TimeMetric,
     Verdict,
     VerdictStatus,
@@ -82,7 +83,7 @@ def compare_case(
         metric = entry.result.judged_metric
         return [_Context(declared.id, baseline_file).verdict(
             metric, "missing", "not_measured" if current else "did_not_run", threshold,
-            baseline=_centre(entry, metric), baseline_runs=len(entry.runs), status_in=current.status if current else None)]
+            baseline=_centre(entry, metric), status_in=current.status if current else None)]
     metric = current.judged_metric
     if entry is None:
         return [_Context(declared.id, baseline_file).verdict(
@@ -206,7 +207,7 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
         if metric != current.judged_metric:
             return None
         return ctx.verdict(metric, "new", "kind_not_in_baseline", threshold, current=median_ms(current, metric),
-                           regimes=regimes, kind_of_time=now, next_steps=(NextStep("record"),))
+                           time=TimeEvidence(regimes=regimes, kind_of_time=now), next_steps=(NextStep("record"),))
     summary, samples = _time_of(current, metric)
     old, new = est.centre_ms, median_ms(current, metric)
     change = 100.0 * (new / old - 1.0)
@@ -229,25 +230,22 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
         status, reason = "inconclusive", "compiled_host"
     reasons = sorted({r for t in (entry.result.telemetry, current.telemetry) if t for r in t.throttle_reasons}) \
         if reason == "throttled" else []
-    return ctx.verdict(
-        metric, status, reason, threshold, old, new, change, next_steps=_steps(status, reason, est, threshold),
-        baseline_runs=est.runs, noise_pct=est.spread_pct, tolerance_pct=est.tolerance_pct,
-        detectable_pct=est.detectable_pct, judged_by=est.judged_by, judged_sources=est.sources, source=est.source,
-        own_runs=est.own_runs, card_pct=est.card_pct, floor_pct=est.floor_pct, own_half_width_pct=own,
-        left_out=tuple(LeftOut(r.recorded_at, noise.run_source(r), c) for r, c in est.left_out),
-        throttled_in=throttled if reason == "throttled" else (), throttle_reasons=tuple(reasons), regimes=regimes)
+    evidence = TimeEvidence(noise=est, own_half_width_pct=own, throttled_in=throttled if reason == "throttled" else (),
+                            throttle_reasons=tuple(reasons), regimes=regimes)
+    return ctx.verdict(metric, status, reason, threshold, old, new, change, next_steps=_steps(status, reason, est, threshold),
+                       time=evidence)
 
 
 def _compiled(*results: CaseResult) -> bool:
     return any(r.counters is not None and r.counters.compiled for r in results)
 
 
-def reach(est: noise.Noise, rule: decide.Rule) -> float:
+def reach(est: Noise, rule: decide.Rule) -> float:
     """The change the gate catches with `rule`'s power (its `same` asks this be within the threshold)."""
     return est.tolerance_pct + statistics.NormalDist().inv_cdf(rule.same_power) * est.predicted_pct
 
 
-def _steps(status: str, reason: str, est: noise.Noise, threshold: float) -> tuple[NextStep, ...]:
+def _steps(status: str, reason: str, est: Noise, threshold: float) -> tuple[NextStep, ...]:
     if status == "regressed":
         return (NextStep("accept"),)
     if status == "improved":
@@ -265,7 +263,7 @@ def _steps(status: str, reason: str, est: noise.Noise, threshold: float) -> tupl
     return ()
 
 
-def decidable(est: noise.Noise, threshold: float) -> tuple[NextStep, ...]:
+def decidable(est: Noise, threshold: float) -> tuple[NextStep, ...]:
     """What would let the gate see a change of `threshold` in an inconclusive case."""
     ways = []
     if est.judged_by == "fleet":

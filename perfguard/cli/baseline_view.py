@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from perfguard import units
 from perfguard.analysis import noise
-from perfguard.model import TIME_LABELS, BaselineEntry, BaselineFile, CaseResult, RunSummary, names
+from perfguard.model import TIME_LABELS, BaselineEntry, BaselineFile, CaseResult, Noise, RunSummary, names
 
 # The stand-in's source when no --card is named: no run of a baseline comes from it.
 UNSEEN = "a card not in the baseline"
@@ -35,7 +35,7 @@ class CaseView:
     entry: BaselineEntry
     metric: str
     threshold_pct: float
-    estimate: noise.Noise | None
+    estimate: Noise | None
 
     @property
     def without_metric(self) -> int:
@@ -113,9 +113,9 @@ def left_out_lines(views: Sequence[CaseView]) -> list[str]:
     recorded without that time."""
     lines = []
     for v in views:
-        for run, change in v.estimate.left_out if v.estimate else ():
-            where = names.shown(noise.run_source(run) or "an unknown machine")
-            lines.append(f"{v.case_id}: left out the run of {run.recorded_at} on {where} ({change:+.1f}% from "
+        for run in v.estimate.left_out if v.estimate else ():
+            where = names.shown(run.source or "an unknown machine")
+            lines.append(f"{v.case_id}: left out the run of {run.recorded_at} on {where} ({run.change_pct:+.1f}% from "
                          "the others' median), far from the others")
         if v.without_metric:
             lines.append(f"{v.case_id}: left out {units.plural(v.without_metric, 'run')} that did not measure "

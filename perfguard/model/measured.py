@@ -4,8 +4,8 @@ memory breakdown, derived figures, the profiler's table, and the work counters o
 from __future__ import annotations
 
 import dataclasses
-import typing
-from typing import Literal
+
+from perfguard.model.kinds import COMPILE_KINDS
 
 POWER_CAP = "sw_power_cap"
 
@@ -131,31 +131,6 @@ class Profile:
     kernels_per_call: float | None = None  # GPU kernels launched per call; None on a CPU
     trace: str | None = None  # the Chrome trace, relative to the report folder
     problem: str | None = None  # why the profile is missing or partial (profiling never fails a case)
-
-
-# The work counters a case is judged by, each a kind of work per call (perfguard/measure/counters.py):
-# deterministic on one software stack, whatever the host's or the card's speed.
-# The last four are torch.compile's (perfguard/measure/compiling.py), counted over the whole case, not
-# per call: what dynamo compiled, where it broke the graph, what made it compile again, and which
-# frames it gave up on (run eagerly from then on).
-CounterKind = Literal["kernels", "syncs", "copies", "copy_bytes", "memsets", "allocations", "segments", "aten_ops",
-                      "graphs", "graph_breaks", "recompiles", "eager_frames"]
-COUNTER_KINDS: tuple[CounterKind, ...] = typing.get_args(CounterKind)
-COMPILE_KINDS: tuple[CounterKind, ...] = ("graphs", "graph_breaks", "recompiles", "eager_frames")
-COUNTER_LABELS: dict[str, tuple[str, str]] = {  # (one, many): "1 sync", "3 syncs"
-    "kernels": ("kernel", "kernels"),
-    "syncs": ("host-device sync", "host-device syncs"),
-    "copies": ("copy", "copies"),
-    "copy_bytes": ("byte copied", "bytes copied"),
-    "memsets": ("memset", "memsets"),
-    "allocations": ("allocator call", "allocator calls"),
-    "segments": ("new cudaMalloc segment", "new cudaMalloc segments"),
-    "aten_ops": ("ATen operator", "ATen operators"),
-    "graphs": ("compiled graph", "compiled graphs"),
-    "graph_breaks": ("graph break", "graph breaks"),
-    "recompiles": ("recompile", "recompiles"),
-    "eager_frames": ("frame run eagerly", "frames run eagerly"),
-}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from perfguard.model import codec, layout
 from perfguard.model.baseline import BaselineFile, kept_entry, run_summary
 from perfguard.model.checks import REFUSED
 from perfguard.model.names import shown
+from perfguard.model.kinds import TIME_METRICS
 from perfguard.model.records import SCHEMA_VERSION, CaseResult, RunRecord, drift_pct
 
 # Versions 1-3 called the GPU time "latency" (a word that also named the judged figure, any time
@@ -83,14 +84,49 @@ def _record(data: dict[str, Any], version: int) -> tuple[dict[str, Any], int]:
     """A run record of `version` as the current version's JSON, and how many verdicts it dropped.
     Version 1 verdicts carried a rank test's p-value and "confidence", which within-run samples cannot
     support, and versions 1-3 their words; none kept its reason, which every verdict now has: they are
-    dropped (`perfguard compare` judges the record's results again)."""
+    dropped (`perfguard compare` judges the record's results again). Versions 4 to 6 kept a verdict's
+    evidence as flat fields beside its figures (`_verdict`)."""
     data = {"status": "complete", **data, "schema_version": SCHEMA_VERSION}  # one finished before it was said
     dropped = 0
     if version <= 3:
         dropped = len(data.pop("verdicts", None) or ())
+    elif isinstance(data.get("verdicts"), list):
+        data["verdicts"] = [_verdict(v) for v in data["verdicts"]]
     if version <= 4 and isinstance(data.get("results"), list):
         data["results"] = [_result(r) for r in data["results"]]
     return data, dropped
+
+
+# Schema 6's flat fields of a verdict, by the evidence they are now: {old name: new name}.
+NOISE_FIELDS = {"baseline_runs": "runs", "noise_pct": "spread_pct", "tolerance_pct": "tolerance_pct",
+                "detectable_pct": "detectable_pct", "floored": "floored", "judged_by": "judged_by", "judged_sources": "sources",
+                "source": "source", "own_runs": "own_runs", "card_pct": "card_pct", "floor_pct": "floor_pct",
+                "left_out": "left_out"}
+TIME_FIELDS = ("paired", "own_half_width_pct", "throttled_in", "throttle_reasons", "regimes", "kind_of_time",
+               "remeasured_ms", "confirmed", "not_remeasured", "remeasure_error")
+MEMORY_FIELDS = ("held_bytes", "retained_bytes")
+COUNTER_FIELDS = ("counts", "allowance", "allowed_more")
+
+
+def _verdict(verdict: Any) -> Any:
+    """A verdict of schema 4 to 6 as schema 7 keeps it: its core, and the evidence of its kind of figure.
+    The noise's figures those schemas did not keep (the runs' centre, the predicted and observed spread,
+    the prior) stay unknown."""
+    if not isinstance(verdict, dict):
+        return verdict
+    flat = {k: v for k, v in verdict.items() if k != "baseline_runs" or verdict.get("tolerance_pct") is not None}
+    out = {k: v for k, v in flat.items() if k not in (*NOISE_FIELDS, *TIME_FIELDS, *MEMORY_FIELDS, *COUNTER_FIELDS)}
+    noise = {new: flat[old] for old, new in NOISE_FIELDS.items() if old in flat}
+    time = {name: flat[name] for name in TIME_FIELDS if name in flat}
+    if flat.get("tolerance_pct") is not None:
+        time["noise"] = noise
+    if time or verdict.get("metric") in TIME_METRICS and verdict.get("status") not in ("new", "missing"):
+        out["time"] = time
+    for group, names in (("memory", MEMORY_FIELDS), ("counters", COUNTER_FIELDS)):
+        evidence = {name: flat[name] for name in names if name in flat}
+        if evidence:
+            out[group] = evidence
+    return out
 
 
 # --- baselines ----------------------------------------------------------------------------------------
@@ -98,6 +134,9 @@ def _record(data: dict[str, Any], version: int) -> tuple[dict[str, Any], int]:
 
 def _baseline(data: dict[str, Any], version: int, source: str) -> BaselineFile:
     """A baseline of `version` as the current schema's, each case as a write keeps it (model.kept_entry)."""
+    if version == 6:  # the layout of 7: read as it is
+        baseline = codec.loads_baseline(json.dumps({**data, "schema_version": SCHEMA_VERSION}), source)
+        return dataclasses.replace(baseline, cases={k: kept_entry(e) for k, e in baseline.cases.items()})
     cases = data.get("cases")
     if not isinstance(cases, dict):
         raise BaselineError(f"{source}: its `cases` should be an object; {REFUSED}")

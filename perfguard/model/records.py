@@ -10,6 +10,7 @@ import statistics
 import typing
 from typing import Any, Literal
 
+from perfguard.model.kinds import TimeMetric
 from perfguard.model.measured import Counters, Memory, MemoryBreakdown, Metrics, Profile, Telemetry
 from perfguard.model.verdicts import Verdict
 
@@ -27,8 +28,10 @@ from perfguard.model.verdicts import Verdict
 # time, no clock or power before and after), its entries' commit, date and software versions are rows of
 # `sessions` too, and a result leaves out its id and device, which the file says (a median case of 3.9 KB
 # at schema 5). A record is written as at 5; a summary's spread may be absent.
-# Older files load and are migrated (model/migration.py, called by codec.py).
-SCHEMA_VERSION = 6
+# 7: a verdict is a small core and the evidence of its kind of figure (model/verdicts.py: `time`, with the
+# noise estimate itself, `memory` or `counters`), not 40 flat fields; a baseline is written as at 6.
+# perfguard reads the current version alone; `perfguard migrate` rewrites an older file (model/migration.py).
+SCHEMA_VERSION = 7
 SIGNIFICANT_DIGITS = 6
 # Raw samples are written with 4: they feed a run's drift (the medians of 5 blocks, analysis/priors.py),
 # a histogram and asv's quartiles, none of which sees 0.05%; an event timer's ticks (32 ns on an H200)
@@ -119,26 +122,6 @@ class TimeSummary:
     @property
     def ci_half_width_pct(self) -> float:
         return 100.0 * (self.ci_high_ms - self.ci_low_ms) / 2.0 / self.median_ms if self.median_ms else math.inf
-
-
-# The kinds of time a case can have, each judged only against the same kind in its baseline:
-# - "gpu_time": the device's time per call: GPU time between CUDA events (or per graph replay), or the
-#   host clock on a CPU; absent where a call waits for the GPU itself (the "caller" regime);
-# - "caller_time": the caller's time per call on a GPU, back-to-back calls on the host clock;
-# - "busy_time": the GPU's busy time per call, the union of the call's kernel and copy intervals in
-#   one profiled pass (perfguard/measure/counters.py): what the GPU did, whatever the host's speed.
-# - "compile_cold", "compile_warm": a torch.compile'd case's first call, compile included, with empty
-#   Inductor and Triton caches (cold) and with them filled by the cold one (warm): one figure a run,
-#   never part of the timed calls (perfguard/measure/compiling.py).
-TimeMetric = Literal["gpu_time", "caller_time", "busy_time", "compile_cold", "compile_warm"]
-TIME_METRICS: tuple[TimeMetric, ...] = typing.get_args(TimeMetric)
-TIME_LABELS: dict[str, str] = {
-    "gpu_time": "GPU time",
-    "caller_time": "the caller's time",
-    "busy_time": "GPU busy time",
-    "compile_cold": "compile time (cold caches)",
-    "compile_warm": "compile time (warm caches)",
-}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -245,11 +228,6 @@ class CaseResult:
     def median_of(self, metric: str) -> float | None:
         timing = self.timings.get(metric)  # type: ignore[call-overload]
         return timing.summary.median_ms if timing else None
-
-
-# Whose runs judged a time verdict (Verdict.judged_by); None where no runs did.
-JudgedBy = Literal["own", "fleet"]
-JUDGED_BY: tuple[JudgedBy | None, ...] = (None, *typing.get_args(JudgedBy))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

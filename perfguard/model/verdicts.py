@@ -9,6 +9,8 @@ import dataclasses
 import typing
 from typing import Literal
 
+from perfguard.model.kinds import Metric
+
 # Every verdict status, most pressing first: the order every renderer lists them in.
 # "inconclusive": the change is within its tolerance, but a change of the threshold's size could have
 # hidden in the noise (analysis/decide.py says when); `same` says it could not have, and none was seen.
@@ -83,6 +85,56 @@ class LeftOut:
     change_pct: float  # from the others' median
 
 
+# Whose runs judged a time: this card's (a CPU's: this host's) alone, or all the baseline's (the fleet's).
+JudgedBy = Literal["own", "fleet"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Noise:
+    """The noise a time was judged against, and the tolerance it gives, all relative figures in percent:
+    the spread of a baseline's runs (analysis/noise.py's estimate), or of `perfguard ab`'s paired rounds
+    on one card (analysis/paired.py)."""
+
+    runs: int  # independent runs (ab: paired rounds) behind it, those left out as far from the others not counted
+    spread_pct: float  # s: the run-to-run (round-to-round) standard deviation of the median
+    tolerance_pct: float  # T: a change past it is regressed / improved
+    detectable_pct: float  # D: the smallest slowdown the comparison catches 19 times in 20
+    floored: bool = False  # ab: the spread is a prior's floor, rounds being few
+    # The baseline's runs (the gate's; None in a verdict written before schema 7, which did not keep them):
+    predicted_pct: float | None = None  # sp: of this run's median against the runs' centre
+    centre_ms: float | None = None  # the median of the judged runs' medians
+    judged_by: JudgedBy | None = None
+    sources: int = 0  # cards (hosts, on a CPU) the judged runs came from
+    source: Literal["card", "host"] = "card"  # what a run's source is: a GPU's UUID, or a CPU's host
+    own_runs: int = 0  # the baseline's runs from this card (host)
+    card_pct: float = 0.0  # the card-to-card prior in sp (0: judged by its own runs, or by runs of enough cards)
+    floor_pct: float = 0.0  # the absolute offset added for a card (host) the baseline has not seen
+    left_out: tuple[LeftOut, ...] = ()  # the judged runs left out as far from the others
+    prior_pct: float | None = None  # s0, the prior the spread was pooled with
+    observed_pct: float | None = None  # the spread the kept runs showed
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TimeEvidence:
+    """What a time verdict rests on besides its figures: the noise that gave its tolerance (none where no
+    runs judged it), and what could account for it or settled it."""
+
+    noise: Noise | None = None
+    paired: bool = False  # judged by perfguard ab's rounds, base and head by turns on one card, not by baseline runs
+    own_half_width_pct: float | None = None  # this run's own 95% half-width of its median
+    throttled_in: tuple[str, ...] = ()  # "baseline", "run", "rounds": where the clock was throttled
+    throttle_reasons: tuple[str, ...] = ()
+    regimes: tuple[str, ...] = ()  # (the baseline's, this run's) when the time was taken another way
+    kind_of_time: str | None = None  # for a new figure: how this run timed it (a Regime)
+    # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
+    # whether they agreed (None: not re-measured). `not_remeasured`: why a case that looked regressed was
+    # not: "spent" (the run's allowance of re-measured cases), or "failed" (with `remeasure_error`).
+    remeasured_ms: tuple[float, ...] = ()
+    confirmed: bool | None = None
+    not_remeasured: Literal["spent", "failed"] | None = None
+    remeasure_error: str | None = None
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class CountChange:
     """How one named count (a kernel, an ATen operator, a sync) changed per call."""
@@ -93,16 +145,33 @@ class CountChange:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Verdict:
-    """How one metric of one case compares with its baseline (or, under perfguard ab, the base's rounds).
+class CounterEvidence:
+    """What a work counter's verdict rests on: the names whose counts changed, and what it may grow by."""
 
-    Figures are in the metric's unit (ms for a time, bytes for memory, a count per call for a counter).
-    A time's tolerance comes from the case's run-to-run noise over the baseline's runs (or ab's rounds),
-    never below the threshold; null for deterministic metrics.
+    counts: tuple[CountChange, ...] = ()  # largest change first
+    allowance: str | None = None  # the allowance ("0", "2", "10%")
+    allowed_more: float | None = None  # the growth it allows, in the counter's unit
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MemoryEvidence:
+    """What a memory verdict rests on besides its figures."""
+
+    held_bytes: tuple[int, int] | None = None  # the footprint's bytes held between calls (baseline, this run)
+    retained_bytes: int | None = None  # a leaking footprint: what each call keeps
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verdict:
+    """How one metric of one case compares with its baseline (or, under perfguard ab, the base's rounds):
+    its status, the rule that gave it (`reason`), the figures it was decided on, its next steps, and the
+    evidence of its kind of figure: `time`, `memory` or `counters` (one of them, or none: a new or missing
+    case's). Figures are in the metric's unit (ms for a time, bytes for memory, a count per call for a
+    counter). A time's tolerance comes from its noise; deterministic metrics have none.
     """
 
     case_id: str
-    metric: str  # a TimeMetric, "peak_memory", "footprint", "retained_memory", or a CounterKind
+    metric: Metric
     status: VerdictStatus
     baseline: float | None  # the centre it was judged against
     current: float | None
@@ -112,47 +181,36 @@ class Verdict:
     env_mismatch: tuple[str, ...] = ()  # e.g. "torch 2.11.0 → 2.12.0"; shown, and for counts it decides
     reason: Reason = dataclasses.field(kw_only=True)  # every verdict has the rule that gave it
     next_steps: tuple[NextStep, ...] = ()
-    # --- the noise a time was judged against (analysis/noise.py, or perfguard ab's rounds: analysis/paired.py)
-    baseline_runs: int = 0  # independent runs (ab: paired rounds) behind the tolerance
-    paired: bool = False  # judged by perfguard ab's paired rounds on one card, not by baseline runs
-    noise_pct: float | None = None  # the case's run-to-run spread (relative standard deviation, %)
-    tolerance_pct: float | None = None  # a change past this is regressed / improved
-    detectable_pct: float | None = None  # the smallest slowdown the gate catches 19 times in 20
-    # Whose runs judged a time: "own" (this card's, a CPU's: this host's) or "fleet" (all the
-    # baseline's, from `judged_sources` cards or hosts); None for other metrics and under ab.
-    judged_by: Literal["own", "fleet"] | None = None
-    judged_sources: int = 0
-    source: str = "card"  # what a run's source is: "card" (a GPU's UUID) or "host" (a CPU's)
-    own_runs: int = 0  # the baseline's runs from this card (host)
-    card_pct: float = 0.0  # the card-to-card prior in the tolerance (0: the baseline knows the card)
-    floor_pct: float = 0.0  # the absolute offset added for a card (host) the baseline has not seen
-    floored: bool = False  # ab: the spread is a prior's floor, rounds being few
-    left_out: tuple[LeftOut, ...] = ()
-    own_half_width_pct: float | None = None  # this run's own 95% half-width of its median
-    # --- why it could not be decided, or what moved with it
-    throttled_in: tuple[str, ...] = ()  # "baseline", "run": where the clock was throttled
-    throttle_reasons: tuple[str, ...] = ()
-    regimes: tuple[str, ...] = ()  # (the baseline's, this run's) when a time was taken another way
-    kind_of_time: str | None = None  # for a new figure: how this run timed it (a Regime)
-    counts: tuple[CountChange, ...] = ()  # a counter's changed names, largest first
-    allowance: str | None = None  # a counter's allowance ("0", "2", "10%")
-    allowed_more: float | None = None  # the growth it allows, in the counter's unit
-    held_bytes: tuple[int, int] | None = None  # the footprint's bytes held between calls (baseline, this run)
-    retained_bytes: int | None = None  # a leaking footprint: what each call keeps
+    time: TimeEvidence | None = None
+    memory: MemoryEvidence | None = None
+    counters: CounterEvidence | None = None
     status_in: str | None = None  # a missing case's status in this run ("error", "smoke"), None: it did not run
-    # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
-    # whether they agreed (None: not re-measured). `not_remeasured`: why a case that looked regressed was
-    # not: "spent" (the run's allowance of re-measured cases), or "failed" (with `remeasure_error`).
-    remeasured_ms: tuple[float, ...] = ()
-    confirmed: bool | None = None
-    not_remeasured: Literal["spent", "failed"] | None = None
-    remeasure_error: str | None = None
     accepted_reason: str | None = None  # an accepted change: the reason its acceptance gives
 
     @property
     def compared(self) -> bool:
         """Whether it was compared with the baseline at all (not new or missing)."""
         return self.status not in ("new", "missing")
+
+    @property
+    def noise(self) -> Noise | None:
+        """The noise a time was judged against; None for other metrics, or where no runs judged it."""
+        return self.time.noise if self.time else None
+
+    @property
+    def tolerance_pct(self) -> float | None:
+        """A change past this is regressed or improved; None where no noise gave one (memory, counters)."""
+        return self.noise.tolerance_pct if self.noise else None
+
+    @property
+    def detectable_pct(self) -> float | None:
+        """The smallest slowdown the comparison catches 19 times in 20; None where no noise gave one."""
+        return self.noise.detectable_pct if self.noise else None
+
+    @property
+    def paired(self) -> bool:
+        """Judged by perfguard ab's paired rounds on one card (against its base), not by baseline runs."""
+        return bool(self.time and self.time.paired)
 
 
 def tally(verdicts: typing.Iterable[Verdict]) -> dict[str, int]:

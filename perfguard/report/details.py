@@ -109,22 +109,22 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
 def gate(entry: Entry) -> list[tuple[str, str]]:
     """What the latency verdict rests on: the baseline's runs, the case's noise, its tolerance and what it can see."""
     v = entry.judged()
-    if v is None or v.tolerance_pct is None:
+    n = v.noise if v is not None else None
+    if v is None or n is None:
         return [("baseline runs", NA)]
     items = [
-        ("baseline runs", str(v.baseline_runs)),
-        ("run-to-run spread", f"±{v.noise_pct:.2f}% (1 s.d.)" if v.noise_pct is not None else NA),
-        ("tolerance", f"±{v.tolerance_pct:.1f}% (threshold {v.threshold_pct:g}%)"),
-        ("detects", f"{v.detectable_pct:.1f}% slowdowns, 19 times in 20" if v.detectable_pct is not None else NA),
+        ("baseline runs", str(n.runs)),
+        ("run-to-run spread", f"±{n.spread_pct:.2f}% (1 s.d.)"),
+        ("tolerance", f"±{n.tolerance_pct:.1f}% (threshold {v.threshold_pct:g}%)"),
+        ("detects", f"{n.detectable_pct:.1f}% slowdowns, 19 times in 20"),
     ]
-    if v.remeasured_ms:
-        measured = ", ".join(units.duration(ms) for ms in (v.current, *v.remeasured_ms) if ms is not None)
-        items.append(("measurements", f"{measured} ({'confirmed' if v.confirmed else 'not confirmed'})"))
+    if v.time is not None and v.time.remeasured_ms:
+        measured = ", ".join(units.duration(ms) for ms in (v.current, *v.time.remeasured_ms) if ms is not None)
+        items.append(("measurements", f"{measured} ({'confirmed' if v.time.confirmed else 'not confirmed'})"))
     caller = entry.verdict("caller_time")
-    if caller is not None and caller.tolerance_pct is not None:
-        detects = f", detects {caller.detectable_pct:.1f}%" if caller.detectable_pct is not None else ""
-        items.append(("caller's time", f"{caller.status}: {caller.change_pct:+.1f}% against ±{caller.tolerance_pct:.1f}%{detects}"
-                      if caller.change_pct is not None else caller.status))
+    if caller is not None and caller.noise is not None:
+        items.append(("caller's time", f"{caller.status}: {caller.change_pct:+.1f}% against ±{caller.noise.tolerance_pct:.1f}%, "
+                      f"detects {caller.noise.detectable_pct:.1f}%" if caller.change_pct is not None else caller.status))
     return items
 
 

@@ -42,16 +42,21 @@ def cpu_note(results: Iterable[CaseResult], records: Sequence[RunRecord]) -> str
     return cpu_line(results, agreed)
 
 
+def unseen_card(v: Verdict) -> bool:
+    """Whether a time was judged by the fleet's runs for a card (host) with none of its own in the baseline."""
+    return v.noise is not None and v.noise.judged_by == "fleet" and not v.noise.own_runs
+
+
 def unseen_card_line(verdicts: Iterable[Verdict], run: Invocation = Invocation()) -> str | None:
     """One line for the cases a run measured on a card (on a CPU, a host) none of the baseline's runs
     came from: what is judged exactly there (counts and memory do not depend on the card) and what
     its times, judged against the fleet's runs and the card-to-card spread, could not decide, with
     what would decide them. None where no time was judged so."""
     verdicts = list(verdicts)
-    unseen = {v.case_id for v in verdicts if v.metric in TIME_METRICS and v.judged_by == "fleet" and not v.own_runs}
+    unseen = {v.case_id for v in verdicts if v.metric in TIME_METRICS and unseen_card(v)}
     if not unseen:
         return None
-    source = next(v.source for v in verdicts if v.case_id in unseen and v.metric in TIME_METRICS and v.judged_by)
+    source = next(v.noise.source for v in verdicts if v.case_id in unseen and v.noise and v.noise.judged_by)
     exact = [v for v in verdicts if v.case_id in unseen and v.metric not in TIME_METRICS and v.compared]
     blind = [v for v in verdicts if v.case_id in unseen and v.metric in TIME_METRICS and v.status == "inconclusive"]
     detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)

@@ -44,7 +44,8 @@ def _step(v: Verdict, step: NextStep, run: Invocation) -> str:
             return f"record it with {update}" + (" to judge this figure" if v.metric in TIME_METRICS else "")
         return "the head is faster: nothing to do" if v.paired else f"run {update} to make it the baseline"
     if action == "allow_counter":
-        allowed = f"; allowed {_count(v.allowed_more or 0, v.metric)} more" if v.allowed_more else ""
+        more = v.counters.allowed_more if v.counters else None
+        allowed = f"; allowed {_count(more, v.metric)} more" if more else ""
         return (f"counts are exact, so any growth fails{allowed}; allow it with counters={{{v.metric!r}: N}} on the case "
                 "or --perfguard-counter-allowance, or accept it (the command below)")
     if v.metric in COUNTER_KINDS and v.status == "same":
@@ -65,12 +66,12 @@ DECIDING = ("own_runs", "more_runs", "ab", "threshold")
 
 def _inconclusive(v: Verdict, steps: Sequence[NextStep]) -> str:
     """What would let the gate see a change of the threshold's size."""
-    ways = []
+    ways, n = [], v.noise
     for s in steps:
-        if s.action == "own_runs":
-            ways.append(f"{OWN_RUNS} runs of this {v.source} in the baseline, which then judge it alone (it has {v.own_runs})")
-        elif s.action == "more_runs":
-            ways.append(f"{int(s.value or 0)} baseline runs (it has {v.baseline_runs})")
+        if s.action == "own_runs" and n is not None:
+            ways.append(f"{OWN_RUNS} runs of this {n.source} in the baseline, which then judge it alone (it has {n.own_runs})")
+        elif s.action == "more_runs" and n is not None:
+            ways.append(f"{int(s.value or 0)} baseline runs (it has {n.runs})")
         elif s.action == "ab":
             ways.append("`perfguard ab`, base and head measured by turns on one card")
         elif s.action == "threshold":

@@ -172,7 +172,7 @@ def inconclusive_lines(verdicts: Iterable[Verdict], run: Invocation = Invocation
     says what they could not see and what would let the gate see it."""
     verdicts = list(verdicts)
     unseen = notes.unseen_card_line(verdicts, run)
-    said = {v.case_id for v in verdicts if v.judged_by == "fleet" and not v.own_runs} if unseen else set()
+    said = {v.case_id for v in verdicts if notes.unseen_card(v)} if unseen else set()
     blind = [v for v in verdicts if v.status == "inconclusive" and not (v.case_id in said and v.metric in TIME_METRICS)]
     if unseen:
         return [unseen, *inconclusive_lines(blind, run)] if blind else [unseen]
@@ -180,7 +180,7 @@ def inconclusive_lines(verdicts: Iterable[Verdict], run: Invocation = Invocation
         return [f"{v.case_id}: {words.line(v)}" for v in sorted(blind, key=lambda v: (v.case_id, v.metric))]
     detects = sorted(v.detectable_pct for v in blind if v.detectable_pct is not None)
     median = f" (median smallest detectable change {detects[len(detects) // 2]:.1f}%)" if detects else ""
-    fleet = sum(v.judged_by == "fleet" for v in blind)
+    fleet = sum(bool(v.noise and v.noise.judged_by == "fleet") for v in blind)
     by_fleet = f"; {fleet} of them judged by the fleet's runs, not this card's own" if fleet else ""
     return [f"{len(blind)} inconclusive verdicts: their tolerance is wider than the threshold, so a change of its size "
             f"would pass unseen{median}{by_fleet}; more baseline runs, this card's own runs in the baseline, or "

@@ -198,9 +198,9 @@ def change(v: Verdict | None) -> str:
 
 def detects(v: Verdict | None) -> str:
     """The smallest slowdown the gate catches for a case now, and over how many baseline runs: "1.8% · 5 runs"."""
-    if v is None or v.detectable_pct is None:
+    if v is None or v.noise is None:
         return "n/a"
-    return f"{v.detectable_pct:.1f}% · {units.plural(v.baseline_runs, 'run')}"
+    return f"{v.noise.detectable_pct:.1f}% · {units.plural(v.noise.runs, 'run')}"
 
 
 def ci_text(result: CaseResult | None) -> str:

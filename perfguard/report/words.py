@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from perfguard import defaults, units
 from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
 from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
-from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, Verdict
+from perfguard.analysis.noise import judges
+from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, TimeEvidence, Verdict
 from perfguard.model.names import shown
 from perfguard.report import steps
 from perfguard.report.commands import Invocation
@@ -64,8 +65,9 @@ def _figures(v: Verdict) -> str:
     text = f"{_ms(v.baseline)} → {_ms(v.current)}" + (f" ({v.change_pct:+.1f}%)" if v.change_pct is not None else "")
     if v.metric != "gpu_time":
         text = f"{TIME_LABELS.get(v.metric, v.metric)} {text}"
-    if len(v.regimes) == 2:
-        text += f", timed as {v.regimes[1]} (the baseline: {v.regimes[0]}), each figure judged against its own kind"
+    regimes = v.time.regimes if v.time else ()
+    if len(regimes) == 2:
+        text += f", timed as {regimes[1]} (the baseline: {regimes[0]}), each figure judged against its own kind"
     return text
 
 
@@ -75,26 +77,24 @@ def _ms(ms: float | None) -> str:
 
 def _noise(v: Verdict) -> str:
     """What the tolerance came from: whose runs (or ab's rounds), their spread, and what widened it."""
+    n = v.noise
+    if n is None:
+        return "no runs judged it"
     if v.paired:
-        floor = " (a prior, the floor while rounds are few)" if v.floored else ""
-        said = (f"round-to-round spread ±{v.noise_pct or 0:.2f}%{floor} over {units.plural(v.baseline_runs, 'round')}, "
+        floor = " (a prior, the floor while rounds are few)" if n.floored else ""
+        said = (f"round-to-round spread ±{n.spread_pct:.2f}%{floor} over {units.plural(n.runs, 'round')}, "
                 "paired on one card")
     else:
-        runs = units.plural(v.baseline_runs, "run")
-        whose = (f"this {v.source}'s {runs}" if v.judged_by == "own"
-                 else f"the fleet's {runs} on {units.plural(max(1, v.judged_sources), v.source)}")
-        said = f"judged by {whose}, run-to-run spread ±{v.noise_pct or 0:.2f}%"
-        if v.card_pct:
-            said += f", ±{v.card_pct:.1f}% {v.source} to {v.source}"
-        if v.floor_pct:
-            said += f", +{v.floor_pct:.1f}% for a {v.source} it has not seen"
-        if v.left_out:
-            said += f", {units.plural(len(v.left_out), 'run')} far from the others left out (" + ", ".join(
+        said = f"judged by {judges(n)}, run-to-run spread ±{n.spread_pct:.2f}%"
+        if n.card_pct:
+            said += f", ±{n.card_pct:.1f}% {n.source} to {n.source}"
+        if n.floor_pct:
+            said += f", +{n.floor_pct:.1f}% for a {n.source} it has not seen"
+        if n.left_out:
+            said += f", {units.plural(len(n.left_out), 'run')} far from the others left out (" + ", ".join(
                 f"{shown(r.recorded_at)} on {shown(r.source or 'an unknown machine')}: {r.change_pct:+.1f}%"
-                for r in v.left_out) + ")"
-    if v.detectable_pct is not None:
-        said += f"; smallest detectable change {v.detectable_pct:.1f}%"
-    return said
+                for r in n.left_out) + ")"
+    return said + f"; smallest detectable change {n.detectable_pct:.1f}%"
 
 
 def _outside(v: Verdict) -> str:
@@ -114,13 +114,15 @@ def _blind(v: Verdict) -> str:
 
 
 def _throttled(v: Verdict) -> str:
-    where = " and ".join({"baseline": "the baseline", "run": "this run", "rounds": "its rounds"}.get(w, w) for w in v.throttled_in)
-    why = f" ({', '.join(v.throttle_reasons)})" if v.throttle_reasons else ""
+    t = v.time or TimeEvidence()
+    where = " and ".join({"baseline": "the baseline", "run": "this run", "rounds": "its rounds"}.get(w, w) for w in t.throttled_in)
+    why = f" ({', '.join(t.throttle_reasons)})" if t.throttle_reasons else ""
     return f"{_figures(v)} measured while throttled in {where}{why}, which may account for it"
 
 
 def _imprecise(v: Verdict) -> str:
-    return (f"{_figures(v)}, ±{v.own_half_width_pct or 0:.1f}% within this run against a tolerance of "
+    own = v.time.own_half_width_pct if v.time else None
+    return (f"{_figures(v)}, ±{own or 0:.1f}% within this run against a tolerance of "
             f"±{v.tolerance_pct or 0:.1f}%: too noisy to decide")
 
 
@@ -135,7 +137,8 @@ def _new_case(v: Verdict) -> str:
 
 def _new_kind(v: Verdict) -> str:
     label = TIME_LABELS.get(v.metric, v.metric)
-    how = _figures(v).split(", ", 1)[1] if len(v.regimes) == 2 else f"timed as {v.kind_of_time}"
+    t = v.time or TimeEvidence()
+    how = _figures(v).split(", ", 1)[1] if len(t.regimes) == 2 else f"timed as {t.kind_of_time}"
     return f"{label} {_ms(v.current)}, {how}: the baseline holds no {label} to compare it with"
 
 
@@ -155,9 +158,10 @@ def _sizes(v: Verdict) -> str:
 
 def _held(v: Verdict) -> str:
     """What stays allocated between calls, where it moved with the footprint."""
-    if not v.held_bytes:
+    held = v.memory.held_bytes if v.memory else None
+    if not held:
         return ""
-    old, new = v.held_bytes
+    old, new = held
     return (f"held between calls {units.size(old)} → {units.size(new)}: the setup's tensors, or what each call "
             "keeps for the next (gradients kept between steps, optimizer state, caches)")
 
@@ -173,7 +177,8 @@ def _retained(v: Verdict) -> str:
 
 
 def _both_leak(v: Verdict) -> str:
-    return (f"{units.size(v.baseline)} → {units.size(v.current)}; the case retains {units.size(v.retained_bytes)} per "
+    retained = v.memory.retained_bytes if v.memory else None
+    return (f"{units.size(v.baseline)} → {units.size(v.current)}; the case retains {units.size(retained)} per "
             "call here and in the baseline, so its footprint grows with the calls made; its retained memory is judged instead")
 
 
@@ -215,14 +220,15 @@ _MEMORY: dict[str, Callable[[Verdict], str]] = {
 def _counted(v: Verdict) -> str:
     """"kernels per call 5 → 6: +1 × triton_poi_fused_add_0", or for syncs "1 new sync per call: ..."."""
     kind, before, after = v.metric, v.baseline or 0.0, v.current or 0.0
+    counts = v.counters.counts if v.counters else ()
     if kind == "syncs":
-        named = [f"{units.count(abs(c.delta))} × {c.name}" + (f" ({c.cause})" if c.cause else "") for c in v.counts]
-        grown = sum(c.delta for c in v.counts if c.delta > 0)
+        named = [f"{units.count(abs(c.delta))} × {c.name}" + (f" ({c.cause})" if c.cause else "") for c in counts]
+        grown = sum(c.delta for c in counts if c.delta > 0)
         head = (f"{units.count(after - before)} new sync{'s' if after - before != 1 else ''} per call" if grown and after > before
                 else f"syncs per call {units.count(before)} → {units.count(after)}")
     else:
         named = [f"{'+' if c.delta > 0 else '−'}{figure(kind, abs(c.delta))} × {short_name(c.name) if kind == 'kernels' else c.name}"
-                 + (f" (at {c.cause})" if c.cause else "") for c in v.counts]
+                 + (f" (at {c.cause})" if c.cause else "") for c in counts]
         # torch.compile's counters are the whole case's (measure/compiling.py), the others one call's.
         per = " in the case" if kind in COMPILE_KINDS else " per call"
         head = f"{COUNTER_LABELS.get(kind, (kind, kind))[1]}{per} {figure(kind, before)} → {figure(kind, after)}"
@@ -239,17 +245,18 @@ def listed(names: Sequence[str], shown_names: int = SHOWN_NAMES) -> str:
 
 
 def _remeasured(v: Verdict) -> str:
-    if v.not_remeasured == "spent":
+    t = v.time or TimeEvidence()
+    if t.not_remeasured == "spent":
         return f"not re-measured: this run's allowance of {defaults.CONFIRM_CASES} re-measured cases is spent"
-    if v.not_remeasured == "failed":
-        return f"its re-measurement failed: {v.remeasure_error or 'an error'}"
-    if v.confirmed is None or not v.baseline:
+    if t.not_remeasured == "failed":
+        return f"its re-measurement failed: {t.remeasure_error or 'an error'}"
+    if t.confirmed is None or not v.baseline:
         return ""
-    medians = [m for m in (v.current, *v.remeasured_ms) if m is not None]
+    medians = [m for m in (v.current, *t.remeasured_ms) if m is not None]
     moved = [100.0 * (m / v.baseline - 1.0) for m in medians]
     changes = ", ".join(f"{c:+.1f}%" for c in moved)
-    if v.confirmed:
-        return f"confirmed by {len(v.remeasured_ms)} re-measurements (the {len(medians)} measurements: {changes})"
+    if t.confirmed:
+        return f"confirmed by {len(t.remeasured_ms)} re-measurements (the {len(medians)} measurements: {changes})"
     if v.status != "unstable":
         return f"a first measurement looked slower; not confirmed ({changes})"
     tol = v.tolerance_pct
