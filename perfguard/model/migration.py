@@ -45,9 +45,9 @@ def migrate(text: str, source: str) -> Migrated:
     if type(version) is not int or not 1 <= version <= SCHEMA_VERSION:
         raise BaselineError(f"{source}: schema_version {shown(version)} is none that perfguard wrote (1 to "
                             f"{SCHEMA_VERSION}); use the perfguard version that wrote it")
-    if version == SCHEMA_VERSION:
-        kind = "baseline" if "cases" in data else "record"
-        return Migrated(version, codec.loads_baseline(text, source) if kind == "baseline" else codec.loads_record(text, source))
+    if version == SCHEMA_VERSION:  # nothing to migrate: read as it is
+        read = codec.loads_baseline if "cases" in data else codec.loads_record
+        return Migrated(version, read(text, source))
     if "cases" in data and "device" in data:
         migrated: RunRecord | BaselineFile = _baseline(data, version, source)
         codec.loads_baseline(codec.dumps(migrated), source)
