@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-import functools
 import gc
 import itertools
 import os
@@ -117,6 +115,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # over all of it (some 35 sweeps a run on the worker of the in-process tests, 0.15 s of CPU each of
     # it). Objects the tests make are collected as before.
     gc.freeze()
+    # Each xdist worker computes with its share of the cores: torch's default, a thread a core in every
+    # worker, had the two workers' OpenMP threads spin against each other on a 2-vCPU VM (the in-process
+    # model tests took 8.6 s of CPU beside a busy process, 6.4 s with one thread each). Inner runs keep
+    # torch's own default, as a user's run would.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 1))
+    if workers > 1 and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -162,42 +167,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The README's test command is `-n 2 --dist loadgroup`. xdist's own loadgroup reads a group from a
 # suffix it appends to each node id, which pytest 9.2 no longer lets it write (pytest-xdist#1386): the
-# groups vanish without a word, and every test goes to either worker alone, each worker's fork server
-# importing torch and the rest again and each module-scoped fixture running on both workers (a third
-# more CPU). So the grouping is decided where the work is handed out, from the files themselves.
-FORK_SERVER_FIXTURES = frozenset({"forked", "run_pytest"})
-FORK_SERVER_GROUP = "fork-server"
+# groups vanish without a word, and every test goes to either worker alone, each module-scoped fixture
+# running on both workers (a third more CPU). So the work is handed out here, a test file at a time.
 
 
-@functools.cache
-def fork_server_functions(path: Path) -> frozenset[str]:
-    """The functions of this test file (tests and fixtures) that ask for the fork server, themselves or
-    through a fixture of the file."""
-    tree = ast.parse(path.read_text(), str(path))
-    wants = {node.name: {a.arg for a in node.args.args + node.args.kwonlyargs}
-             for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    found: set[str] = set()
-    while grown := {name for name, args in wants.items() if name not in found and args & (FORK_SERVER_FIXTURES | found)}:
-        found |= grown
-    return frozenset(found)
+def work_unit(nodeid: str) -> str:
+    """What xdist hands to one worker whole: a test file, so that its module-scoped fixtures run once.
+    The tests that start pytest runs go with their files, to either worker, each worker's fork server
+    serving its own (forked_pytest.py): one server for them all made them one unit of 57 s, longer
+    than all the other tests together (34 s), and the other worker waited 23 s for it at the end."""
+    return nodeid.partition("::")[0]
 
 
-def work_unit(rootpath: Path, nodeid: str) -> str:
-    """What xdist hands to one worker whole: every test that uses the fork server together, so that one
-    server (one import of torch) serves them all; the other tests of a file together, so that its
-    module-scoped fixtures run once. (By test, not by file: a file's tests that need no fork server,
-    23 s of CPU, would otherwise lengthen the one unit that is already the longest.)"""
-    file, _, rest = nodeid.partition("::")
-    function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
-    return FORK_SERVER_GROUP if function in fork_server_functions(rootpath / file) else file
-
-
-# xdist hands out the units with the most tests first; a worker asks for another when it has two tests
-# left. A unit of few, long tests handed out last ends the run alone: the browser's (22 s of CPU on the
-# 2-vCPU VM, 9 tests) and the layering probe's (13 s, 4 tests) made the two workers end 15 s apart.
-# These go out first (after the fork server's, the longest, which also has the most tests).
-LONGEST_FIRST = (FORK_SERVER_GROUP, "tests/test_report_browser.py", "tests/test_core_imports.py",
-                 "tests/test_baseline_store.py", "tests/test_defaults.py", "tests/test_verdict.py")
+# xdist hands out the units in this order first, then the rest (those with the most tests first); a
+# worker asks for another when it has two tests left. A long unit handed out last ends the run on one
+# worker alone. The longest, by their time on a 2-vCPU VM (2026-12-07): the compiled cases' (13 s: four
+# compiling runs), ab's (12 s: git worktrees and rounds), the browser's where chromium is installed
+# (22 s of CPU on the 2-vCPU VM of 2026-12-01), the layering probe's (5 s), ...
+LONGEST_FIRST = ("tests/test_compiled_cases.py", "tests/test_ab.py", "tests/test_report_browser.py",
+                 "tests/test_core_imports.py", "tests/test_accept.py", "tests/test_misbehaving_cases.py",
+                 "tests/test_plugin.py", "tests/test_left_processes.py", "tests/test_xdist.py", "tests/test_gate.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent where xdist is not installed
@@ -210,7 +199,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         ordered = False
 
         def _split_scope(self, nodeid: str) -> str:
-            return work_unit(config.rootpath, nodeid)
+            return work_unit(nodeid)
 
         def _assign_work_unit(self, node) -> None:
             if not self.ordered:  # the first hand-out: the queue is complete, in xdist's order

@@ -49,12 +49,12 @@ def _pytest_plugins() -> list[str]:
 # the rest of what it needs itself: a fifth of a second of CPU a run when perfguard's and pytest's plugin
 # modules were left out, among the suite's 190 runs; a name the installed versions lack is passed over.)
 # torch._dynamo (2 s a run) for the compiled cases' runs; an eager case then runs as in a user's process
-# that imported it: watched for a compile that never comes (measure/compiling.py). The first compile of
-# a run imports the rest of the compiler that the `aot_eager` backend uses (2 s of CPU): the last four.
+# that imported it: watched for a compile that never comes (measure/compiling.py). Those runs compile
+# with dynamo's `eager` backend, whose module is the last (0.15 s a run otherwise: dynamo's registry
+# imports every backend's module to find it).
 PRELOAD = list(dict.fromkeys([
     "torch", "torch._dynamo", "numpy", "scipy.stats", "jinja2", "pytest", *_pytest_plugins(), *_modules_of("perfguard"),
-    "torch._dynamo.backends.debugging", "torch._functorch.aot_autograd", "torch._functorch.partitioners",
-    "torch._inductor.pattern_matcher", __name__,
+    "torch._dynamo.backends.debugging", __name__,
 ]))
 
 _context = multiprocessing.get_context("forkserver")

@@ -64,13 +64,26 @@ def perfguard_command(command: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def accepted(tmp_path_factory, run_pytest, fake_clock):
-    root = tmp_path_factory.mktemp("accept")
+def recorded(tmp_path_factory, run_pytest, fake_clock) -> Path:
+    """The suite and its baseline of two runs a case, which each test below that changes it copies."""
+    root = tmp_path_factory.mktemp("recorded")
     (root / "conftest.py").write_text(fake_clock)
     (root / "test_ops.py").write_text(textwrap.dedent(SUITE))
     for _ in range(2):  # two runs a case
-        recorded = run_pytest(root, *MEASURE, "--perfguard-update")
-        assert recorded.ret == 0, recorded.outlines[-30:]
+        done = run_pytest(root, *MEASURE, "--perfguard-update")
+        assert done.ret == 0, done.outlines[-30:]
+    shutil.rmtree(root / "reports")
+    return root
+
+
+def copy_of(recorded: Path, folder: Path) -> Path:
+    shutil.copytree(recorded, folder, dirs_exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def accepted(tmp_path_factory, run_pytest, recorded):
+    root = copy_of(recorded, tmp_path_factory.mktemp("accept"))
     (baseline_path,) = store.list_files(root / "baselines")
     before = store.load_file(baseline_path)
     (root / "change.json").write_text(json.dumps({"matmul": True}))
@@ -135,23 +148,24 @@ def test_a_routine_update_does_not_take_in_a_counted_regression(tmp_path, run_py
     (["--case", "nope"], "no case nope in"),
     (["--case", "steady", "--metric", "aten_ops"], "'steady': 'aten_ops' did not change against baselines"),
 ])
-def test_a_bad_accept_is_one_line_and_changes_nothing(accepted, args, says):
-    root = accepted["root"]
+def test_a_bad_accept_is_one_line_and_changes_nothing(accepted, args, says, monkeypatch, capsys):
+    # The console command's own main, in this process: the printed command's launcher is run above.
+    from perfguard import cli
+
+    monkeypatch.chdir(accepted["root"])
     before = accepted["baseline"].read_bytes()
-    done = perfguard_command(shlex.join(["perfguard", "baseline", "accept", "reports/perfguard.json", *args]), root)
-    assert done.returncode == 2 and says in done.stderr, (done.stdout, done.stderr)
-    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    status = cli.main(["baseline", "accept", "reports/perfguard.json", *args])
+    out, err = capsys.readouterr()
+    assert status == 2 and says in err, (out, err)
+    assert len(err.strip().splitlines()) == 1 and out == ""
     assert accepted["baseline"].read_bytes() == before
 
 
-def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_entry_is_spent(tmp_path, run_pytest, fake_clock):
+def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_entry_is_spent(tmp_path, run_pytest, recorded):
     # A pull request accepted its change with `perfguard accept` (the file in its diff); after the merge,
     # main's gate passes it, main's update starts the case's new series without force, and the next run
     # says the entry is spent.
-    (tmp_path / "conftest.py").write_text(fake_clock)
-    (tmp_path / "test_ops.py").write_text(textwrap.dedent(SUITE))
-    for _ in range(2):
-        assert run_pytest(tmp_path, *MEASURE, "--perfguard-update").ret == 0
+    copy_of(recorded, tmp_path)
     (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
     assert run_pytest(tmp_path, *MEASURE).ret == 1
     done = perfguard_command(f"perfguard accept reports/perfguard.json --case '{CHANGED}' --reason 'a fused epilogue'", tmp_path)
@@ -186,17 +200,20 @@ def test_an_acceptance_covers_its_figure_and_no_more():
     assert [v.status for v in other_card] == ["regressed", "regressed"]
 
 
-def test_every_printed_command_keeps_the_runs_own_folders(tmp_path, run_pytest, fake_clock):
+def test_every_printed_command_keeps_the_runs_own_folders(tmp_path, run_pytest, recorded):
     # Issue 29, 7: with --perfguard-baselines=nope, the advice was `pytest --perfguard --perfguard-update`,
     # which records into baselines/ and leaves nope/ as it was. Every command printed names nope/.
-    (tmp_path / "conftest.py").write_text(fake_clock)
-    (tmp_path / "test_ops.py").write_text(textwrap.dedent(SUITE))
+    shutil.copy(recorded / "conftest.py", tmp_path)
+    shutil.copy(recorded / "test_ops.py", tmp_path)
     folders = ("--perfguard-baselines=nope", "--perfguard-report=out")
     new = "\n".join(run_pytest(tmp_path, *MEASURE, *folders).outlines)
     commands = re.findall(r"`(pytest [^`]+|perfguard [^`]+)`", new)
     assert commands and all("--perfguard-baselines=nope" in c or "--baselines=nope" in c for c in commands), commands
-    for _ in range(2):
-        assert run_pytest(tmp_path, *MEASURE, *folders, "--perfguard-update").ret == 0
+    # The recorded two runs a case, and a third that the update writes into nope/.
+    shutil.copytree(recorded / "baselines", tmp_path / "nope")
+    assert run_pytest(tmp_path, *MEASURE, *folders, "--perfguard-update").ret == 0
+    (path,) = store.list_files(tmp_path / "nope")
+    assert len(store.load_file(path).cases[CHANGED].runs) == 3 and not (tmp_path / "baselines").exists()
     (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
     failed = "\n".join(run_pytest(tmp_path, *MEASURE, *folders).outlines)
     (accept,) = set(ACCEPT.findall(failed))

@@ -316,6 +316,7 @@ def result(case_id):
 
 if mode == "many-updates":  # one small update per case, as xdist workers finishing cases would
     prefix, count, go = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    print("ready", flush=True)
     while not os.path.exists(go):  # start together with the other writer, not one after the other
         time.sleep(0.001)
     for i in range(count):
@@ -336,8 +337,8 @@ def _child(*args: str, **kwargs) -> subprocess.Popen:
 
 def test_two_processes_updating_at_once_lose_no_entry(tmp_path):
     go = tmp_path / "go"
-    writers = [_child("many-updates", tmp_path, prefix, 20, go) for prefix in ("left", "right")]
-    time.sleep(0.5)  # let both interpreters start and wait at the line
+    writers = [_child("many-updates", tmp_path, prefix, 20, go, stdout=subprocess.PIPE, text=True) for prefix in ("left", "right")]
+    assert [w.stdout.readline() for w in writers] == ["ready\n"] * 2  # both interpreters started, at the line
     go.touch()
     for w in writers:
         assert w.wait(timeout=60) == 0

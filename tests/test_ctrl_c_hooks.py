@@ -16,7 +16,7 @@ from perfguard import store
 from perfguard.model import loads_record
 
 NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap(device):\n    return lambda: time.sleep(0.001)\n"
-BUDGET = "--perfguard-budget=0.05"
+BUDGET = "--perfguard-budget=0.01"
 HOOK = """
 import os
 import signal

@@ -21,7 +21,7 @@ from perfguard.model import loads_record
 # below use only what every version of perfguard has, so that they can be run against older ones.
 NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap(device):\n    return lambda: time.sleep(0.001)\n"
 
-BUDGET = "--perfguard-budget=0.05"
+BUDGET = "--perfguard-budget=0.01"
 REPORTS = ("perfguard.json", "perfguard.html", "perfguard.md")
 
 

@@ -617,7 +617,7 @@ NAP = "import time\nfrom perfguard import perf_case\n\n@perf_case\ndef nap():\n 
 
 def test_update_alone_measures_and_writes_the_baseline(tmp_path, run_pytest):
     prepare(tmp_path, {"test_nap.py": NAP})
-    result = run_pytest(tmp_path, "--perfguard-update", "--perfguard-budget=0.1")
+    result = run_pytest(tmp_path, "--perfguard-update", "--perfguard-budget=0.01")
     assert result.ret == 0
     (baseline,) = (tmp_path / "baselines").glob("cpu-*.json")
     assert '"nap"' in baseline.read_text()
@@ -638,7 +638,7 @@ def test_a_broken_report_template_costs_the_html_only(tmp_path, run_pytest):
                        "h._environment.cache_clear()\nh._static.cache_clear()\nh._script_hash.cache_clear()\n",
         "test_nap.py": NAP,
     })
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.01")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*cannot render perfguard.html (ReportError: cannot render the HTML report*perfguard.json is intact"])
     reports = tmp_path / "reports"

@@ -256,10 +256,11 @@ BASELINES = {  # the file's text from a good baseline's → what the case's one 
 
 
 @pytest.fixture(scope="module", params=list(BASELINES))
-def plain_run(request, tmp_path_factory, run_pytest):
+def plain_run(request, tmp_path_factory, run_pytest, fake_clock):
     from perfguard.measure.device import detect
 
     folder = tmp_path_factory.mktemp("plain")
+    (folder / "conftest.py").write_text(fake_clock)  # the nap's budget on the run's own clock: no real time
     (folder / "test_nap.py").write_text(textwrap.dedent(SUITE))
     device = detect("cpu")
     path = store.update(folder / "baselines", device, [measured("nap", device=device.slug)], commit=None, recorded_at=WHEN)

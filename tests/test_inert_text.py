@@ -142,7 +142,7 @@ def test_the_pytest_summary_and_its_missing_lines_are_inert(tmp_path, run_pytest
             raise ValueError({PAYLOAD!r})
     """))
     write_baseline(tmp_path, {f"test_x.py::gone{PAYLOAD}": 1.0})
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.05", "-rA")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.01", "-rA")
     text = "\n".join(result.outlines + result.errlines)
     assert "missing" in text and "gone\\x1b[2K" in text, text
     assert "fails\\x1b[2K" in text

@@ -2,12 +2,13 @@
 
 A case that changes torch's global settings, exits, hangs, returns NaN, or ends the process. One
 suite of such cases is run once for the module (`run_pytest`); the cases that end the process get a
-run each. Nothing asserts on time: the hanging case's timeout is its own, 120 × a 0.01 s
-budget, while the others keep 120 × 0.1 s.
+run each, the three side by side (each mostly waits). Nothing asserts on time: the hanging case's
+timeout is its own, 120 × a 0.005 s budget (0.6 s, waited for), while the others keep 120 × 0.05 s.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import textwrap
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ SUITE = """
             sys.exit(3)
         return run
 
-    @perf_case(budget_s=0.01)
+    @perf_case(budget_s=0.005)
     def hangs(device):
         return lambda: time.sleep(3600)
 
@@ -66,10 +67,30 @@ LEAK = ("default dtype float32 → float64", "grad mode on → off")
 
 
 @pytest.fixture(scope="module")
-def misbehaving(tmp_path_factory, run_pytest):
-    path = tmp_path_factory.mktemp("misbehaving")
-    (path / "test_misbehaving.py").write_text(textwrap.dedent(SUITE))
-    result = run_pytest(path, "-v", "--perfguard", "--perfguard-budget=0.1")
+def runs(tmp_path_factory, run_pytest) -> dict[str, tuple[pytest.RunResult, Path]]:
+    """The misbehaving suite, and each suite whose case ends the process, run side by side."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("misbehaving", "dies", "stuck")}
+    (folders["misbehaving"] / "test_misbehaving.py").write_text(textwrap.dedent(SUITE))
+    reports = folders["dies"] / "reports"
+    reports.mkdir()
+    previous = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
+                         results=(CaseResult(id="healthy", name="healthy", status="smoke"),))
+    (reports / "perfguard.json").write_text(dumps(previous))
+    (reports / "perfguard.html").write_text("<p>yesterday</p>")
+    (reports / "perfguard.md").write_text("yesterday")
+    (folders["dies"] / "test_dies.py").write_text(textwrap.dedent(OS_EXIT_SUITE))
+    (folders["stuck"] / "conftest.py").write_text("import perfguard.measure.watchdog as w\nw.GRACE_S = 0.3\n")
+    (folders["stuck"] / "test_stuck.py").write_text(textwrap.dedent(STUCK_IN_C_SUITE))
+    args = {"misbehaving": ("-v", "--perfguard", "--perfguard-budget=0.05"), "dies": ("--perfguard", "--perfguard-budget=0.1"),
+            "stuck": ("--perfguard", "--perfguard-budget=0.1")}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(folders)) as pool:
+        done = {name: pool.submit(run_pytest, folder, *args[name]) for name, folder in folders.items()}
+        return {name: (job.result(), folders[name]) for name, job in done.items()}
+
+
+@pytest.fixture(scope="module")
+def misbehaving(runs):
+    result, path = runs["misbehaving"]
     record = loads_record((path / "reports" / "perfguard.json").read_text(), "record")
     return result, {r.id: r for r in record.results}, path
 
@@ -101,7 +122,7 @@ def test_sys_exit_in_a_callable_is_that_cases_one_line_error(misbehaving):
 def test_a_hanging_call_is_stopped_at_its_timeout_and_the_next_cases_run(misbehaving):
     result, results, _ = misbehaving
     lines = failure_lines(result, "hangs")
-    assert lines[0] == ("hangs: still running after 1.2 s, stopped (--perfguard-timeout); "
+    assert lines[0] == ("hangs: still running after 0.6 s, stopped (--perfguard-timeout); "
                         "make it finish sooner or raise the timeout")
     assert any("time.sleep(3600)" in line for line in lines[1:])
     order = [line.split()[0] for line in result.outlines if line.startswith("test_misbehaving.py::")]
@@ -135,16 +156,9 @@ OS_EXIT_SUITE = """
 """
 
 
-def test_os_exit_in_a_case_leaves_a_record_that_says_unfinished_not_the_previous_one(tmp_path, run_pytest):
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    previous = RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0",
-                         results=(CaseResult(id="healthy", name="healthy", status="smoke"),))
-    (reports / "perfguard.json").write_text(dumps(previous))
-    (reports / "perfguard.html").write_text("<p>yesterday</p>")
-    (reports / "perfguard.md").write_text("yesterday")
-    (tmp_path / "test_dies.py").write_text(textwrap.dedent(OS_EXIT_SUITE))
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1")
+def test_os_exit_in_a_case_leaves_a_record_that_says_unfinished_not_the_previous_one(runs):
+    result, folder = runs["dies"]  # its reports/ held yesterday's record and reports before it ran
+    reports = folder / "reports"
     assert result.ret == 3
     record = loads_record((reports / "perfguard.json").read_text(), "record")
     assert record.status == "unfinished" and record.results == ()
@@ -158,7 +172,7 @@ STUCK_IN_C_SUITE = """
 
     from perfguard import perf_case
 
-    @perf_case(budget_s=0.01)
+    @perf_case(budget_s=0.005)
     def stuck(device):
         def run():
             # As a call stuck in C code or in the CUDA driver: the alarm never reaches Python.
@@ -168,13 +182,11 @@ STUCK_IN_C_SUITE = """
 """
 
 
-def test_a_call_python_cannot_interrupt_ends_the_process_with_its_stack_and_an_unfinished_record(tmp_path, run_pytest):
-    (tmp_path / "conftest.py").write_text("import perfguard.measure.watchdog as w\nw.GRACE_S = 0.5\n")
-    (tmp_path / "test_stuck.py").write_text(textwrap.dedent(STUCK_IN_C_SUITE))
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1")
+def test_a_call_python_cannot_interrupt_ends_the_process_with_its_stack_and_an_unfinished_record(runs):
+    result, folder = runs["stuck"]
     assert result.ret == 1
-    result.stderr.fnmatch_lines(["Timeout (0:00:01.700000)!", "*test_stuck.py*in run"])
-    assert loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record").status == "unfinished"
+    result.stderr.fnmatch_lines(["Timeout (0:00:00.900000)!", "*test_stuck.py*in run"])  # 0.6 s, then the grace
+    assert loads_record((folder / "reports" / "perfguard.json").read_text(), "record").status == "unfinished"
 
 
 # --- the parts, in this process ----------------------------------------------------------------------

@@ -232,7 +232,7 @@ def test_a_cpu_run_measures_with_one_torch_thread_unless_omp_num_threads_says(tm
     # OMP_NUM_THREADS set, torch reads it at its import: a new interpreter's, test_xdist.py.)
     write(tmp_path, "conftest.py", "import torch\ntorch.set_num_threads(2)\n")
     write(tmp_path, "test_threads.py", THREADS)
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1", env={"OMP_NUM_THREADS": None})
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.01", env={"OMP_NUM_THREADS": None})
     result.assert_outcomes(passed=1)
     assert (tmp_path / "threads.txt").read_text().split() == ["1"]
     assert read_record(tmp_path / "reports" / "perfguard.json").options["cpu_threads"] == 1
@@ -499,7 +499,7 @@ FIXTURE_KEYWORDS = """
 
 def test_the_perf_fixture_takes_device_kinds_and_memory_breakdown(tmp_path, run_pytest):
     write(tmp_path, "test_fixture.py", FIXTURE_KEYWORDS)
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.1", "-rs")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget=0.01", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED * test_on_a_gpu_only runs on cuda only, this is cpu"])
     (measured,) = read_record(tmp_path / "reports" / "perfguard.json").results
@@ -515,7 +515,7 @@ def test_a_case_id_used_twice_is_an_error_of_the_second_naming_the_first(tmp_pat
         return lambda: time.sleep(0.001)
     """)
     write(tmp_path, "test_two.py", ONE_CASE)  # and in another file
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.01")
     result.assert_outcomes(passed=1, errors=2)
     one, again = decorator_lines(tmp_path / "test_one.py")
     (two,) = decorator_lines(tmp_path / "test_two.py")
@@ -533,7 +533,7 @@ def test_a_case_id_used_twice_is_an_error_of_the_second_naming_the_first(tmp_pat
 def test_a_report_folder_that_cannot_be_written_does_not_fail_the_run(tmp_path, run_pytest):
     write(tmp_path, "test_one.py", ONE_CASE)
     (tmp_path / "blocker").write_text("a file where the report folder should go\n")
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-report=blocker/reports")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.01", "--perfguard-report=blocker/reports")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"perfguard: cannot write {tmp_path / 'blocker' / 'reports' / 'perfguard.json'} (*)*"])
@@ -571,7 +571,7 @@ DECLARATION_MISTAKES = """
 
 def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_path, run_pytest):
     write(tmp_path, "test_mistakes.py", DECLARATION_MISTAKES)  # (the same at collection with or without --perfguard)
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.01")
     result.assert_outcomes(passed=2, errors=4)  # the rest of the file ran
     assert "Interrupted" not in str(result.stdout) and "Traceback" not in str(result.stdout)
     assert [failure_text(result, f"ERROR at setup of {case}").strip() for case in ("softmax", "empty_grid", "misspelt", "sized")] == [

@@ -265,16 +265,18 @@ def test_a_profile_without_operators_or_with_a_problem_says_so_in_the_report():
 
 
 @pytest.fixture(scope="module")
-def gate(tmp_path_factory, run_pytest, write_baseline):
+def gate(tmp_path_factory, run_pytest, write_baseline, fake_clock):
     """The two napping cases against a baseline in which `slowed` regressed, on CI: profiled by default,
     and with --perfguard-profile=none. (Which choice each environment and option gives is tested on
-    the options themselves, below.)"""
+    the options themselves, below.) The naps are on the run's own clock (fake_clock.py): a sampled
+    budget takes no real time, and the profiler's operators are real."""
     root = tmp_path_factory.mktemp("gate")
     scenarios = {"ci_default": (), "none_on_ci": ("--perfguard-profile=none",)}
 
     def run(name: str) -> tuple[Path, pytest.RunResult]:
         path = root / name
         path.mkdir()
+        (path / "conftest.py").write_text(fake_clock)
         (path / "test_naps.py").write_text(textwrap.dedent(NAPS))
         write_baseline(path, NAPS_BASELINE)
         return path, run_pytest(path, "--perfguard", *BUDGET, *scenarios[name], env={"CI": "true"})

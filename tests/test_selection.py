@@ -36,7 +36,7 @@ def test_only_selected_cases_are_missing_and_the_rest_is_one_line(tmp_path, run_
     (tmp_path / "test_ops.py").write_text(textwrap.dedent(OPS))
     (tmp_path / "test_more.py").write_text(textwrap.dedent(MORE))
     write_baseline(tmp_path, BASELINE)
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", "-k", "kept or gpu_only")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.01", "-k", "kept or gpu_only")
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     assert [v.case_id for v in record.verdicts if v.status == "missing"] == ["gpu_only"]
@@ -82,7 +82,7 @@ def test_a_cases_file_runs_only_the_tests_it_lists_and_the_rest_is_left_out_on_p
     (tmp_path / "test_ops.py").write_text(textwrap.dedent(OPS))
     write_baseline(tmp_path, {f"test_ops.py::{case}": 100.0 for case in ("kept", "other")})
     (tmp_path / "cases.txt").write_text("test_ops.py::kept\n\ntest_ops.py::not_there\n")
-    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.1", "--perfguard-cases=cases.txt")
+    result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.01", "--perfguard-cases=cases.txt")
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     assert [r.id for r in record.results] == ["kept"]

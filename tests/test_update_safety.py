@@ -48,7 +48,7 @@ def test_ctrl_c_during_an_update_writes_no_baseline_and_a_record_that_says_inter
     path = store.update(baselines, detect("cpu"), [], commit="earlier", recorded_at="earlier")  # a baseline of no case
     before = path.read_bytes()
     (tmp_path / "test_suite.py").write_text(textwrap.dedent(CTRL_C_SUITE))
-    result = run_pytest(tmp_path, "--perfguard-update", "--perfguard-budget=0.1")
+    result = run_pytest(tmp_path, "--perfguard-update", "--perfguard-budget=0.01")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert path.read_bytes() == before
     problems = [line for line in result.outlines if line.startswith("perfguard: interrupted")]
@@ -72,7 +72,7 @@ def test_a_baseline_that_cannot_be_written_fails_the_run_with_one_line_and_keeps
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_nap.py").write_text(NAP)
-    result = run_pytest(suite, "--perfguard-update", "--perfguard-budget=0.1", f"--perfguard-baselines={read_only}")
+    result = run_pytest(suite, "--perfguard-update", "--perfguard-budget=0.01", f"--perfguard-baselines={read_only}")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     (problem,) = [line for line in result.outlines if line.startswith(f"perfguard: {read_only}")]
@@ -157,7 +157,7 @@ def test_a_report_linking_out_of_its_folder_is_refused_and_its_target_kept(tmp_p
     (suite / "reports").mkdir(parents=True)
     (suite / "test_nap.py").write_text(NAP)
     (suite / "reports" / "perfguard.json").symlink_to(victim)
-    result = run_pytest(suite, "--perfguard", "--perfguard-budget=0.05")
+    result = run_pytest(suite, "--perfguard", "--perfguard-budget=0.01")
     assert victim.read_text() == "keep me\n"
     record = suite / "reports" / "perfguard.json"
     refusal = f"perfguard: {record} is a symbolic link to {victim}, outside {suite / 'reports'}; perfguard writes nothing through it"
@@ -218,7 +218,7 @@ def test_ctrl_c_at_the_runs_end_is_one_line_exit_2_and_the_baseline_whole_or_unt
     before = path.read_bytes()
     (tmp_path / "test_nap.py").write_text(NAP)
     (tmp_path / "conftest.py").write_text(PRESS_AT)
-    args = ["--perfguard-update" if update else "--perfguard", "--perfguard-budget=0.05"]
+    args = ["--perfguard-update" if update else "--perfguard", "--perfguard-budget=0.01"]
     result = run_pytest(tmp_path, *args, env={"PRESS_AT": point})
     out = result.outlines + result.errlines
     assert result.ret == pytest.ExitCode.INTERRUPTED, out
@@ -245,7 +245,7 @@ def test_a_baselines_folder_that_is_a_file_is_refused_before_any_case_runs(tmp_p
     assert f"{suite / 'notes.txt'} is a file, not a folder; --perfguard-baselines" in line
     assert (suite / "notes.txt").read_text() == "not a folder"
     # A report folder that is a file fails no run (reports never do): its one line names the file.
-    result = run_pytest(suite, "--perfguard", "--perfguard-budget=0.1", "--perfguard-report=notes.txt")
+    result = run_pytest(suite, "--perfguard", "--perfguard-budget=0.01", "--perfguard-report=notes.txt")
     assert result.ret == pytest.ExitCode.OK
     assert f"perfguard: cannot write {suite / 'notes.txt' / 'perfguard.json'} ({suite / 'notes.txt'} is a file, not a folder)" \
         in result.outlines[-1] + "".join(result.outlines)

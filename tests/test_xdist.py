@@ -2,7 +2,8 @@
 
 One run with two workers, which several tests look at: a new interpreter for the controller, whose
 modules a probe lists, and for each worker (as xdist starts them), whose torch reads OMP_NUM_THREADS
-at its import, as in a user's run.
+at its import, as in a user's run. test_left_processes.py's suite runs in it too: a child a worker's
+case leaves running is named in the result that travels to the controller.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+
+from test_left_processes import SUITE as LEFT_SUITE
+from test_left_processes import check_the_line, check_the_results, kill
 
 from perfguard import store
 from perfguard.model import loads_record, to_jsonable
@@ -52,26 +56,35 @@ CONTROLLER_PROBE = textwrap.dedent(
 )
 
 
+NAPS = [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]
+LEFT = ["after_it", "leaves_a_child", "waits_for_its_child"]
+
+
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory, run_pytest):
     path = tmp_path_factory.mktemp("xdist")
     (path / "test_naps.py").write_text(SUITE)
+    (path / "test_left.py").write_text(textwrap.dedent(LEFT_SUITE))
     (path / "conftest.py").write_text(CONTROLLER_PROBE)
-    # A new interpreter: the controller's probe asks which modules it loaded, and when.
-    result = run_pytest(path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True,
-                        env={"OMP_NUM_THREADS": "2"})
-    assert result.ret == 0, "\n".join(result.outlines[-30:])
-    return path, result, loads_record((path / "reports" / "perfguard.json").read_text(), "record")
+    pids = path / "pids.txt"
+    try:
+        # A new interpreter: the controller's probe asks which modules it loaded, and when.
+        result = run_pytest(path, "-n", "2", "--perfguard", "--perfguard-budget", "0.1", "--perfguard-update", fresh=True,
+                            env={"OMP_NUM_THREADS": "2", "PIDS": str(pids)})
+        assert result.ret == 0, "\n".join(result.outlines[-30:])
+        yield path, result, loads_record((path / "reports" / "perfguard.json").read_text(), "record")
+    finally:
+        kill(pids)
 
 
 def test_two_workers_send_every_case_to_the_controller_once(two_workers):
     path, _, record = two_workers
-    assert sorted(r.id for r in record.results) == [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]
+    assert sorted(r.id for r in record.results) == sorted(NAPS + LEFT)
     assert {r.status for r in record.results} == {"ok"}
     assert len(record.devices) == 1 and record.devices[0].kind == "cpu"
     assert sorted(v.case_id for v in record.verdicts) == sorted(r.id for r in record.results)
     (baseline,) = (path / "baselines").glob("cpu-*.json")
-    assert sorted(store.load_file(baseline).cases) == [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]  # one entry per case
+    assert sorted(store.load_file(baseline).cases) == sorted(NAPS + LEFT)  # one entry per case
     # The controller loaded jinja2 (and the template) while the workers measured, not after the last
     # case; the verdicts' statistics need no scipy on the controller.
     first = (path / "controller-modules.json").read_text().splitlines()[0]
@@ -103,6 +116,13 @@ def test_each_worker_measures_with_the_threads_omp_num_threads_asks_for(two_work
     (said,) = [line for line in result.outlines if line.startswith("CPU figures (host clock) are rough")]
     assert "torch measured with 2 thread(s)" in said
     assert record.options["cpu_threads"] == 2
+
+
+def test_a_child_a_workers_case_left_running_is_one_line_and_named_in_the_result_it_sent(two_workers):
+    path, result, record = two_workers
+    [pid] = [int(p) for p in (path / "pids.txt").read_text().split()]
+    check_the_line(result, pid)
+    check_the_results({r.id: r for r in record.results}, pid)
 
 
 def test_version_strings_leave_as_plain_str():
