@@ -6,7 +6,7 @@ no regression. Its conftest is tests/fake_clock.py, so every case's time is exac
 any machine under any load: the verdicts below are decided by the code under test, never by load.
 The measured comparisons run `perfguard ab` in this process with each round's `python -m pytest`
 forked (forked_pytest.py, which puts PYTHONPATH's entries on the path as a new interpreter does);
-the run that stops at its first round is the console command, rounds and all, in processes of its own.
+the run stopped by SIGTERM is the console command, rounds and all, in processes of its own.
 """
 
 from __future__ import annotations
@@ -74,15 +74,6 @@ def repo(tmp_path_factory, fake_clock) -> Path:
     commit(repo, 0.001)
     commit(repo, 0.005)
     return repo
-
-
-def perfguard_ab(repo: Path, inner_args: tuple[str, ...], *args: str, pytest_args: tuple[str, ...] = ()
-                 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU path on any machine
-    cmd = [sys.executable, "-m", "perfguard.cli", "ab", *args,
-           "--", *inner_args, "--perfguard-budget", "0.05", *pytest_args, "tests"]
-    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
 
 def worktrees(repo: Path) -> list[str]:
@@ -206,8 +197,8 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
     assert "steady_tight: gpu_time inconclusive" in out.stdout and "--budget" in out.stdout
 
 
-def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args):
-    out = perfguard_ab(repo, inner_args, "--base", "HEAD~1", pytest_args=("--ignore=tests/test_nap.py",))
+def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args, forked):
+    out, _ = ab_forked(repo, (*inner_args, "--ignore=tests/test_nap.py"), forked)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1].startswith("perfguard: base HEAD~1 (")
     assert "pytest exited 5" in out.stderr
@@ -324,13 +315,15 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         accepted.unlink(missing_ok=True)
 
 
-def test_an_accept_that_names_no_case_or_a_case_that_did_not_regress_writes_nothing(repo, on_two_shards):
+def test_an_accept_that_names_no_case_or_a_case_that_did_not_regress_writes_nothing(repo, on_two_shards, monkeypatch, capsys):
+    # The console command's own main, in this process (the printed command, run as printed: above).
+    monkeypatch.chdir(repo)
     for args, says in ((["reports/perfguard.json"], "name the case(s) whose change is intended with --case ID"),
                        (["reports/perfguard.json", "--case", "steady"], "'steady': nothing regressed in"),
                        (["reports/perfguard.json", "--case", "nap", "--metric", "kernels"], "'nap': 'kernels' did not regress")):
-        done = subprocess.run([sys.executable, "-m", "perfguard.cli", "accept", *args], cwd=repo, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+        status = cli.main(["accept", *args])
+        err = capsys.readouterr().err
+        assert status == 2 and says in err and len(err.splitlines()) == 1, err
         assert not (repo / "baselines" / "accepted-changes.json").exists()
 
 
@@ -365,6 +358,7 @@ def test_sigterm_stops_ab_with_one_line_and_leaves_no_worktree(repo, inner_args)
     env["CUDA_VISIBLE_DEVICES"] = ""
     cmd = [sys.executable, "-m", "perfguard.cli", "ab", "--base", "HEAD~1", "--",
            *inner_args, "--perfguard-budget", "0.05", "tests"]
+    assert len(worktrees(repo)) == 1, worktrees(repo)  # else the wait below ends before ab has begun
     proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         while len(worktrees(repo)) < 2 and proc.poll() is None:
@@ -378,8 +372,9 @@ def test_sigterm_stops_ab_with_one_line_and_leaves_no_worktree(repo, inner_args)
             proc.wait()
     assert proc.returncode == 128 + signal.SIGTERM, stdout + stderr
     assert stderr.strip().splitlines()[-1] == ("perfguard ab: terminated (SIGTERM); its pytest runs were stopped and the "
-                                               "base worktree was removed")
-    assert len(worktrees(repo)) == 1 and registered and not Path(registered[0]).parent.exists()
+                                               "base worktree was removed"), stdout + stderr
+    assert len(worktrees(repo)) == 1 and registered and not Path(registered[0]).parent.exists(), (
+        worktrees(repo), registered, stdout + stderr)
 
 
 def test_ab_removes_the_worktrees_an_ab_that_died_left_and_keeps_a_running_ones(repo, monkeypatch, capsys):
