@@ -18,10 +18,12 @@ import gc
 import importlib
 import io
 import multiprocessing
+import multiprocessing.connection
 import os
 import runpy
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -91,25 +93,42 @@ def start_server() -> None:
             os.environ["PYTHONPATH"] = before
 
 
+# A run's exit status comes once, down a pipe from the fork server, and multiprocessing reads it without a
+# lock: where two threads read it at once (Process.start reads every child's that has ended, and the
+# tests start runs from a pool of two), one got the status and the other the pipe's end, which
+# multiprocessing reports as 255, and that thread's value stood (test_gate, once in five runs). So each
+# read, and each start, holds this lock; waiting is on the run's sentinel, outside it.
+_reading = threading.Lock()
+
+
 def start(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path,
           module: str = "pytest") -> multiprocessing.Process:
-    """`python -m MODULE ARGS` in `cwd`, its output going to the files `out` and `err`; join it for the status."""
+    """`python -m MODULE ARGS` in `cwd`, its output going to the files `out` and `err`; its sentinel is ready once
+    it has ended, and `status` reads its exit status."""
     process = _context.Process(target=_main, args=(str(cwd), list(args), dict(env), str(out), str(err), module), daemon=True)
-    process.start()
+    with _reading:
+        process.start()
     return process
+
+
+def status(process: multiprocessing.Process) -> int | None:
+    """The run's exit status, or None while it runs."""
+    with _reading:
+        return process.exitcode
 
 
 def run(cwd: Path, args: Sequence[str], env: Mapping[str, str], out: Path, err: Path, timeout_s: float,
         module: str = "pytest") -> tuple[int, list[str], list[str]]:
     """`start`, then wait: (exit status, stdout's lines, stderr's lines); TimeoutError past `timeout_s`."""
     process = start(cwd, args, env, out, err, module)
-    process.join(timeout_s)
-    if process.exitcode is None:
+    if not multiprocessing.connection.wait([process.sentinel], timeout_s):
         process.kill()
-        process.join()
+        multiprocessing.connection.wait([process.sentinel])
+        status(process)
         raise TimeoutError(f"python -m {module} {' '.join(args)} in {cwd} ran over {timeout_s} s; its output is in {out}")
+    code = status(process)
     lines = [Path(p).read_text(encoding="utf-8", errors="replace").splitlines() for p in (out, err)]
-    return process.exitcode, *lines
+    return code, *lines
 
 
 def stop() -> None:

@@ -108,7 +108,7 @@ def ab_forked(repo: Path, inner_args, forked, *args: str) -> tuple[subprocess.Co
         process = forked.start(cwd, cmd[3:], {k: v for k, v in env.items() if not k.startswith("PYTEST_")}, out, err)
 
         def poll():  # the round's folder is gone when ab ends: what it holds is read as the process ends
-            status = process.exitcode  # read once: a process that ended between two reads went unlisted (CI, once)
+            status = forked.status(process)  # read once: a process that ended between two reads went unlisted (CI, once)
             if status is not None and entry.wrote is None:
                 entry.wrote = sorted(f.name for f in Path(out).parent.iterdir() if f.name.startswith("perfguard"))
             return status
