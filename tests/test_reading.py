@@ -15,7 +15,9 @@ import pytest
 from perfguard.errors import BaselineError
 from perfguard.model import (SCHEMA_VERSION, BaselineFile, Calibration, RunRecord, Verdict, dumps, loads_baseline, loads_record,
                              schema)
-from perfguard.model.verdicts import CountChange, CounterEvidence, LeftOut, MemoryEvidence, NextStep, Noise, TimeEvidence
+from perfguard.model.measured import TimeSplit
+from perfguard.model.verdicts import (CountChange, CounterEvidence, LeftOut, MemoryEvidence, MovedRow, NextStep, Noise,
+                                      TimeEvidence, Where)
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "baselines" / "nvidia-h200.json"
@@ -41,12 +43,17 @@ def texts(committed: BaselineFile) -> dict[str, str]:
     part = {k: e for i, (k, e) in enumerate(sorted(committed.cases.items())) if i % 8 == 0 or k.startswith("add[")}
     baseline = dumps(dataclasses.replace(committed, cases=part))
     results = tuple(e.result for e in loads_baseline(baseline, "part.json").cases.values())
+    split = TimeSplit(named_ms={"gemm<1>": 0.5, "triton_poi_fused_add": 0.01}, other_ms=0.001)
+    results = (dataclasses.replace(results[0], counters=dataclasses.replace(results[0].counters, kernel_time=split,
+                                                                            op_time=split)), *results[1:])
+    where = Where(by="kernel", rows=(MovedRow("gemm<1>", 0.4, 0.5, 1.0, 1.0, True), MovedRow("new", None, 0.01, None, 2.0, True)),
+                  moved=0.11, noise_pct=4.0)
     verdicts = (
         Verdict(case_id=results[0].id, metric="gpu_time", status="regressed", baseline=1.0, current=1.2, change_pct=20.0,
                 threshold_pct=5.0, baseline_file="baselines/nvidia-h200.json", reason="outside",
                 next_steps=(NextStep("ab"), NextStep("threshold", 25.0)), env_mismatch=("torch 2.11 → 2.12",),
                 time=TimeEvidence(noise=Noise(runs=5, spread_pct=0.4, tolerance_pct=5.0, detectable_pct=6.1, judged_by="own",
-                                              left_out=(LeftOut(WHEN, "GPU-a", 12.5),)), remeasured_ms=(1.2, 1.21))),
+                                              left_out=(LeftOut(WHEN, "GPU-a", 12.5),)), remeasured_ms=(1.2, 1.21)), where=where),
         Verdict(case_id=results[1].id, metric="kernels", status="same", baseline=2.0, current=2.0, change_pct=0.0,
                 threshold_pct=0.0, baseline_file=None, reason="within",
                 counters=CounterEvidence(counts=(CountChange("k<1>", 1.0, "a sync"),))),
@@ -124,6 +131,8 @@ REFUSED = {
     "a run of no samples": ("B", _first(r'"n":\[', '"n":[0,'), f"{CASE}runs.timings[...].n[0]: Expected `int` >= 1"),
     "a clock past any figure": ("B", _first(r'"sm_clock_mhz":1980', '"sm_clock_mhz":1e19'), "runs.sm_clock_mhz: Expected `float` <= 1e+18"),
     "bytes past a petabyte": ("BR", _first(r'"peak_allocated_bytes":\d+', '"peak_allocated_bytes":2000000000000000'), "Expected `int` <= 1000000000000000"),
+    "a kernel's negative time": ("R", _first(r'"named_ms":\{', '"named_ms":{"zz":-1,'), "kernel_time.named_ms[...]: Expected `float` >= 0.0"),
+    "an unknown way to say where": ("R", _first(r'"by":"kernel"', '"by":"thread"'), "where.by: Invalid enum value 'thread'"),
     "a negative drift": ("BR", _first(r'"drift_pct":[\d.]+', '"drift_pct":-1'), ": Expected `float` >= 0.0"),
     "dropped samples below 0": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":-1'), ": Expected `int` >= 0"),
     "a huge integer in the params": ("BR", _first(r'"params":\{', '"params":{"big":18446744073709551616,'), "params holds 18446744073709551616, larger than any figure perfguard writes"),

@@ -224,7 +224,7 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     # The head's acceptance file: the changes its pull request says are intended, reviewed in its diff (one
     # that cannot be read accepts nothing, and says why below: the rounds measured stand).
     judgement = judge(judged.head.results, judged.verdicts, acceptances.read(baselines),
-                      fail_inconclusive=settings.fail_inconclusive)
+                      fail_inconclusive=settings.fail_inconclusive, before={r.id: r for r in judged.base.results})
     verdicts = tuple(sorted(judgement.verdicts, key=lambda v: (v.case_id, v.metric)))
     rounds = len(loop.runs["head"])
     summary = {"rounds": rounds, "cases_per_round": loop.sizes, "max_rounds": settings.max_rounds,

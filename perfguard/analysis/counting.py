@@ -66,9 +66,14 @@ def canonical(kind: str, counts: Mapping[str, float]) -> dict[str, float]:
         return dict(counts)
     merged: dict[str, float] = {}
     for name, n in counts.items():
-        key = INDUCTOR_NUMBER.sub(r"\1", name)
+        key = kernel_name(name)
         merged[key] = merged.get(key, 0.0) + n
     return merged
+
+
+def kernel_name(name: str) -> str:
+    """A kernel's name as it is compared: a generated kernel's without Inductor's number."""
+    return INDUCTOR_NUMBER.sub(r"\1", name)
 
 
 def kinds_above(allowance: Mapping[str, str], ceiling: Mapping[str, str]) -> list[str]:

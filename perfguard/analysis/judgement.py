@@ -5,7 +5,9 @@ comparison's verdicts, by one sequence:
    in `confirm`; analysis/remeasure.py says what the measurements decide);
 2. the acceptance file's entries are applied (analysis/acceptance.py); a file that cannot be read
    accepts nothing, and the judgement says why;
-3. the one pass/fail rule says what fails (analysis/decide.py), and which of it one command accepts.
+3. each time that moved gets where it moved: the kernels or operators behind it (analysis/moved.py), where
+   the caller hands in the results it was compared with;
+4. the one pass/fail rule says what fails (analysis/decide.py), and which of it one command accepts.
 
 The judgement is data; report/ words it (report/words.py the verdicts, report/steps.py the accept
 command). Pure, but for the `confirm` a caller hands in.
@@ -14,9 +16,9 @@ command). Pure, but for the `confirm` a caller hands in.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from perfguard.analysis import acceptance, decide
+from perfguard.analysis import acceptance, decide, moved
 from perfguard.analysis.remeasure import time_regressed
 from perfguard.errors import BaselineError
 from perfguard.model import AcceptedChange, Acceptances, CaseResult, Verdict
@@ -39,16 +41,20 @@ class Judgement:
 
 
 def judge(results: Iterable[CaseResult], verdicts: Iterable[Verdict], accepted: Acceptances | BaselineError, *,
-          fail_inconclusive: bool = False, updating: bool = False, confirm: Confirm | None = None) -> Judgement:
+          fail_inconclusive: bool = False, updating: bool = False, confirm: Confirm | None = None,
+          before: Mapping[str, CaseResult] | None = None) -> Judgement:
     """The judgement of a run's (or a case's) `results` on the verdicts of their comparison.
     `updating`: the run writes its figures into the baseline (--perfguard-update); its verdicts are against
-    the baseline it replaces, so nothing is re-measured and nothing fails."""
+    the baseline it replaces, so nothing is re-measured and nothing fails. `before`: the results they were
+    compared with, by case (the baseline's, the base's), for where a time moved."""
     results, verdicts = list(results), list(verdicts)
     if confirm is not None and not updating:
         results, verdicts = _confirmed(results, verdicts, confirm)
     spent: list[AcceptedChange] = []
     if not isinstance(accepted, BaselineError):
         verdicts, spent = acceptance.apply(verdicts, accepted, {r.id: r.device for r in results})
+    if before is not None:
+        verdicts = moved.attach(verdicts, before, {r.id: r for r in results})
     failing = () if updating else tuple(v for v in verdicts if decide.fails(v, fail_inconclusive=fail_inconclusive))
     accept = {v.case_id for v in failing if v.status == "regressed" and any(s.action == "accept" for s in v.next_steps)}
     return Judgement(tuple(results), tuple(verdicts), failing, tuple(sorted(accept)), tuple(spent),

@@ -12,8 +12,9 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from perfguard.analysis import metrics
+from perfguard.analysis.moved import median_split
 from perfguard.analysis.stats import summarize
-from perfguard.model import CaseResult, DeviceInfo, TimeSummary, RunRecord, Telemetry, Timing, thin_timings
+from perfguard.model import CaseResult, Counters, DeviceInfo, RunRecord, Telemetry, TimeSummary, Timing, thin_timings
 
 
 def pool_records(records: Sequence[RunRecord]) -> RunRecord:
@@ -59,6 +60,7 @@ def pool_case(results: Sequence[CaseResult], device: DeviceInfo | None) -> CaseR
     memories = [r.memory for r in measured if r.memory is not None and r.memory.peak_allocated_bytes is not None]
     return dataclasses.replace(
         pooled,
+        counters=_counters([r.counters for r in measured if r.counters is not None]) or first.counters,
         memory=max(memories, key=lambda m: m.peak_allocated_bytes or 0) if memories else first.memory,
         telemetry=_telemetry([r.telemetry for r in measured if r.telemetry is not None]),
         setup_s=_total([r.setup_s for r in measured]),
@@ -93,6 +95,17 @@ def _telemetry(parts: list[Telemetry]) -> Telemetry | None:
         throttled=any(t.throttled for t in parts),
         power_capped=any(t.power_capped for t in parts),
     )
+
+
+def _counters(parts: list[Counters]) -> Counters | None:
+    """The rounds' counters: the counts are the same in every round, where the time went is each row's
+    median over them (analysis/moved.py)."""
+    if not parts:
+        return None
+    kernel = [c.kernel_time for c in parts if c.kernel_time is not None]
+    op = [c.op_time for c in parts if c.op_time is not None]
+    return dataclasses.replace(parts[0], kernel_time=median_split(kernel) if kernel else None,
+                               op_time=median_split(op) if op else None)
 
 
 def _total(values: list[float | None]) -> float | None:

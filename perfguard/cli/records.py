@@ -224,10 +224,14 @@ def _compare(args: argparse.Namespace) -> int:
         head_file=str(args.head),
         counter_allowance=args.counter_allowance,
     )
-    judged = judge(head.results, compared, acceptances.read(args.baselines), fail_inconclusive=args.fail_inconclusive)
+    judged = judge(head.results, compared, acceptances.read(args.baselines), fail_inconclusive=args.fail_inconclusive,
+                   before={r.id: r for r in base.results})
     verdicts = decide.ordered(judged.verdicts)
     for v in verdicts:
         say(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
+        where = words.where_line(v)
+        if where:
+            say(f"{'':<9}    {where}")
     say(f"perfguard: {verdict_count(verdicts)}")
     if judged.unread:
         say(f"perfguard: not accepted: {judged.unread}")

@@ -9,7 +9,10 @@ the format Kineto writes and every viewer reads, is read back for:
   ATen operator it happened in, and what that operator was doing (a copy's direction);
 - GPU busy time per call: the union of the call's kernel, copy and memset intervals, on the GPU's
   clock: what the GPU did, however long the host took to ask for it;
-- ATen operators per call, by name (also on a CPU, where nothing else is counted).
+- ATen operators per call, by name (also on a CPU, where nothing else is counted);
+- where a call's time went: each kernel's (copy's, memset's) time on the GPU, and each ATen operator's
+  self time on the host (its span less the operators it called), per call, the median over the calls
+  (model.TimeSplit: what analysis/moved.py compares to say which kernels or operators moved).
 
 Each call runs inside a `record_function` range and is followed by a device synchronisation outside
 it, so a call's GPU work lies between its start and the next call's, and perfguard's own sync is not
@@ -21,6 +24,7 @@ problem comes back as the result's `counters_problem`.
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 import time
 from collections import Counter
@@ -30,9 +34,10 @@ from typing import Any
 
 import torch
 
+from perfguard.analysis.counting import kernel_name
 from perfguard.errors import first_line
 from perfguard.measure import kineto
-from perfguard.model import Counters
+from perfguard.model import MAX_SPLIT_ROWS, SPLIT_SHARE, Counters, TimeSplit
 
 CALLS = 5  # profiled calls: enough for a busy time's median, few enough to cost little
 WARMUP_CALLS = 1  # after the measurement's own warm-up: the profiler's first call pays for its start
@@ -112,7 +117,12 @@ def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool) -> tuple[di
 
     ops = [e for e in spans if e.get("cat") == "cpu_op" and inside_call(e)]
     aten = Counter(e["name"] for e in ops if str(e.get("name", "")).startswith("aten::"))
-    fields: dict[str, Any] = {"aten_ops": _per_call(aten, calls)}
+    op_ms: list[Counter[str]] = [Counter() for _ in range(calls)]
+    for op, self_us in _self_times(ops):
+        i = call_of(float(op["ts"]))
+        if i is not None and str(op["name"]).startswith("aten::"):
+            op_ms[i][op["name"]] += self_us / 1e3
+    fields: dict[str, Any] = {"aten_ops": _per_call(aten, calls), "op_time": split(op_ms)}
     if not cuda:
         return fields, []
     device = [e for e in spans if e.get("cat") in DEVICE_CATEGORIES and call_of(float(e["ts"])) is not None]
@@ -141,10 +151,29 @@ def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool) -> tuple[di
             if cause:
                 causes[name] = cause
     busy = [_union_ms([e for e in device if call_of(float(e["ts"])) == i]) for i in range(calls)]
+    device_ms: list[Counter[str]] = [Counter() for _ in range(calls)]
+    for e in device:
+        name = {"kernel": kernel_name(e["name"]), "gpu_memcpy": f"copy {_direction(e['name'])}"}.get(e["cat"], "memset")
+        device_ms[call_of(float(e["ts"]))][name] += float(e.get("dur", 0)) / 1e3  # type: ignore[index]
     fields.update(kernels=_per_call(kernels, calls), copies=_per_call(copies, calls),
                   copy_bytes=_per_call(copy_bytes, calls), memsets=_per_call(memsets, calls),
-                  syncs=_per_call(syncs, calls), sync_causes=causes)
+                  syncs=_per_call(syncs, calls), sync_causes=causes, kernel_time=split(device_ms))
     return fields, busy
+
+
+def split(per_call: list[Counter[str]]) -> TimeSplit:
+    """Each name's median time per call (a call without it: 0), the names that make up SPLIT_SHARE of the
+    total, at most MAX_SPLIT_ROWS, most first, the rest summed as `other_ms`. To 4 significant digits:
+    a row is judged against a noise of percents (analysis/moved.py)."""
+    names = sorted(set().union(*per_call))
+    medians = {name: statistics.median([call.get(name, 0.0) for call in per_call]) for name in names}
+    total = sum(medians.values())
+    named: dict[str, float] = {}
+    for name, ms in sorted(medians.items(), key=lambda kv: (-kv[1], kv[0])):
+        if ms <= 0 or len(named) == MAX_SPLIT_ROWS or sum(named.values()) >= SPLIT_SHARE * total:
+            break
+        named[name] = _digits(ms)
+    return TimeSplit(named_ms=named, other_ms=_digits(max(0.0, total - sum(named.values()))))
 
 
 def problem(case_id: str, exc: BaseException) -> str:
@@ -184,6 +213,32 @@ def _cause(op: dict[str, Any], runtime: list[dict[str, Any]], copies: dict[Any, 
     if op["name"] in ("aten::nonzero", "aten::unique", "aten::masked_select"):
         return "an output whose size depends on the data"
     return ""
+
+
+def _self_times(ops: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
+    """Each operator with its self time (µs): its span less the spans of the operators directly inside it,
+    on its thread."""
+    out: list[tuple[dict[str, Any], float]] = []
+    by_thread: dict[Any, list[dict[str, Any]]] = {}
+    for op in ops:
+        by_thread.setdefault(op.get("tid"), []).append(op)
+    for thread in by_thread.values():
+        thread.sort(key=lambda o: (float(o["ts"]), -float(o.get("dur", 0))))
+        open_: list[list[Any]] = []  # [op, its end, its self time so far]
+        for op in thread:
+            start, dur = float(op["ts"]), float(op.get("dur", 0))
+            while open_ and open_[-1][1] <= start:
+                done = open_.pop()
+                out.append((done[0], max(0.0, done[2])))
+            if open_:
+                open_[-1][2] -= dur  # a direct child's time is not its parent's own
+            open_.append([op, start + dur, dur])
+        out.extend((o, max(0.0, rest)) for o, _, rest in reversed(open_))
+    return out
+
+
+def _digits(ms: float) -> float:
+    return float(f"{ms:.4g}")
 
 
 def _union_ms(events: list[dict[str, Any]]) -> float:

@@ -33,7 +33,7 @@ from perfguard.measure.timers import (
     sample,
     warm_up,
 )
-from perfguard.model import CaseResult, Counters, DeviceInfo, Timing, thin_samples
+from perfguard.model import HOST_BOUND, CaseResult, Counters, DeviceInfo, Timing, thin_samples
 
 WARMUP_S = 0.025
 # The GPU time's share of the budget, from the warm-up's start (the caller's: SamplingRule.caller_share).
@@ -222,6 +222,8 @@ def _counted(case: _Case, fn: Callable[[], Any], result: CaseResult) -> CaseResu
     is a note (counters_problem), not a case error."""
     try:
         work, busy = counters.count(fn, case.cuda)
+        if result.regime not in HOST_BOUND:  # the GPU sets the pace: the host's operators say nothing of its time
+            work = dataclasses.replace(work, op_time=None)
         if busy and min(busy) > 0:
             busy_time = Timing(summarize(busy, "counted"), tuple(busy))
             result = dataclasses.replace(result, timings={**result.timings, "busy_time": busy_time})

@@ -134,6 +134,24 @@ class Profile:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class TimeSplit:
+    """Where one call's time went, from the counting pass: ms per call by name, each the median over the
+    pass's calls. The names that make up 99% of the time, at most MAX_SPLIT_ROWS, most first; the rest
+    summed in `other_ms`. A kernel (a copy, a memset) by its name as the counters compare it (Inductor's
+    number stripped): its time on the GPU; an ATen operator: its self time on the host."""
+
+    named_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    other_ms: float = 0.0
+
+    def total_ms(self) -> float:
+        return sum(self.named_ms.values()) + self.other_ms
+
+
+MAX_SPLIT_ROWS = 40
+SPLIT_SHARE = 0.99  # the share of the time the named rows make up
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Counters:
     """The work of one call, counted in one profiled pass of `calls` calls after warm-up; every
     figure is per call. Each mapping is by name: a kernel's, an ATen operator's, a sync's ("cudaStreamSynchronize
@@ -162,6 +180,11 @@ class Counters:
     eager_frames: dict[str, float] = dataclasses.field(default_factory=dict)
     compiled: bool = False  # whether the case compiled anything (its compile counters were taken)
     frames: dict[str, str] = dataclasses.field(default_factory=dict)  # a compile counter's name -> the user's file:line
+    # Where a call's time went (analysis/moved.py reads them to say what moved): the GPU's time by kernel
+    # (a copy as "copy HtoD", a memset as "memset"), and for a host-bound call (one the GPU waits on: its
+    # regime "caller", "enqueue-bound" or "host-clock") the ATen operators' self time on the host.
+    kernel_time: TimeSplit | None = None
+    op_time: TimeSplit | None = None
 
     def total(self, kind: str) -> float:
         return float(sum(getattr(self, kind).values()))

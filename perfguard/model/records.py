@@ -134,6 +134,8 @@ class Timing:
 
 # How a case's judged figure is taken (perfguard/measure/timers.py), and what it is, for the reports.
 Regime = Literal["device", "enqueue-bound", "caller", "host-clock"]
+# Where the host, not the GPU, sets the pace of a call: where its time goes is the host's (Counters.op_time).
+HOST_BOUND: tuple[Regime, ...] = ("enqueue-bound", "caller", "host-clock")
 REGIMES: dict[str, str] = {
     "device": "GPU time per call: calls queued behind a device-side wait, the host keeps ahead of the GPU",
     "enqueue-bound": "GPU time per call, each call queued whole behind a device-side wait: the host's "

@@ -21,7 +21,7 @@ import msgspec
 
 from perfguard.model import checks, names
 from perfguard.model.baseline import RunSummary
-from perfguard.model.measured import Memory, Profile
+from perfguard.model.measured import Memory, Profile, TimeSplit
 from perfguard.model.records import CaseResult, TimeSummary
 
 # The largest figure of each kind a measurement can hold: past it a number is not a measurement but an
@@ -46,6 +46,8 @@ FLOORS: dict[tuple[type, str], tuple[float, bool]] = {
     (Memory, "retained_bytes_per_call"): (0, False),
     (CaseResult, "dropped_samples"): (0, False),
     (CaseResult, "enqueue_ms"): (0, False),
+    (TimeSplit, "named_ms"): (0, False),
+    (TimeSplit, "other_ms"): (0, False),
 }
 # The user's values and perfguard's settings, not figures: kept as parsed, bounded by checks.free_form.
 FREE_FORM = ("params", "options", "fingerprint")

@@ -161,6 +161,39 @@ class MemoryEvidence:
     retained_bytes: int | None = None  # a leaking footprint: what each call keeps
 
 
+# What a verdict's change is broken down by: the GPU's time by kernel, the host's by ATen operator.
+MovedBy = Literal["kernel", "operator"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MovedRow:
+    """One kernel's (operator's) time per call, before and after (ms), and its launches per call. A side
+    without the time: None; with launches there, it ran but was too small to be named (in the split's
+    `other`); without, it did not run there (a kernel that appeared, or vanished)."""
+
+    name: str
+    before: float | None
+    after: float | None
+    launches_before: float | None = None
+    launches_after: float | None = None
+    beyond_noise: bool = False  # it moved by more than a row moves between processes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Where:
+    """Where a time verdict's change came from (analysis/moved.py): every row either side named, the one
+    that moved most first, and the whole change of the split they come from (ms per call)."""
+
+    by: MovedBy
+    rows: tuple[MovedRow, ...]
+    moved: float  # after's total less before's, `other` included
+    noise_pct: float  # a row's change within this share of its time is noise
+
+    @property
+    def culprits(self) -> tuple[MovedRow, ...]:
+        return tuple(r for r in self.rows if r.beyond_noise)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Verdict:
     """How one metric of one case compares with its baseline (or, under perfguard ab, the base's rounds):
@@ -184,6 +217,7 @@ class Verdict:
     time: TimeEvidence | None = None
     memory: MemoryEvidence | None = None
     counters: CounterEvidence | None = None
+    where: Where | None = None  # a time that moved: the kernels (operators) behind it
     status_in: str | None = None  # a missing case's status in this run ("error", "smoke"), None: it did not run
     accepted_reason: str | None = None  # an accepted change: the reason its acceptance gives
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -110,12 +111,16 @@ class Measurer:
             result = runner.smoke(instance, device, item.nodeid, timeout_s)
         failure = result.error if result.status == "error" else None
         if self.options.enabled and failure is None:
-            result, failure, regressed = self._judge(item, result, device, measure)
+            result, failure, regressed, moved = self._judge(item, result, device, measure)
             if self.options.profile == "all" or (self.options.profile == "regressed" and regressed):
                 from perfguard.measure.profile import profiled
 
                 # Its problem, if any, rides on the profile, not on the verdict.
                 result = profiled(result, instance, device, self.options.report_dir)
+            if failure and moved is not None:  # the failure ends with where the time went, and the profile's trace
+                trace = result.profile.trace if result.profile else None
+                where = words.where_line(moved, str(Path(self.options.report_dir) / trace) if trace else None)
+                failure += f"\n{result.id}: {where}" if where else ""
         # Attached once judged (and profiled), so that the result on the report is the final one.
         item.user_properties.append((RESULT_KEY, to_jsonable(result)))
         item.user_properties.append((DEVICE_KEY, to_jsonable(device)))
@@ -125,15 +130,16 @@ class Measurer:
 
     def _judge(
         self, item: pytest.Item, result: CaseResult, device: DeviceInfo, measure: Callable[[], CaseResult]
-    ) -> tuple[CaseResult, str | None, bool]:
+    ) -> tuple[CaseResult, str | None, bool, Verdict | None]:
         """Judge against the baseline (analysis/judgement.py), re-measuring (`measure`) a case that looks
-        slower before it may fail: (the result to keep, why the case fails or None, whether a metric regressed)."""
+        slower before it may fail: (the result to keep, why the case fails or None, whether a metric regressed,
+        the failing time that says where it moved)."""
         from perfguard.analysis.judgement import judge
         from perfguard.analysis.verdict import compare_case
 
         baseline = self.baselines.load(device)
         if isinstance(baseline, BaselineError):
-            return result, f"{result.id}: measured, but not compared: {baseline}", False
+            return result, f"{result.id}: measured, but not compared: {baseline}", False, None
         entry = baseline.cases.get(result.id) if baseline else None
 
         def compare(r: CaseResult) -> list[Verdict]:
@@ -143,17 +149,18 @@ class Measurer:
 
         confirm = functools.partial(self._confirm, measure, compare) if self.options.confirm else None
         judged = judge([result], compare(result), self.baselines.accepted(), fail_inconclusive=self.options.fail_inconclusive,
-                       updating=self.options.update, confirm=confirm)
+                       updating=self.options.update, confirm=confirm, before={result.id: entry.result} if entry else {})
         (result,) = judged.results
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in judged.verdicts]))
         regressed = any(v.status == "regressed" for v in judged.verdicts)
         if not judged.failing:
-            return result, None, regressed
+            return result, None, regressed, None
         lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in judged.failing]
         # An acceptance file that cannot be read accepts nothing, and a failure says why it did not.
         unread = [f"{result.id}: not accepted: {judged.unread}"] if judged.unread else []
         accept = steps.accept_line(judged.accept, self.invocation)
-        return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed
+        moved = next((v for v in judged.failing if v.where is not None), None)
+        return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed, moved
 
     def _confirm(
         self, measure: Callable[[], CaseResult], compare: Callable[[CaseResult], list[Verdict]], first: CaseResult,

@@ -141,7 +141,8 @@ def _item(e: Entry, device: Device, multi: bool) -> str:
         gbps, tflops = view.metric(r, "gbps"), view.metric(r, "tflops")
         return (f"{head}: {units.duration(view.median(r))}" + (f", {units.number(gbps)} GB/s" if gbps else "")
                 + (f", {tflops:.3g} TFLOP/s" if tflops else ""))
-    lines = [words.line(v) for v in e.verdicts if v.status == e.status] or [words.line(v) for v in e.verdicts]
+    shown = [v for v in e.verdicts if v.status == e.status] or list(e.verdicts)
+    lines = [said for v in shown for said in (words.line(v), words.where_line(v)) if said]
     first, *more = [_md(m, limit=WORDS_CHARS) for m in lines]
     top = _top_operator(e) if e.status == "regressed" else ""
     return "\n".join([f"{head}: {first}{top}", *(f"  - {line}" for line in more)])

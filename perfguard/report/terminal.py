@@ -122,6 +122,9 @@ def summary(
             listed = [v for v in listed if v.status != "regressed"]
         for v in sorted(listed, key=lambda v: (rank(v.status), v.case_id)):
             lines.append((f"{v.case_id}: {words.line(v)}", STYLE.get(v.status, {})))
+            where = words.where_line(v)
+            if where:
+                lines.append((f"  {where}", {}))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts, Invocation.of(record.options if record else None))]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:

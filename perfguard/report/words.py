@@ -14,14 +14,18 @@ from collections.abc import Callable, Sequence
 
 from perfguard import defaults, units
 from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
+from perfguard.analysis.moved import change
 from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
 from perfguard.analysis.noise import judges
-from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, TimeEvidence, Verdict
+from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, MovedRow, TimeEvidence, Verdict, Where
 from perfguard.model.names import shown
 from perfguard.report import steps
 from perfguard.report.commands import Invocation
 
 DEFAULT = Invocation()
+WHERE_WIDTH = 100  # a `where:` line fits a terminal of this many columns (the trace's path may run past it)
+
+
 def line(v: Verdict, run: Invocation = DEFAULT) -> str:
     """The verdict's whole line: "gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
     return f"{v.metric} {v.status}: {detail(v, run)}"
@@ -269,3 +273,57 @@ def _remeasured(v: Verdict) -> str:
         return (f"{said}; they agree with each other within {spread:.1f} points, so the change sits at the edge of what "
                 "this case's noise allows (more baseline runs narrow the tolerance)")
     return f"{said}; they disagree with each other by {spread:.1f} points"
+
+
+# --- where a time moved (analysis/moved.py) --------------------------------------------------------
+
+
+def where_line(v: Verdict, trace: str | None = None) -> str | None:
+    """"where: gemm_kernel<…> 1.200 ms → 1.450 ms (+21%, 96% of the change); 1 more moved":
+    the row that moved most beyond its noise, or that the change is spread; times a call; the profile's
+    trace where one was written. None where there is nothing to say (a time that did not move, no split)."""
+    w = v.where
+    if w is None:
+        return None
+    of = f"{len(w.rows)} {w.by}{'s' if len(w.rows) != 1 else ''}"
+    tail = f"; trace: {trace}" if trace else ""
+    culprits = w.culprits
+    if not culprits:
+        return f"where: spread over {of}, none beyond its noise ({w.noise_pct:g}% of each one's time){tail}"
+    more = f"; {len(culprits) - 1} more moved" if len(culprits) > 1 else ""
+    after = f" {_row_change(culprits[0], w)}{more}"
+    room = WHERE_WIDTH - len("where: ") - len(after)
+    name = short_name(culprits[0].name) if w.by == "kernel" else culprits[0].name
+    return f"where: {_fit(name, room)}{after}{tail}"
+
+
+def row_figures(row: MovedRow) -> tuple[str, str]:
+    """A row's time a call before and after, as the reports show them: "—" where it did not run, "in other"
+    where it ran but was too small to be named."""
+    def side(ms: float | None, launches: float | None) -> str:
+        return _ms(ms) if ms is not None else ("in other" if launches else "—")
+
+    return side(row.before, row.launches_before), side(row.after, row.launches_after)
+
+
+def share(row: MovedRow, w: Where) -> float | None:
+    """A row's share of the whole change, percent (None where nothing moved overall)."""
+    return 100.0 * change(row) / w.moved if w.moved else None
+
+
+def _row_change(row: MovedRow, w: Where) -> str:
+    """"1.200 ms → 1.450 ms (+21%, 96% of the change)", or "appeared, 10.00 µs (...)", "vanished, was ..."."""
+    of_change = share(row, w)
+    part = f"{of_change:.0f}% of the change" if of_change is not None and 0 < of_change <= 999 else ""
+    if row.before is None and not row.launches_before:
+        return f"appeared, {_ms(row.after)}" + (f" ({part})" if part else "")
+    if row.after is None and not row.launches_after:
+        return f"vanished, was {_ms(row.before)}" + (f" ({part})" if part else "")
+    before, after = row_figures(row)
+    relative = f"{100 * (row.after / row.before - 1):+.0f}%" if row.before and row.after else ""
+    said = ", ".join(x for x in (relative, part) if x)
+    return f"{before} → {after}" + (f" ({said})" if said else "")
+
+
+def _fit(text: str, room: int) -> str:
+    return text if len(text) <= room else text[: max(1, room - 1)] + "…"

@@ -1,0 +1,94 @@
+"""What moved behind a time verdict (issue 45): which kernels, or ATen operators, the change came from.
+
+The counting pass keeps where each call's time went (model.TimeSplit, measure/counters.py): the GPU's time
+by kernel, and for a host-bound call the host's by ATen operator, each the median over the pass's calls.
+A verdict whose time moved (regressed, improved, unstable) gets both sides' splits row by row
+(model.Where), the row that moved most first. A row moved beyond its noise where its change is more
+than NOISE_PCT of its time (a kernel's time per call jumps about 4% between processes: docs/gate.md,
+busy time's noise) and more than FLOOR_MS (the profiler's resolution); a row that ran on one side only
+(a kernel that appeared, or vanished) moved where its time is past FLOOR_MS. Where no row moved so,
+the change is spread over the rows, and the words say so rather than name a culprit.
+
+An attribution never changes a verdict: it is evidence, attached after the verdict is decided
+(analysis/judgement.py). Pure functions on the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+
+from perfguard.analysis.counting import canonical
+from perfguard.model import HOST_BOUND, CaseResult, Counters, MovedBy, MovedRow, TimeSplit, Verdict, Where
+
+NOISE_PCT = 4.0
+FLOOR_MS = 0.002  # 2 µs
+MOVED = ("regressed", "improved", "unstable")
+ATTRIBUTED = ("gpu_time", "caller_time", "busy_time")  # the times a call's split accounts for
+
+
+def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after: Mapping[str, CaseResult]) -> list[Verdict]:
+    """`verdicts`, each time that moved with where it moved (`before`, `after`: each side's result by case)."""
+    out = []
+    for v in verdicts:
+        old, new = before.get(v.case_id), after.get(v.case_id)
+        if v.status in MOVED and v.metric in ATTRIBUTED and old is not None and new is not None:
+            v = dataclasses.replace(v, where=where(v.metric, old, new))
+        out.append(v)
+    return out
+
+
+def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
+    """The rows of the split that accounts for `metric` on both sides, or None where either lacks it: the
+    host's operators where the host sets the pace (the caller's time, a host-bound call), else the GPU's
+    kernels."""
+    old, new = before.counters, after.counters
+    if old is None or new is None:
+        return None
+    host = metric == "caller_time" or after.regime in HOST_BOUND
+    by: MovedBy = "operator" if host else "kernel"
+    splits = (old.op_time, new.op_time) if host else (old.kernel_time, new.kernel_time)
+    if splits[0] is None or splits[1] is None or not (splits[0].named_ms or splits[1].named_ms):
+        return None  # nothing the split can name (a call that sleeps runs no operator)
+    return compare(by, splits[0], splits[1], _launches(by, old), _launches(by, new))
+
+
+def compare(by: MovedBy, before: TimeSplit, after: TimeSplit, launches_before: Mapping[str, float],
+            launches_after: Mapping[str, float]) -> Where:
+    """Both splits row by row, the row that moved most first."""
+    rows = []
+    for name in dict.fromkeys([*before.named_ms, *after.named_ms]):
+        old, new = before.named_ms.get(name), after.named_ms.get(name)
+        ran_before, ran_after = launches_before.get(name, 0) > 0, launches_after.get(name, 0) > 0
+        if old is not None and new is not None:
+            beyond = abs(new - old) > max(FLOOR_MS, NOISE_PCT / 100 * max(old, new))
+        elif old is None and not ran_before or new is None and not ran_after:  # appeared, or vanished
+            beyond = (new or old or 0.0) > FLOOR_MS
+        else:  # named on one side, in `other` on the other: it moved if it outgrew all of that `other`
+            known, other = (new, before.other_ms) if old is None else (old, after.other_ms)
+            beyond = (known or 0.0) > other * (1 + NOISE_PCT / 100) + FLOOR_MS
+        rows.append(MovedRow(name, old, new, launches_before.get(name), launches_after.get(name), beyond))
+    rows.sort(key=lambda r: (-abs(change(r)), r.name))
+    return Where(by=by, rows=tuple(rows), moved=after.total_ms() - before.total_ms(), noise_pct=NOISE_PCT)
+
+
+def change(row: MovedRow) -> float:
+    """A row's change per call (ms); a side in `other` counts as 0 there."""
+    return (row.after or 0.0) - (row.before or 0.0)
+
+
+def median_split(splits: Sequence[TimeSplit]) -> TimeSplit:
+    """Several runs' splits as one (perfguard ab's pooled rounds): each name's median over the runs that
+    named it, `other` the median of theirs."""
+    names = dict.fromkeys(name for s in splits for name in s.named_ms)
+    named = {name: statistics.median([s.named_ms[name] for s in splits if name in s.named_ms]) for name in names}
+    return TimeSplit(named_ms=named, other_ms=statistics.median([s.other_ms for s in splits]))
+
+
+def _launches(by: MovedBy, counters: Counters) -> dict[str, float]:
+    """Launches (calls) per call by row name: a kernel's by its compared name, a copy's by its direction."""
+    if by == "operator":
+        return dict(counters.aten_ops)
+    return {**canonical("kernels", counters.kernels), **{f"copy {d}": n for d, n in counters.copies.items()},
+            **({"memset": sum(counters.memsets.values())} if counters.memsets else {})}

@@ -1,0 +1,218 @@
+"""Where a time moved (issue 45): the counting pass's split of a call's time by kernel and by ATen
+operator (measure/counters.py), and the rows a moved verdict names (analysis/moved.py), on constructed
+traces, splits and verdicts; the CPU profiler's own trace; a gate run end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import textwrap
+from collections import Counter
+
+import pytest
+
+from perfguard.analysis import moved
+from perfguard.analysis.judgement import judge
+from perfguard.measure import counters
+from perfguard.model import loads_record
+from perfguard.model import (MAX_SPLIT_ROWS, Acceptances, CaseResult, Counters, NextStep, Noise, TimeEvidence, TimeSplit,
+                             Verdict)
+from perfguard.report import words
+
+KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, at::detail::Array<char*, 3> >(int, at::native::MulFunctor<float>, at::detail::Array<char*, 3>)"
+
+
+# --- the split --------------------------------------------------------------------------------------
+
+
+def test_a_split_names_each_rows_median_call_most_first_and_sums_the_last_percent_as_other():
+    calls = [Counter({"big": 10.0, "small": 0.05, "tiny": 0.02}), Counter({"big": 12.0, "small": 0.06, "tiny": 0.02}),
+             Counter({"big": 11.0, "small": 0.04, "once": 5.0})]
+    split = counters.split(calls)
+    # "once" ran in one call of three: its median is 0, so it is not a row of a call's time.
+    assert list(split.named_ms) == ["big"] and split.named_ms["big"] == 11.0
+    assert split.other_ms == pytest.approx(0.05 + 0.02)  # under 1% of the time: summed
+
+
+def test_a_split_names_at_most_forty_rows():
+    calls = [Counter({f"k{i:03d}": 1.0 for i in range(100)})] * 3
+    split = counters.split(calls)
+    assert len(split.named_ms) == MAX_SPLIT_ROWS and split.other_ms == pytest.approx(60.0)
+    assert split.total_ms() == pytest.approx(100.0)
+
+
+def test_an_operators_self_time_leaves_out_the_operators_inside_it():
+    def op(name, ts, dur, tid=1):
+        return {"name": name, "ts": ts, "dur": dur, "tid": tid, "ph": "X", "cat": "cpu_op"}
+
+    ops = [op("aten::linear", 0, 100), op("aten::t", 10, 20), op("aten::addmm", 40, 30), op("aten::copy_", 45, 5),
+           op("aten::add", 0, 7, tid=2)]
+    selves = {o["name"]: t for o, t in counters._self_times(ops)}
+    assert selves == {"aten::linear": 50, "aten::t": 20, "aten::addmm": 25, "aten::copy_": 5, "aten::add": 7}
+
+
+def _call(ts: float) -> dict:
+    return {"name": counters.CALL_RANGE, "cat": "user_annotation", "ph": "X", "ts": ts, "dur": 50}
+
+
+def _device(cat: str, name: str, ts: float, dur: float) -> dict:
+    return {"name": name, "cat": cat, "ph": "X", "ts": ts, "dur": dur}
+
+
+def test_a_gpu_trace_splits_each_calls_time_by_kernel_copy_and_memset_inductors_numbers_merged():
+    events = []
+    for i in range(3):
+        t = 1000.0 * i
+        events += [_call(t), _device("kernel", "triton_poi_fused_add_0", t + 60, 10), _device("kernel", "triton_poi_fused_add_1", t + 80, 10),
+                   _device("kernel", KERNEL, t + 100, 200 + 10 * i), _device("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t + 400, 4),
+                   _device("gpu_memset", "Memset (Device)", t + 420, 2)]
+    fields, busy = counters.read_trace(events, 3, cuda=True)
+    # 99% of the time is named (the memset's 2 µs of 236 is not): each row the median of its calls.
+    assert fields["kernel_time"].named_ms == {KERNEL: 0.21, "triton_poi_fused_add": 0.02, "copy HtoD": 0.004}
+    assert fields["kernel_time"].other_ms == 0.002
+    assert fields["kernels"]["triton_poi_fused_add_0"] == 1.0 and len(busy) == 3
+
+
+def test_the_cpu_profilers_trace_splits_a_call_by_its_aten_operators_self_time():
+    import torch
+
+    a, b = torch.randn(128, 128), torch.randn(128)
+    counted, _ = counters.count(lambda: torch.nn.functional.linear(a, a, b).relu(), cuda=False)
+    assert counted.kernel_time is None and counted.op_time is not None
+    assert {"aten::addmm", "aten::relu"} <= set(counted.op_time.named_ms), counted.op_time
+    assert all(ms > 0 for ms in counted.op_time.named_ms.values())
+
+
+# --- what moved -------------------------------------------------------------------------------------
+
+
+def split(**named: float) -> TimeSplit:
+    return TimeSplit(named_ms=named)
+
+
+def launches(*names: str) -> dict[str, float]:
+    return dict.fromkeys(names, 1.0)
+
+
+def test_the_kernel_that_got_slower_is_named_first_with_its_share_of_the_change():
+    rng = random.Random(7)
+    before = {f"k{i}": 0.1 + 0.01 * i for i in range(12)}
+    after = {name: ms * (1 + rng.uniform(-0.02, 0.02)) for name, ms in before.items()}  # the noise between processes
+    after["k3"] = before["k3"] * 1.5
+    w = moved.compare("kernel", split(**before), split(**after), launches(*before), launches(*after))
+    assert [r.name for r in w.culprits] == ["k3"]
+    assert w.rows[0].name == "k3" and words.share(w.rows[0], w) > 50  # the others' noise is the rest
+
+
+def test_a_change_spread_over_kernels_within_their_noise_names_no_culprit():
+    before = {f"k{i}": 0.2 for i in range(10)}
+    after = {name: ms * 1.03 for name, ms in before.items()}  # each 3%, the whole 3%: no one kernel did it
+    w = moved.compare("kernel", split(**before), split(**after), launches(*before), launches(*after))
+    assert w.culprits == () and len(w.rows) == 10
+    line = words.where_line(verdict("regressed", where=w))
+    assert line == "where: spread over 10 kernels, none beyond its noise (4% of each one's time)"
+
+
+def test_a_kernel_that_appeared_or_vanished_is_named_as_such():
+    w = moved.compare("kernel", split(a=1.0, gone=0.5), split(a=1.0, new=0.8), launches("a", "gone"), launches("a", "new"))
+    assert {r.name: (r.before, r.after) for r in w.culprits} == {"new": (None, 0.8), "gone": (0.5, None)}
+    line = words.where_line(verdict("regressed", where=w))
+    assert line == "where: new appeared, 800.0 µs (267% of the change); 1 more moved", line
+
+
+def test_a_kernel_too_small_to_be_named_on_one_side_moved_only_if_it_outgrew_all_of_that_sides_rest():
+    before = TimeSplit(named_ms={"a": 1.0}, other_ms=0.01)
+    small = moved.compare("kernel", before, split(a=1.0, b=0.011), launches("a", "b"), launches("a", "b"))
+    large = moved.compare("kernel", before, split(a=1.0, b=0.2), launches("a", "b"), launches("a", "b"))
+    assert small.culprits == () and [r.name for r in large.culprits] == ["b"]
+    assert words.row_figures(large.rows[0]) == ("in other", "200.0 µs")
+
+
+# --- the judge attaches it ----------------------------------------------------------------------------
+
+
+NOISE = Noise(runs=5, spread_pct=1.0, tolerance_pct=5.0, detectable_pct=6.6)
+
+
+def verdict(status: str, metric: str = "busy_time", **fields) -> Verdict:
+    return Verdict("mm", metric, status, 1.0, 1.5, 50.0, 1.0, None, reason="outside", time=TimeEvidence(noise=NOISE),
+                   next_steps=(NextStep("accept"),) if status == "regressed" else (), **fields)
+
+
+def result(ms: float, regime: str = "device") -> CaseResult:
+    work = Counters(calls=5, device=True, kernels={KERNEL: 1.0}, kernel_time=split(**{KERNEL: ms}))
+    return CaseResult(id="mm", name="mm", status="ok", device="cpu-x", regime=regime, counters=work)
+
+
+@pytest.mark.parametrize("status", ["regressed", "improved", "unstable", "inconclusive", "same"])
+def test_the_judge_says_where_a_time_moved_and_never_changes_a_verdict(status):
+    plain = judge([result(1.5)], [verdict(status)], Acceptances())
+    judged = judge([result(1.5)], [verdict(status)], Acceptances(), before={"mm": result(1.0)})
+    def bare(verdicts):
+        return [dataclasses.replace(v, where=None) for v in verdicts]
+
+    assert bare(judged.verdicts) == list(plain.verdicts) and bare(judged.failing) == list(plain.failing)
+    assert judged.accept == plain.accept
+    where = judged.verdicts[0].where
+    if status in ("regressed", "improved", "unstable"):
+        assert where is not None and where.by == "kernel" and [r.name for r in where.culprits] == [KERNEL]
+    else:
+        assert where is None
+
+
+def test_a_counted_metric_or_a_side_without_a_split_gets_no_where():
+    judged = judge([result(1.5)], [verdict("regressed", metric="kernels")], Acceptances(), before={"mm": result(1.0)})
+    assert judged.verdicts[0].where is None
+    bare = dataclasses.replace(result(1.0), counters=Counters(calls=5, device=True))
+    assert judge([result(1.5)], [verdict("regressed")], Acceptances(), before={"mm": bare}).verdicts[0].where is None
+
+
+def test_the_line_names_the_kernel_as_a_person_reads_it_within_a_hundred_columns_and_the_trace_after():
+    judged = judge([result(1.5)], [verdict("regressed")], Acceptances(), before={"mm": result(1.0)})
+    line = words.where_line(judged.verdicts[0])
+    assert line.startswith("where: vectorized_elementwise_kernel<MulFunctor> 1.000 ms → 1.500 ms (+50%")
+    assert len(line) <= words.WHERE_WIDTH
+    traced = words.where_line(judged.verdicts[0], "reports/traces/mm.json")
+    assert traced == f"{line}; trace: reports/traces/mm.json"
+
+
+# --- end to end -------------------------------------------------------------------------------------
+
+
+SUITE = """
+    import os
+    import time
+
+    import torch
+
+    from perfguard import perf_case
+
+    @perf_case(budget_s=0.01)
+    def scaled(device):
+        x, z = torch.randn(1000), torch.randn(2_000_000)
+        extra = os.environ.get("EXTRA_OP") == "1"
+
+        def call():
+            y = x * 2
+            if extra:  # milliseconds of real work: more than any other operator's time moves under load
+                torch.cumsum(z, 0)
+            time.sleep(0.02 if extra else 0.01)  # the run's own clock (fake_clock.py): it regresses on any machine
+            return y
+        return call
+"""
+
+
+def test_a_gate_failure_ends_with_the_operator_that_appeared(tmp_path, run_pytest, fake_clock):
+    (tmp_path / "conftest.py").write_text(fake_clock)
+    (tmp_path / "test_scaled.py").write_text(textwrap.dedent(SUITE))
+    run_pytest(tmp_path, "--perfguard", "--perfguard-update").assert_outcomes(passed=1)
+    failed = run_pytest(tmp_path, "--perfguard", "--perfguard-profile=none", env={"EXTRA_OP": "1"})
+    failed.assert_outcomes(failed=1)
+    text = "\n".join(failed.outlines)
+    failure = text.partition(" scaled _")[2].partition("\n===")[0].strip().splitlines()
+    assert failure[-1].startswith("scaled: where: aten::cumsum appeared, "), text  # the failure's last line
+    # The run's summary says it under the case's line too, and the JSON record holds it as data.
+    record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
+    (gpu_time,) = [v for v in record.verdicts if v.metric == "gpu_time"]
+    assert gpu_time.where is not None and gpu_time.where.by == "operator"
+    assert [r.name for r in gpu_time.where.culprits][:1] == ["aten::cumsum"]
