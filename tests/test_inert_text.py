@@ -18,7 +18,7 @@ import pytest
 
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
-from perfguard.model import CaseResult, DeviceInfo, RunRecord, Verdict, dumps
+from perfguard.model import CaseResult, Counters, DeviceInfo, MovedRow, RunRecord, TimeSplit, Verdict, Where, dumps
 from perfguard import inert
 from perfguard.report.markdown import render_markdown
 
@@ -28,7 +28,7 @@ PAYLOAD = ("\x1b[2K\r same \r::error::forged\n::add-mask::secret\u2003::warning:
 # looks up): left as they are. Every other string field gets the payload.
 ENUMS = {"slug", "device", "status", "regime", "trace", "metric", "kind", "timer", "cache", "mode", "stop_reason",
          "sort_by", "bound", "roofs", "method", "outputs", "peak_phase", "perfguard_version", "reason", "action",
-         "judged_by", "not_remeasured",
+         "judged_by", "not_remeasured", "by",
          "created_at", "recorded_at", "measured_at"}  # dates: model/checks.py refuses any other text (issue 30)
 WORKFLOW_COMMAND = re.compile(r"\s*::|.*##\[")
 
@@ -66,10 +66,15 @@ def measured(case_id: str, ms: float, **fields) -> CaseResult:
 
 
 def record(ms_b: float, created_at: str) -> RunRecord:
-    results = (measured("a", 1.0, restored_state=("default dtype",)), measured("b", ms_b),
+    # Where b's time went: a kernel named by the payload (a key, which poisoned() leaves as it is), so that
+    # compare's `where:` line names it.
+    kernel = hostile("gemm")
+    work = Counters(calls=5, device=True, kernels={kernel: 1.0}, kernel_time=TimeSplit(named_ms={kernel: ms_b}))
+    results = (measured("a", 1.0, restored_state=("default dtype",)), measured("b", ms_b, counters=work),
                CaseResult(id="c", name="c", status="error", device=CPU.slug, error="setup raised ValueError: no"))
     verdicts = (Verdict("a", "gpu_time", "same", 1.0, 1.0, 0.0, 1.0, "baselines/x.json", ("torch 1 → 2",), reason="within"),
-                Verdict("b", "gpu_time", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", reason="outside"),
+                Verdict("b", "gpu_time", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", reason="outside",
+                        where=Where("kernel", (MovedRow("gemm", 1.0, ms_b, 1.0, 1.0, True),), ms_b - 1.0, 4.0)),
                 Verdict("d", "gpu_time", "missing", 1.0, None, None, 1.0, "baselines/x.json", reason="did_not_run"))
     return poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
                               verdicts=verdicts, commit="0123abcd",

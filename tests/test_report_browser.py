@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from perfguard.analysis.metrics import complete
-from perfguard.model import CaseResult, Profile, RunRecord, Verdict, loads_baseline
+from perfguard.model import CaseResult, MovedRow, Profile, RunRecord, Verdict, Where, loads_baseline
 from perfguard.report.html import render_html
 
 # Debian's paths; PERFGUARD_TEST_BROWSER_DIR names another folder holding both, or an empty one to hide them
@@ -214,6 +214,34 @@ def test_a_case_named_like_html_is_shown_as_text(browser, tmp_path):
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
     assert HOSTILE in browser.find_element(By.ID, "cases").text
     assert f"html={HOSTILE}" in browser.find_element(By.CSS_SELECTOR, f"{ROWS} > tr.detail").text
+    assert_no_javascript_errors(browser)
+
+
+MOVED_JS = ("return Array.from(document.querySelectorAll('table.moved tr')).slice(1)"
+            ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
+
+
+def test_a_moved_time_shows_its_kernels_in_a_table_sorted_by_any_column_names_as_text(browser, tmp_path):
+    record = h200_record()
+    rows = (MovedRow(HOSTILE, 0.100, 0.150, 1.0, 1.0, True), MovedRow("triton_poi_fused_add", None, 0.020, None, 1.0, True),
+            MovedRow("gemm", 1.000, 1.010, 2.0, 2.0, False))  # as analysis/moved.py orders them
+    where = Where("kernel", rows, moved=0.08, noise_pct=4.0)
+    verdicts = (dataclasses.replace(record.verdicts[0], where=where), *record.verdicts[1:])
+    open_report(browser, tmp_path, [dataclasses.replace(record, verdicts=verdicts)])
+    browser.find_element(By.ID, "filter").send_keys(record.verdicts[0].case_id)
+    open_everything(browser)
+    shown = browser.execute_script(MOVED_JS)
+    assert [r[0] for r in shown] == [HOSTILE, "triton_poi_fused_add", "gemm"]
+    assert shown[1][2:] == ["—", "20.00 µs", "+20.0 µs", "25%"]
+    assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+    after = browser.find_element(By.XPATH, "//table[contains(@class,'moved')]//th[text()='after']")
+    after.click()  # most first
+    assert [r[0] for r in browser.execute_script(MOVED_JS)] == ["gemm", HOSTILE, "triton_poi_fused_add"]
+    after.click()  # least first
+    assert [r[0] for r in browser.execute_script(MOVED_JS)] == ["triton_poi_fused_add", HOSTILE, "gemm"]
+    where_line = browser.find_element(By.CSS_SELECTOR, "table.moved").find_element(By.XPATH, "preceding-sibling::p[1]").text
+    assert where_line.startswith("where: <img src=x onerror=alert(1)> 100.0 µs → 150.0 µs (+50%, 62% of the change)")
+    screenshot(browser, tmp_path, "moved.png")
     assert_no_javascript_errors(browser)
 
 

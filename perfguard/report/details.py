@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfguard import units
+from perfguard.analysis.counting import short_name
 from perfguard.analysis.memory_verdicts import leaks
-from perfguard.model import REGIMES, Profile, Verdict, names
+from perfguard.analysis.moved import change
+from perfguard.model import REGIMES, TIME_LABELS, MovedRow, Profile, Verdict, names
 from perfguard.report import view, words, work
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
@@ -141,6 +143,37 @@ def environment(entry: Entry) -> tuple[str, bool]:
     if any(v.status not in ("new", "missing") for v in entry.verdicts):
         return "same driver, CUDA, torch and triton as the baseline", False
     return "no baseline to compare with", False
+
+
+WHERE_HEAD = ("{by}", "launches a call", "before", "after", "change", "share")
+
+
+def where_tables(entry: Entry) -> list[dict[str, Any]]:
+    """For each time that moved (analysis/moved.py): its `where:` line, and every row either side named as
+    cells of [text, sort figure, full name], the row that moved most first; a row beyond its noise marked."""
+    tables = []
+    for v in entry.verdicts:
+        w = v.where
+        if w is None:
+            continue
+        rows = []
+        for r in w.rows:
+            before, after = words.row_figures(r)
+            of_change = words.share(r, w)
+            name = short_name(r.name) if w.by == "kernel" else r.name
+            rows.append([[name, name, r.name], [_launches(r), r.launches_after or r.launches_before or 0, None],
+                         [before, r.before, None], [after, r.after, None], [f"{change(r) * 1e3:+.1f} µs", change(r), None],
+                         [f"{of_change:.0f}%" if of_change is not None else NA, of_change, None], r.beyond_noise])
+        tables.append({"title": f"where the {TIME_LABELS.get(v.metric, v.metric)} moved, by {w.by} (a call)",
+                       "line": words.where_line(v), "head": [h.format(by=w.by) for h in WHERE_HEAD], "rows": rows})
+    return tables
+
+
+def _launches(r: MovedRow) -> str:
+    before, after = r.launches_before, r.launches_after
+    if before == after:
+        return units.count(after) if after is not None else "—"
+    return f"{units.count(before) if before is not None else '0'} → {units.count(after) if after is not None else '0'}"
 
 
 def profile_table(entry: Entry) -> tuple[list[str], list[list[str]]] | None:

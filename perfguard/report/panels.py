@@ -22,6 +22,7 @@ from perfguard.report.details import (
     profile_note,
     profile_table,
     sections,
+    where_tables,
 )
 from perfguard.report.view import Device, Entry
 
@@ -48,6 +49,9 @@ def panel(device: Device, entry: Entry | None, *, multi: bool, several: bool) ->
     if kernels:
         view_["kernels"] = [kernels[0], kernels[1]]
     view_["work"] = work.changes(entry)
+    moved = where_tables(entry)
+    if moved:
+        view_["moved"] = moved
     table, note = profile_table(entry), profile_note(entry)
     if table:
         view_["profile"] = [table[0], table[1]]

@@ -81,6 +81,41 @@ var perfguardPanels = (function () {
     }
   }
 
+  // Where a time moved (details.where_tables): a table a person sorts by any column, a click on its
+  // heading (again: the other way); cells sort by their figure, those without one last.
+  function moved(parent, m) {
+    el(parent, "h4", "", m.title);
+    if (m.line) el(parent, "p", "extra", m.line);
+    var t = el(parent, "table", "prof moved"), head = el(t, "tr");
+    m.head.forEach(function (h, i) {
+      var th = el(head, "th", "sortable", h);
+      th.setAttribute("aria-sort", "none");
+      th.addEventListener("click", function () { sortRows(t, i, th); });
+    });
+    m.rows.forEach(function (r) {
+      var row = el(t, "tr", r[r.length - 1] ? "beyond" : "");
+      r.slice(0, -1).forEach(function (c) {
+        var td = el(row, "td", "", c[0]);
+        td.setAttribute("data-sort", c[1] === null || c[1] === undefined ? "" : String(c[1]));
+        if (c[2]) td.title = c[2];
+      });
+    });
+  }
+
+  function sortRows(t, i, th) {
+    var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;
+    Array.prototype.forEach.call(t.rows[0].cells, function (h) { h.setAttribute("aria-sort", "none"); });
+    th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+    var rows = Array.prototype.slice.call(t.rows, 1);
+    rows.sort(function (a, b) {
+      var x = a.cells[i].getAttribute("data-sort"), y = b.cells[i].getAttribute("data-sort");
+      if (x === "" || y === "") return (x === "") - (y === "");
+      var nx = Number(x), ny = Number(y);
+      return dir * (isNaN(nx) || isNaN(ny) ? x.localeCompare(y) : nx - ny);
+    });
+    rows.forEach(function (r) { r.parentNode.appendChild(r); });
+  }
+
   function breakdown(parent, p) {
     if (!p.breakdown) { missing(parent, "memory at peak, by category:", p.breakdown_missing); return; }
     el(parent, "h4", "", "memory at peak, by category");
@@ -127,6 +162,7 @@ var perfguardPanels = (function () {
       grid(box, "prof", p.kernels[0], p.kernels[1]);
     }
     p.work.forEach(function (line) { el(box, "p", "extra", line); });
+    (p.moved || []).forEach(function (m) { moved(box, m); });
     profile(box, p);
     breakdown(box, p);
   }
