@@ -32,6 +32,7 @@ from perfguard.analysis.verdict import as_entry, compare_case
 from perfguard.measure import runner
 from perfguard.measure.device import detect
 from perfguard.measure.timers import SamplingRule
+from perfguard.report import words
 
 MIB = 2**20
 BLOCK = 256  # tokens per sequence: GPT-2 small's weights and AdamW state, a step that fits at batch 8 quickly
@@ -129,7 +130,7 @@ def main() -> None:
         if variant == "unchanged":
             print(f"{VARIANTS[variant]}: no false alarm {args.runs - n}/{args.runs}")
         else:
-            first = next((f[0].message for f in runs if f), "not caught")
+            first = next((words.line(f[0]) for f in runs if f), "not caught")
             print(f"{VARIANTS[variant]}: caught {n}/{args.runs}: {first}")
 
     (fit,) = [s for s in scalings(sweep, [device]) if s.parameter == "batch"]

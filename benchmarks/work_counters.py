@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfguard.model import COUNTER_KINDS, loads_record  # noqa: E402
+from perfguard.report import words  # noqa: E402
 from perfguard.units import plural  # noqa: E402
 
 # Which cases each injection applies to, and the counter that should catch it.
@@ -206,7 +207,7 @@ def judge(out: Path, runs: int) -> None:
             raise SystemExit(f"judge {i}: exit {rc}, no record; see {out / f'judge-{i}.log'}")
         rec = loads_record(path.read_text(), str(path))
         records.append(rec)
-        alarms += [f"judge {i}: {v.case_id}: {v.message}" for v in rec.verdicts if v.status in ("regressed", "unstable")]
+        alarms += [f"judge {i}: {v.case_id}: {words.line(v)}" for v in rec.verdicts if v.status in ("regressed", "unstable")]
         print(f"judge {i}: exit {rc}, devices {', '.join(d.uuid or d.slug for d in rec.devices)}", flush=True)
     print(f"\n{datetime.date.today()}: {runs} fresh runs against the baseline in {out / 'baselines'}")
     print(f"{'case':22} {'regime':13} {'kernels':>8} {'syncs':>6} {'copies':>7} {'allocs':>7} {'ATen ops':>9} "
@@ -250,7 +251,7 @@ def inject(out: Path, runs: int, which: list[str]) -> None:
                 if v.status == "regressed":
                     caught[v.case_id].append(v.metric)
                     if v.metric == counter or v.case_id not in message:
-                        message[v.case_id] = v.message
+                        message[v.case_id] = words.line(v)
                     busy[v.case_id] += v.metric == "busy_time"
             print(f"inject {name} {i}: exit {rc}", flush=True)
         for r in sorted({r.id for r in rec.results}):

@@ -196,6 +196,11 @@ def test_kernel_names_read_as_what_they_compute():
     assert short_name(MUL) == "vectorized_elementwise_kernel<MulFunctor>"
     assert short_name("void cutlass::Kernel2<cutlass_80_tensorop_gemm>(cutlass_80_tensorop_gemm::Params)") == \
         "Kernel2<cutlass_80_tensorop_gemm>"
+    copy = ("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"
+            "::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::"
+            "bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, "
+            "std::array<char*, 2ul>)")  # as an H100 names it (benchmarks/data/where-moved-2026-12-07.log)
+    assert short_name(copy) == "vectorized_elementwise_kernel<bfloat16_copy_kernel_cuda>"
 
 
 def test_no_profiler_pass_imports_the_compiler():

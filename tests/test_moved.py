@@ -113,11 +113,25 @@ def test_a_change_spread_over_kernels_within_their_noise_names_no_culprit():
     assert line == "where: spread over 10 kernels, none beyond its noise (4% of each one's time)"
 
 
-def test_a_kernel_that_appeared_or_vanished_is_named_as_such():
-    w = moved.compare("kernel", split(a=1.0, gone=0.5), split(a=1.0, new=0.8), launches("a", "gone"), launches("a", "new"))
-    assert {r.name: (r.before, r.after) for r in w.culprits} == {"new": (None, 0.8), "gone": (0.5, None)}
-    line = words.where_line(verdict("regressed", where=w))
-    assert line == "where: new appeared, 800.0 µs (267% of the change); 1 more moved", line
+def test_a_kernel_that_appeared_or_vanished_is_named_as_such_where_it_moved_the_time_the_way_it_moved():
+    slower = moved.compare("kernel", split(a=1.0, gone=0.5), split(a=1.0, new=0.8), launches("a", "gone"), launches("a", "new"))
+    assert [(r.name, r.before, r.after) for r in slower.rows] == [("new", None, 0.8), ("gone", 0.5, None), ("a", 1.0, 1.0)]
+    assert [r.name for r in slower.culprits] == ["new"]  # the vanished one made it faster, not slower
+    assert words.where_line(verdict("regressed", where=slower)) == "where: new appeared, 800.0 µs (267% of the change)"
+    faster = moved.compare("kernel", split(a=1.0, gone=0.5), split(a=1.0, new=0.1), launches("a", "gone"), launches("a", "new"))
+    assert [r.name for r in faster.culprits] == ["gone"]
+    assert words.where_line(verdict("improved", where=faster)) == "where: gone vanished, was 500.0 µs (125% of the change)"
+
+
+def test_rows_that_moved_against_the_change_are_not_where_it_came_from():
+    w = moved.compare("kernel", split(a=1.0, b=1.0), split(a=1.5, b=0.9), launches("a", "b"), launches("a", "b"))
+    assert [r.name for r in w.rows] == ["a", "b"] and [r.name for r in w.culprits] == ["a"]
+
+
+def test_an_operators_noise_is_the_hosts():
+    # 10% on the host is within an operator's noise (15%); on the GPU it is beyond a kernel's (4%).
+    args = (split(a=1.0, b=1.0), split(a=1.1, b=1.0), launches("a", "b"), launches("a", "b"))
+    assert moved.compare("operator", *args).culprits == () and [r.name for r in moved.compare("kernel", *args).culprits] == ["a"]
 
 
 def test_a_kernel_too_small_to_be_named_on_one_side_moved_only_if_it_outgrew_all_of_that_sides_rest():
