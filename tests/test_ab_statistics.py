@@ -193,3 +193,17 @@ def test_the_reports_name_each_cases_card_when_a_model_ran_on_several():
     assert "GPU 0 (GPU-0aaaaaaa)" in text(render_html([run])) and "GPU 3 (GPU-3aaaaaaa)" in render_markdown([run])
     one_card = dataclasses.replace(run, results=tuple(dataclasses.replace(r, device_uuid=cards[0].uuid) for r in results))
     assert "card" not in table(one_card.results, one_card.devices)[1].split()  # one card: no column
+
+
+def test_two_rounds_of_a_wide_spread_give_figures_a_record_holds_and_reads_back():
+    # Two rounds that disagree by a factor of 3: the t quantile of one degree of freedom (63.7 at 99.5%)
+    # made the smallest detectable change e^800 (inf), and ab's record could not be read back (an H100, 2026-12-07).
+    from perfguard.model import Noise, Verdict, TimeEvidence, dumps, loads_record
+
+    p = paired.judge([1.0, 3.0], [3.0, 1.0], 1.0, bound="memory")
+    assert p.status == "inconclusive" and math.isfinite(p.detectable_pct) and p.detectable_pct <= 1e18
+    noise = Noise(runs=p.rounds, spread_pct=p.spread_pct, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct)
+    v = Verdict("c", "gpu_time", "inconclusive", 1.0, 1.0, 0.0, 1.0, None, reason="blind", time=TimeEvidence(noise=noise, paired=True))
+    record = RunRecord(created_at="2026-12-07T12:00:00+00:00", perfguard_version="0.1.0", devices=(), results=(), verdicts=(v,))
+    (read,) = loads_record(dumps(record), "ab.json").verdicts  # no longer refused as past any figure
+    assert read.detectable_pct == pytest.approx(p.detectable_pct, rel=1e-3)

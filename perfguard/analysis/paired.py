@@ -131,9 +131,15 @@ def limits(s: float, n: int, threshold_pct: float) -> tuple[float, float]:
     return tolerance, tolerance + quantile(POWER, n - 1) * se
 
 
+# A change of 1000 log-% is a factor of 22,000: past any a comparison is for. Two rounds of a wide spread
+# gave a smallest detectable change of e^800 (inf), which the record was written with and could not be
+# read back with (its bound, model/schema.py: 1e18).
+MAX_LOG_PCT = 1000.0
+
+
 def _ratio(log_pct: float) -> float:
-    """A change in log-% as a ratio's: 100·ln(1.01) = 0.995 reads 1.0%."""
-    return 100.0 * math.expm1(log_pct / 100.0)
+    """A change in log-% as a ratio's: 100·ln(1.01) = 0.995 reads 1.0%; at most MAX_LOG_PCT's."""
+    return 100.0 * math.expm1(min(log_pct, MAX_LOG_PCT) / 100.0)
 
 
 def needs_round(paired: Paired, most: int) -> bool:
