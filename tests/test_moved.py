@@ -139,7 +139,7 @@ def test_a_kernel_too_small_to_be_named_on_one_side_moved_only_if_it_outgrew_all
     small = moved.compare("kernel", before, split(a=1.0, b=0.011), launches("a", "b"), launches("a", "b"))
     large = moved.compare("kernel", before, split(a=1.0, b=0.2), launches("a", "b"), launches("a", "b"))
     assert small.culprits == () and [r.name for r in large.culprits] == ["b"]
-    assert words.row_figures(large.rows[0]) == ("in other", "200.0 µs")
+    assert words.row_figures(large.rows[0], "kernel") == ("in other", "200.0 µs")
 
 
 # --- the judge attaches it ----------------------------------------------------------------------------
@@ -230,3 +230,34 @@ def test_a_gate_failure_ends_with_the_operator_that_appeared(tmp_path, run_pytes
     (gpu_time,) = [v for v in record.verdicts if v.metric == "gpu_time"]
     assert gpu_time.where is not None and gpu_time.where.by == "operator"
     assert [r.name for r in gpu_time.where.culprits][:1] == ["aten::cumsum"]
+
+
+# --- memory by category -------------------------------------------------------------------------------
+
+
+GIB = 2**30
+
+
+def with_breakdown(**bytes_: int) -> CaseResult:
+    from perfguard.model import MemoryBreakdown
+
+    breakdown = MemoryBreakdown(**{"parameters": GIB // 2, "gradients": GIB // 2, "activations": GIB, **bytes_},
+                                method="allocator history")
+    return CaseResult(id="mm", name="mm", status="ok", device="cpu-x", memory_breakdown=breakdown)
+
+
+def test_memory_that_grew_says_which_category_of_the_bytes_at_the_peak_grew():
+    before, after = with_breakdown(), with_breakdown(activations=3 * GIB // 2, temporaries=GIB // 4)
+    judged = judge([after], [verdict("regressed", metric="peak_memory")], Acceptances(), before={"mm": before})
+    w = judged.verdicts[0].where
+    assert w.by == "category" and [r.name for r in w.culprits] == ["activations", "temporaries"]
+    assert words.where_line(judged.verdicts[0]) == ("where: activations 1.0 GiB → 1.5 GiB (+50%, 67% of the change); "
+                                                    "1 more moved")
+
+
+def test_memory_within_the_allocators_rounding_names_no_category_and_no_breakdown_says_nothing():
+    w = moved.where("footprint", with_breakdown(), with_breakdown(activations=GIB + 4096))
+    assert w.culprits == ()
+    assert words.where_line(verdict("regressed", metric="footprint", where=w)) == (
+        "where: spread over 3 categories, none by more than the allocator's rounding")
+    assert moved.where("peak_memory", result(1.0), result(1.5)) is None  # neither took a breakdown

@@ -11,6 +11,12 @@ three processes against a baseline's, on a 2-vCPU Xeon, 2026-12-07; half of them
 ran on one side only (a kernel that appeared, or vanished) moved where its time is past FLOOR_MS. Where
 no row moved so, the change is spread over the rows, and the words say so rather than name a culprit.
 
+Memory that moved (`peak_memory`, `footprint`) is broken down the same way by what the bytes at a
+call's peak hold (parameters, gradients, optimizer state, activations, temporaries, inputs, unknown:
+model.MemoryBreakdown), where both sides took the breakdown (`memory_breakdown=True`). The bytes are
+deterministic: a category moved where it moved by more than CATEGORY_FLOOR_BYTES, the allocator's
+rounding.
+
 An attribution never changes a verdict: it is evidence, attached after the verdict is decided
 (analysis/judgement.py). Pure functions on the model.
 """
@@ -22,12 +28,16 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from perfguard.analysis.counting import canonical
-from perfguard.model import CaseResult, Counters, MovedBy, MovedRow, TimeSplit, Verdict, Where
+from perfguard.model import CaseResult, Counters, MemoryBreakdown, MovedBy, MovedRow, TimeSplit, Verdict, Where
+from perfguard.model.measured import BREAKDOWN_BYTES
 
-NOISE_PCT: dict[str, float] = {"kernel": 4.0, "operator": 15.0}
-FLOOR_MS: dict[str, float] = {"kernel": 0.002, "operator": 0.005}  # the profiler's resolution; the host's jitter
+NOISE_PCT: dict[str, float] = {"kernel": 4.0, "operator": 15.0, "category": 0.0}
+# The profiler's resolution; the host's jitter; the caching allocator's rounding of a block (512 B, and
+# 2 MiB segments split to the request's size): 64 KiB.
+FLOOR: dict[str, float] = {"kernel": 0.002, "operator": 0.005, "category": 65536.0}
 MOVED = ("regressed", "improved", "unstable")
-ATTRIBUTED = ("gpu_time", "caller_time", "busy_time")  # the times a call's split accounts for
+ATTRIBUTED = ("gpu_time", "caller_time", "busy_time", "peak_memory", "footprint")
+MEMORY = ("peak_memory", "footprint")
 
 
 def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after: Mapping[str, CaseResult]) -> list[Verdict]:
@@ -46,6 +56,8 @@ def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
     host's operators for a time the host took (the caller's; any time on a CPU, where the host clock takes
     them all), else the GPU's kernels: the GPU's time and its busy time are what its kernels did, however
     fast the host asked for them."""
+    if metric in MEMORY:
+        return _categories(before.memory_breakdown, after.memory_breakdown)
     old, new = before.counters, after.counters
     if old is None or new is None:
         return None
@@ -60,7 +72,7 @@ def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
 def compare(by: MovedBy, before: TimeSplit, after: TimeSplit, launches_before: Mapping[str, float],
             launches_after: Mapping[str, float]) -> Where:
     """Both splits row by row, the row that moved most first."""
-    noise, floor = NOISE_PCT[by] / 100, FLOOR_MS[by]
+    noise, floor = NOISE_PCT[by] / 100, FLOOR[by]
     total = after.total_ms() - before.total_ms()
     rows = []
     for name in dict.fromkeys([*before.named_ms, *after.named_ms]):
@@ -79,6 +91,15 @@ def compare(by: MovedBy, before: TimeSplit, after: TimeSplit, launches_before: M
         rows.append(row)
     rows.sort(key=lambda r: (-abs(change(r)), r.name))
     return Where(by=by, rows=tuple(rows), moved=total, noise_pct=NOISE_PCT[by])
+
+
+def _categories(before: MemoryBreakdown | None, after: MemoryBreakdown | None) -> Where | None:
+    """The bytes at the peak by category, both sides (None where either took no breakdown)."""
+    if before is None or after is None or before.error or after.error:
+        return None
+    named = [name for name in BREAKDOWN_BYTES if getattr(before, name) or getattr(after, name)]
+    sides = [TimeSplit(named_ms={name: float(getattr(b, name)) for name in named}) for b in (before, after)]
+    return compare("category", *sides, {}, {})  # a category is on both sides, if empty: none appears or vanishes
 
 
 def change(row: MovedRow) -> float:

@@ -161,15 +161,17 @@ class MemoryEvidence:
     retained_bytes: int | None = None  # a leaking footprint: what each call keeps
 
 
-# What a verdict's change is broken down by: the GPU's time by kernel, the host's by ATen operator.
-MovedBy = Literal["kernel", "operator"]
+# What a verdict's change is broken down by: the GPU's time by kernel, the host's by ATen operator, the
+# memory at a call's peak by what it holds (a MemoryBreakdown's categories).
+MovedBy = Literal["kernel", "operator", "category"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MovedRow:
-    """One kernel's (operator's) time per call, before and after (ms), and its launches per call. A side
-    without the time: None; with launches there, it ran but was too small to be named (in the split's
-    `other`); without, it did not run there (a kernel that appeared, or vanished)."""
+    """One kernel's (operator's) time per call, before and after (ms), and its launches per call; or one
+    category's bytes at the peak (launches None). A side without the figure: None; with launches there,
+    it ran but was too small to be named (in the split's `other`); without, it did not run there (a
+    kernel that appeared, or vanished)."""
 
     name: str
     before: float | None
@@ -181,8 +183,8 @@ class MovedRow:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Where:
-    """Where a time verdict's change came from (analysis/moved.py): every row either side named, the one
-    that moved most first, and the whole change of the split they come from (ms per call)."""
+    """Where a verdict's change came from (analysis/moved.py): every row either side named, the one that
+    moved most first, and the whole change of the split they come from (ms per call; bytes by category)."""
 
     by: MovedBy
     rows: tuple[MovedRow, ...]

@@ -158,14 +158,18 @@ def where_tables(entry: Entry) -> list[dict[str, Any]]:
             continue
         rows = []
         for r in w.rows:
-            before, after = words.row_figures(r)
+            before, after = words.row_figures(r, w.by)
             of_change = words.share(r, w)
             name = short_name(r.name) if w.by == "kernel" else r.name
             rows.append([[name, name, r.name], [_launches(r), r.launches_after or r.launches_before or 0, None],
-                         [before, r.before, None], [after, r.after, None], [f"{change(r) * 1e3:+.1f} µs", change(r), None],
+                         [before, r.before, None], [after, r.after, None], [words.row_change(r, w.by), change(r), None],
                          [f"{of_change:.0f}%" if of_change is not None else NA, of_change, None], r.beyond_noise])
-        tables.append({"title": f"where the {TIME_LABELS.get(v.metric, v.metric)} moved, by {w.by} (a call)",
-                       "line": words.where_line(v), "head": [h.format(by=w.by) for h in WHERE_HEAD], "rows": rows})
+        head = [h.format(by=w.by) for h in WHERE_HEAD]
+        if w.by == "category":
+            head, rows = [head[0], *head[2:]], [[row[0], *row[2:]] for row in rows]  # no launches: bytes at the peak
+        what = "bytes at the peak" if w.by == "category" else "a call"
+        tables.append({"title": f"where the {TIME_LABELS.get(v.metric, v.metric.replace('_', ' '))} moved, by {w.by} ({what})",
+                       "line": words.where_line(v), "head": head, "rows": rows})
     return tables
 
 

@@ -285,10 +285,13 @@ def where_line(v: Verdict, trace: str | None = None) -> str | None:
     w = v.where
     if w is None:
         return None
-    of = f"{len(w.rows)} {w.by}{'s' if len(w.rows) != 1 else ''}"
+    noun = ("category", "categories") if w.by == "category" else (w.by, f"{w.by}s")
+    of = f"{len(w.rows)} {noun[len(w.rows) != 1]}"
     tail = f"; trace: {trace}" if trace else ""
     culprits = w.culprits
     if not culprits:
+        if w.by == "category":
+            return f"where: spread over {of}, none by more than the allocator's rounding{tail}"
         return f"where: spread over {of}, none beyond its noise ({w.noise_pct:g}% of each one's time){tail}"
     more = f"; {len(culprits) - 1} more moved" if len(culprits) > 1 else ""
     after = f" {_row_change(culprits[0], w)}{more}"
@@ -297,13 +300,23 @@ def where_line(v: Verdict, trace: str | None = None) -> str | None:
     return f"where: {_fit(name, room)}{after}{tail}"
 
 
-def row_figures(row: MovedRow) -> tuple[str, str]:
-    """A row's time a call before and after, as the reports show them: "—" where it did not run, "in other"
-    where it ran but was too small to be named."""
-    def side(ms: float | None, launches: float | None) -> str:
-        return _ms(ms) if ms is not None else ("in other" if launches else "—")
+def row_figures(row: MovedRow, by: str) -> tuple[str, str]:
+    """A row's figure before and after (a time a call; a category's bytes), as the reports show them: "—"
+    where it did not run, "in other" where it ran but was too small to be named."""
+    def side(x: float | None, launches: float | None) -> str:
+        return row_figure(x, by) if x is not None else ("in other" if launches else "—")
 
     return side(row.before, row.launches_before), side(row.after, row.launches_after)
+
+
+def row_figure(x: float, by: str) -> str:
+    return units.size(x) if by == "category" else _ms(x)
+
+
+def row_change(row: MovedRow, by: str) -> str:
+    """"+25.0 µs", "+512.0 MiB": a row's change."""
+    d = change(row)
+    return ("+" if d >= 0 else "−") + units.size(abs(d)) if by == "category" else f"{d * 1e3:+.1f} µs"
 
 
 def share(row: MovedRow, w: Where) -> float | None:
@@ -316,10 +329,10 @@ def _row_change(row: MovedRow, w: Where) -> str:
     of_change = share(row, w)
     part = f"{of_change:.0f}% of the change" if of_change is not None and 0 < of_change <= 999 else ""
     if row.before is None and not row.launches_before:
-        return f"appeared, {_ms(row.after)}" + (f" ({part})" if part else "")
+        return f"appeared, {row_figure(row.after or 0.0, w.by)}" + (f" ({part})" if part else "")
     if row.after is None and not row.launches_after:
-        return f"vanished, was {_ms(row.before)}" + (f" ({part})" if part else "")
-    before, after = row_figures(row)
+        return f"vanished, was {row_figure(row.before or 0.0, w.by)}" + (f" ({part})" if part else "")
+    before, after = row_figures(row, w.by)
     relative = f"{100 * (row.after / row.before - 1):+.0f}%" if row.before and row.after else ""
     said = ", ".join(x for x in (relative, part) if x)
     return f"{before} → {after}" + (f" ({said})" if said else "")
