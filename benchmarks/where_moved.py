@@ -182,7 +182,7 @@ def aa(out: Path, runs: int) -> None:
             for metric in ("busy_time", r.judged_metric):
                 w = moved.where(metric, cases[r.id].result, r) if r.id in cases else None
                 if w is not None:
-                    named = ", ".join(f"{row.name[:60]} {words.row_figures(row)}" for row in w.culprits) or "nothing"
+                    named = ", ".join(f"{row.name[:60]} {words.row_figures(row, w.by)}" for row in w.culprits) or "nothing"
                     print(f"  {r.id} {metric}: {len(w.rows)} {w.by}s compared, beyond their noise: {named}")
 
 

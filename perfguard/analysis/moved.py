@@ -41,7 +41,8 @@ MEMORY = ("peak_memory", "footprint")
 
 
 def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after: Mapping[str, CaseResult]) -> list[Verdict]:
-    """`verdicts`, each time that moved with where it moved (`before`, `after`: each side's result by case)."""
+    """`verdicts`, each time or memory figure that moved with where it moved (`before`, `after`: each side's
+    result by case)."""
     out = []
     for v in verdicts:
         old, new = before.get(v.case_id), after.get(v.case_id)
@@ -53,7 +54,7 @@ def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after:
 
 def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
     """The rows of the split that accounts for `metric` on both sides, or None where either lacks it: the
-    host's operators for a time the host took (the caller's; any time on a CPU, where the host clock takes
+    bytes at the peak by category for memory; the host's operators for a time the host took (the caller's; any time on a CPU, where the host clock takes
     them all), else the GPU's kernels: the GPU's time and its busy time are what its kernels did, however
     fast the host asked for them."""
     if metric in MEMORY:
@@ -103,7 +104,7 @@ def _categories(before: MemoryBreakdown | None, after: MemoryBreakdown | None) -
 
 
 def change(row: MovedRow) -> float:
-    """A row's change per call (ms); a side in `other` counts as 0 there."""
+    """A row's change (ms a call; bytes); a side in `other` counts as 0 there."""
     return (row.after or 0.0) - (row.before or 0.0)
 
 
