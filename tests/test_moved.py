@@ -225,7 +225,8 @@ def test_a_gate_failure_ends_with_the_operator_that_appeared(tmp_path, run_pytes
     text = "\n".join(failed.outlines)
     failure = text.partition(" scaled _")[2].partition("\n===")[0].strip().splitlines()
     assert failure[-1].startswith("scaled: where: aten::cumsum appeared, "), text  # the failure's last line
-    # The run's summary says it under the case's line too, and the JSON record holds it as data.
+    # The Markdown summary says it under the case's line, and the JSON record holds it as data.
+    assert "where: aten::cumsum appeared, " in (tmp_path / "reports" / "perfguard.md").read_text()
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
     (gpu_time,) = [v for v in record.verdicts if v.metric == "gpu_time"]
     assert gpu_time.where is not None and gpu_time.where.by == "operator"
