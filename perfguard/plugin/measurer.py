@@ -117,7 +117,7 @@ class Measurer:
 
                 # Its problem, if any, rides on the profile, not on the verdict.
                 result = profiled(result, instance, device, self.options.report_dir)
-            if failure and moved is not None:  # the failure ends with where the time went, and the profile's trace
+            if failure and moved is not None:  # the failure ends with where it moved, and the profile's trace
                 trace = result.profile.trace if result.profile else None
                 where = words.where_line(moved, str(Path(self.options.report_dir) / trace) if trace else None)
                 failure += f"\n{result.id}: {where}" if where else ""
@@ -133,7 +133,7 @@ class Measurer:
     ) -> tuple[CaseResult, str | None, bool, Verdict | None]:
         """Judge against the baseline (analysis/judgement.py), re-measuring (`measure`) a case that looks
         slower before it may fail: (the result to keep, why the case fails or None, whether a metric regressed,
-        the failing time that says where it moved)."""
+        the failing verdict that says where it moved)."""
         from perfguard.analysis.judgement import judge
         from perfguard.analysis.verdict import compare_case
 
