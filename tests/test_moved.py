@@ -220,11 +220,14 @@ def test_a_gate_failure_ends_with_the_operator_that_appeared(tmp_path, run_pytes
     (tmp_path / "conftest.py").write_text(fake_clock)
     (tmp_path / "test_scaled.py").write_text(textwrap.dedent(SUITE))
     run_pytest(tmp_path, "--perfguard", "--perfguard-update").assert_outcomes(passed=1)
-    failed = run_pytest(tmp_path, "--perfguard", "--perfguard-profile=none", env={"EXTRA_OP": "1"})
+    failed = run_pytest(tmp_path, "--perfguard", "--perfguard-profile=regressed", env={"EXTRA_OP": "1"})
     failed.assert_outcomes(failed=1)
     text = "\n".join(failed.outlines)
     failure = text.partition(" scaled _")[2].partition("\n===")[0].strip().splitlines()
-    assert failure[-1].startswith("scaled: where: aten::cumsum appeared, "), text  # the failure's last line
+    # The failure's last line, the profile's trace named on it.
+    assert failure[-1].startswith("scaled: where: aten::cumsum appeared, "), text
+    trace = failure[-1].partition("; trace: ")[2]
+    assert trace.endswith("reports/traces/scaled.json") and (tmp_path / trace).is_file(), failure[-1]
     # The Markdown summary says it under the case's line, and the JSON record holds it as data.
     assert "where: aten::cumsum appeared, " in (tmp_path / "reports" / "perfguard.md").read_text()
     record = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record")
