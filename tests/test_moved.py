@@ -265,3 +265,13 @@ def test_memory_within_the_allocators_rounding_names_no_category_and_no_breakdow
     assert words.where_line(verdict("regressed", metric="footprint", where=w)) == (
         "where: spread over 3 categories, none by more than the allocator's rounding")
     assert moved.where("peak_memory", result(1.0), result(1.5)) is None  # neither took a breakdown
+
+
+def test_rows_that_all_moved_alike_are_a_slower_process_and_one_that_moved_past_them_is_named():
+    # An H100's host ran a whole process about 18% slower: every operator alike, none the culprit.
+    before = {f"op{i}": 0.1 * (i + 1) for i in range(10)}
+    slower = {name: ms * 1.18 for name, ms in before.items()}
+    assert moved.compare("operator", split(**before), split(**slower), launches(*before), launches(*before)).culprits == ()
+    culprit = {**slower, "op4": before["op4"] * 1.8}
+    w = moved.compare("operator", split(**before), split(**culprit), launches(*before), launches(*before))
+    assert [r.name for r in w.culprits] == ["op4"]

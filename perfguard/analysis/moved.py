@@ -4,7 +4,8 @@ The counting pass keeps where each call's time went (model.TimeSplit, measure/co
 by kernel, and for a host-bound call the host's by ATen operator, each the median over the pass's calls.
 A verdict whose time moved (regressed, improved, unstable) gets both sides' splits row by row
 (model.Where), the row that moved most first. A row moved beyond its noise where it moved the way the
-whole split moved, by more than its kind's NOISE_PCT of its time and its FLOOR_MS: a kernel's time per
+whole split moved, and away from where the rows' typical scaling would put it (every row slower alike
+is a slower process, not a culprit) by more than its kind's NOISE_PCT of its time and its FLOOR: a kernel's time per
 call jumps about 4% between processes (docs/gate.md, busy time's noise), an operator's self time on
 the host about 15% (the 90th percentile of 430 rows of nanoGPT's forward and training step, unchanged,
 three processes against a baseline's, on a 2-vCPU Xeon, 2026-12-07; half of them moved 6-7%). A row that
@@ -28,7 +29,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from perfguard.analysis.counting import canonical
-from perfguard.model import CaseResult, Counters, MemoryBreakdown, MovedBy, MovedRow, TimeSplit, Verdict, Where
+from perfguard.model import HOST_BOUND, CaseResult, Counters, MemoryBreakdown, MovedBy, MovedRow, TimeSplit, Verdict, Where
 from perfguard.model.measured import BREAKDOWN_BYTES
 
 NOISE_PCT: dict[str, float] = {"kernel": 4.0, "operator": 15.0, "category": 0.0}
@@ -38,6 +39,7 @@ FLOOR: dict[str, float] = {"kernel": 0.002, "operator": 0.005, "category": 65536
 MOVED = ("regressed", "improved", "unstable")
 ATTRIBUTED = ("gpu_time", "caller_time", "busy_time", "peak_memory", "footprint")
 MEMORY = ("peak_memory", "footprint")
+MIN_ROWS_TO_SCALE = 3
 
 
 def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after: Mapping[str, CaseResult]) -> list[Verdict]:
@@ -54,15 +56,17 @@ def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after:
 
 def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
     """The rows of the split that accounts for `metric` on both sides, or None where either lacks it: the
-    bytes at the peak by category for memory; the host's operators for a time the host took (the caller's; any time on a CPU, where the host clock takes
-    them all), else the GPU's kernels: the GPU's time and its busy time are what its kernels did, however
-    fast the host asked for them."""
+    bytes at the peak by category for memory; the host's operators for a time the host sets the pace of
+    (HOST_BOUND: the caller's time of a call that waits for the GPU itself, any time on a CPU); else the
+    GPU's kernels: the GPU's time and its busy time are what its kernels did, however fast the host asked
+    for them, and a host that waits on a full launch queue spends its operators' time waiting (on an H100,
+    nanoGPT's training step, enqueue-bound: its operators moved 20-80% between unchanged processes)."""
     if metric in MEMORY:
         return _categories(before.memory_breakdown, after.memory_breakdown)
     old, new = before.counters, after.counters
     if old is None or new is None:
         return None
-    host = metric == "caller_time" or after.regime == "host-clock"
+    host = after.regime in HOST_BOUND and metric != "busy_time"
     by: MovedBy = "operator" if host else "kernel"
     splits = (old.op_time, new.op_time) if host else (old.kernel_time, new.kernel_time)
     if splits[0] is None or splits[1] is None or not (splits[0].named_ms or splits[1].named_ms):
@@ -75,12 +79,19 @@ def compare(by: MovedBy, before: TimeSplit, after: TimeSplit, launches_before: M
     """Both splits row by row, the row that moved most first."""
     noise, floor = NOISE_PCT[by] / 100, FLOOR[by]
     total = after.total_ms() - before.total_ms()
+    # Where every row moved alike (a process whose host, or card, ran slower throughout), no one row is
+    # where the change came from: a row is judged against its time scaled as the rows typically scaled
+    # (their median ratio, which one culprit does not move; with fewer than 3 rows, none can be told apart).
+    ratios = [after.named_ms[n] / before.named_ms[n] for n in before.named_ms
+              if n in after.named_ms and before.named_ms[n] > floor and after.named_ms[n] > floor]
+    scale = statistics.median(ratios) if len(ratios) >= MIN_ROWS_TO_SCALE else 1.0
     rows = []
     for name in dict.fromkeys([*before.named_ms, *after.named_ms]):
         old, new = before.named_ms.get(name), after.named_ms.get(name)
         ran_before, ran_after = launches_before.get(name, 0) > 0, launches_after.get(name, 0) > 0
         if old is not None and new is not None:
-            beyond = abs(new - old) > max(floor, noise * max(old, new))
+            excess = new - old * scale
+            beyond = abs(excess) > max(floor, noise * max(old * scale, new)) and excess * total > 0
         elif old is None and not ran_before or new is None and not ran_after:  # appeared, or vanished
             beyond = (new or old or 0.0) > floor
         else:  # named on one side, in `other` on the other: it moved if it outgrew all of that `other`

@@ -181,8 +181,8 @@ class Counters:
     compiled: bool = False  # whether the case compiled anything (its compile counters were taken)
     frames: dict[str, str] = dataclasses.field(default_factory=dict)  # a compile counter's name -> the user's file:line
     # Where a call's time went (analysis/moved.py reads them to say what moved): the GPU's time by kernel
-    # (a copy as "copy HtoD", a memset as "memset"), and for a host-bound call (one the GPU waits on: its
-    # regime "caller", "enqueue-bound" or "host-clock") the ATen operators' self time on the host.
+    # (a copy as "copy HtoD", a memset as "memset"), and for a call the host sets the pace of (its regime
+    # "caller" or "host-clock": model.HOST_BOUND) the ATen operators' self time on the host.
     kernel_time: TimeSplit | None = None
     op_time: TimeSplit | None = None
 

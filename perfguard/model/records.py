@@ -134,8 +134,9 @@ class Timing:
 
 # How a case's judged figure is taken (perfguard/measure/timers.py), and what it is, for the reports.
 Regime = Literal["device", "enqueue-bound", "caller", "host-clock"]
-# Where the host, not the GPU, sets the pace of a call: where its time goes is the host's (Counters.op_time).
-HOST_BOUND: tuple[Regime, ...] = ("enqueue-bound", "caller", "host-clock")
+# Where the host, not the GPU, sets the pace of a call (a call that waits for the GPU itself, or a CPU's):
+# where its judged time goes is the host's operators' (Counters.op_time, analysis/moved.py).
+HOST_BOUND: tuple[Regime, ...] = ("caller", "host-clock")
 REGIMES: dict[str, str] = {
     "device": "GPU time per call: calls queued behind a device-side wait, the host keeps ahead of the GPU",
     "enqueue-bound": "GPU time per call, each call queued whole behind a device-side wait: the host's "
