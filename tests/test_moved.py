@@ -275,3 +275,16 @@ def test_rows_that_all_moved_alike_are_a_slower_process_and_one_that_moved_past_
     culprit = {**slower, "op4": before["op4"] * 1.8}
     w = moved.compare("operator", split(**before), split(**culprit), launches(*before), launches(*before))
     assert [r.name for r in w.culprits] == ["op4"]
+
+
+def test_ab_pools_its_rounds_splits_by_each_rows_median():
+    from perfguard.analysis.pooling import pool_case
+    from perfguard.analysis.stats import timing
+
+    def round_(ms: float, other: float) -> CaseResult:
+        work = Counters(calls=5, device=True, kernels={"k": 1.0}, kernel_time=TimeSplit(named_ms={"k": ms}, other_ms=other))
+        return CaseResult(id="mm", name="mm", status="ok", device="cpu-x", counters=work,
+                          timings={"gpu_time": timing([ms] * 10)})
+
+    pooled = pool_case([round_(1.0, 0.1), round_(5.0, 0.3), round_(1.2, 0.2)], None)
+    assert pooled.counters.kernel_time == TimeSplit(named_ms={"k": 1.2}, other_ms=0.2)  # one slow round does not lead it
