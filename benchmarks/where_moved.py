@@ -31,12 +31,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # perfguard from the tree; work_counters.py beside
 
 from perfguard import store  # noqa: E402
 from perfguard.analysis import moved  # noqa: E402
 from perfguard.model import loads_record  # noqa: E402
 from perfguard.report import words  # noqa: E402
+from work_counters import pytest as run_cases  # noqa: E402  (the cases of OUT/cases, PERFGUARD_INJECT set)
+
+UNPROFILED = ["--perfguard-profile=none"]  # no profile pass after a regression: a run is one measurement
 
 # Each change, and the words a where: line names the kernel (operator) it touched by.
 INJECTIONS = {
@@ -136,17 +139,6 @@ def gpt_train_step(batch, device):
 '''
 
 
-def pytest(out: Path, report: str, args: list[str], inject: str = "none") -> tuple[int, Path]:
-    env = {**os.environ, "PERFGUARD_INJECT": inject, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    folder = out / report
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "cases"), f"--rootdir={out / 'cases'}",
-               "-c", os.devnull, "--perfguard", f"--perfguard-baselines={out / 'baselines'}", f"--perfguard-report={folder}",
-               "--perfguard-profile=none", *args]
-    done = subprocess.run(command, env=env, cwd=out / "cases", capture_output=True, text=True)
-    (out / f"{report}.log").write_text(done.stdout + done.stderr)
-    return done.returncode, folder / "perfguard.json"
-
-
 def where_lines(path: Path) -> list[str]:
     """Each time verdict of a record that says where it moved: "case metric status: where: ..."."""
     rec = loads_record(path.read_text(), str(path))
@@ -162,14 +154,14 @@ def named_first(line: str, change: str) -> str:
 def record(out: Path, runs: int) -> None:
     for i in range(runs):
         started = time.perf_counter()
-        rc, path = pytest(out, f"record-{i}", ["--perfguard-update"])
+        rc, path = run_cases(out, f"record-{i}", [*UNPROFILED, "--perfguard-update"])
         print(f"record {i}: exit {rc}, {time.perf_counter() - started:.0f} s", flush=True)
 
 
 def aa(out: Path, runs: int) -> None:
     print(f"\n{datetime.date.today()}: {runs} runs of the unchanged cases against their baseline")
     for i in range(runs):
-        rc, path = pytest(out, f"aa-{i}", [])
+        rc, path = run_cases(out, f"aa-{i}", UNPROFILED)
         if not path.is_file():
             raise SystemExit(f"aa {i}: exit {rc}, no record; see {out / f'aa-{i}.log'}")
         rec = loads_record(path.read_text(), str(path))
@@ -189,7 +181,7 @@ def aa(out: Path, runs: int) -> None:
 def inject(out: Path, which: list[str]) -> None:
     print(f"\n{datetime.date.today()}: each change, one run against the unchanged baseline")
     for change in which:
-        rc, path = pytest(out, f"inject-{change}", [], inject=change)
+        rc, path = run_cases(out, f"inject-{change}", UNPROFILED, inject=change)
         if not path.is_file():
             raise SystemExit(f"inject {change}: exit {rc}, no record; see {out / f'inject-{change}.log'}")
         lines = where_lines(path)
