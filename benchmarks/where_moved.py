@@ -8,8 +8,8 @@ model.py.
 - record: N fresh `pytest --perfguard --perfguard-update` processes of the unchanged cases (OUT/baselines);
 - aa: N fresh runs of the unchanged cases against it: what each time verdict names (nothing should be
   named beyond its noise);
-- inject: each change below, one run against the unchanged baseline: each time verdict's `where:` line,
-  and whether it names the kernel the change touched first;
+- inject: each change below, one run against the unchanged baseline: each time (and memory) verdict's
+  `where:` line, and whether it names the kernel (operator) the change touched first;
 - ab: `perfguard ab` of each change in --ab (a git repository whose head commit makes it), --ab-rounds a side:
   the `where:` lines of its moved times.
 
@@ -43,7 +43,7 @@ UNPROFILED = ["--perfguard-profile=none"]  # no profile pass after a regression:
 
 # Each change, and the words a where: line names the kernel (operator) it touched by.
 INJECTIONS = {
-    "wider_mlp": ("gemm", "addmm", "mm"),
+    "wider_mlp": ("gemm", "addmm", "mm", "linear"),
     "fp32_linear": ("gemm", "addmm", "mm", "linear"),
     "noncontig_ln": ("layer_norm", "copy", "elementwise"),
     "extra_kernel": ("MulFunctor", "mul", "elementwise"),
@@ -140,7 +140,7 @@ def gpt_train_step(batch, device):
 
 
 def where_lines(path: Path) -> list[str]:
-    """Each time verdict of a record that says where it moved: "case metric status: where: ..."."""
+    """Each verdict of a record that says where it moved (a time, or memory): "case metric status: where: ..."."""
     rec = loads_record(path.read_text(), str(path))
     return [f"{v.case_id} {v.metric} {v.status} ({v.change_pct:+.1f}%): {words.where_line(v)}"
             for v in rec.verdicts if v.where is not None]
@@ -171,7 +171,7 @@ def aa(out: Path, runs: int) -> None:
         (baseline,) = store.list_files(out / "baselines")
         cases = store.load_file(baseline).cases
         for r in rec.results:
-            for metric in ("busy_time", r.judged_metric):
+            for metric in ("busy_time", r.judged_metric, "peak_memory"):
                 w = moved.where(metric, cases[r.id].result, r) if r.id in cases else None
                 if w is not None:
                     named = ", ".join(f"{row.name[:60]} {words.row_figures(row, w.by)}" for row in w.culprits) or "nothing"
@@ -185,7 +185,7 @@ def inject(out: Path, which: list[str]) -> None:
         if not path.is_file():
             raise SystemExit(f"inject {change}: exit {rc}, no record; see {out / f'inject-{change}.log'}")
         lines = where_lines(path)
-        print(f"{change}: exit {rc}, {len(lines)} time verdict(s) that moved")
+        print(f"{change}: exit {rc}, {len(lines)} verdict(s) that moved")
         for line in lines:
             print(f"  {line}  [{named_first(line, change)}]")
 
@@ -213,7 +213,7 @@ def ab(out: Path, which: list[str], rounds: int) -> None:
         (out / f"ab-{change}.log").write_text(done.stdout + done.stderr)
         path = out / f"ab-{change}-report" / "perfguard.json"
         lines = where_lines(path) if path.is_file() else []
-        print(f"{change}: exit {done.returncode}, {len(lines)} time verdict(s) that moved")
+        print(f"{change}: exit {done.returncode}, {len(lines)} verdict(s) that moved")
         for line in lines:
             print(f"  {line}  [{named_first(line, change)}]")
 

@@ -15,8 +15,8 @@ from perfguard.analysis import moved
 from perfguard.analysis.judgement import judge
 from perfguard.measure import counters
 from perfguard.model import loads_record
-from perfguard.model import (MAX_SPLIT_ROWS, Acceptances, CaseResult, Counters, NextStep, Noise, TimeEvidence, TimeSplit,
-                             Verdict)
+from perfguard.model import (MAX_SPLIT_ROWS, Acceptances, ByteSplit, CaseResult, Counters, NextStep, Noise, TimeEvidence,
+                             TimeSplit, Verdict)
 from perfguard.report import words
 
 KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, at::detail::Array<char*, 3> >(int, at::native::MulFunctor<float>, at::detail::Array<char*, 3>)"
@@ -28,17 +28,16 @@ KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunct
 def test_a_split_names_each_rows_median_call_most_first_and_sums_the_last_percent_as_other():
     calls = [Counter({"big": 10.0, "small": 0.05, "tiny": 0.02}), Counter({"big": 12.0, "small": 0.06, "tiny": 0.02}),
              Counter({"big": 11.0, "small": 0.04, "once": 5.0})]
-    split = counters.split(calls)
+    named, other = counters.split(calls, counters._digits)
     # "once" ran in one call of three: its median is 0, so it is not a row of a call's time.
-    assert list(split.named_ms) == ["big"] and split.named_ms["big"] == 11.0
-    assert split.other_ms == pytest.approx(0.05 + 0.02)  # under 1% of the time: summed
+    assert list(named) == ["big"] and named["big"] == 11.0
+    assert other == pytest.approx(0.05 + 0.02)  # under 1% of the time: summed
 
 
 def test_a_split_names_at_most_forty_rows():
     calls = [Counter({f"k{i:03d}": 1.0 for i in range(100)})] * 3
-    split = counters.split(calls)
-    assert len(split.named_ms) == MAX_SPLIT_ROWS and split.other_ms == pytest.approx(60.0)
-    assert split.total_ms() == pytest.approx(100.0)
+    named, other = counters.split(calls, round)
+    assert len(named) == MAX_SPLIT_ROWS and other == 60 and sum(named.values()) + other == 100
 
 
 def test_an_operators_self_time_leaves_out_the_operators_inside_it():
@@ -81,6 +80,41 @@ def test_the_cpu_profilers_trace_splits_a_call_by_its_aten_operators_self_time()
     assert counted.kernel_time is None and counted.op_time is not None
     assert {"aten::addmm", "aten::relu"} <= set(counted.op_time.named_ms), counted.op_time
     assert all(ms > 0 for ms in counted.op_time.named_ms.values())
+
+
+def _op(name: str, ts: float, dur: float, tid: int = 1) -> dict:
+    return {"name": name, "ts": ts, "dur": dur, "tid": tid, "ph": "X", "cat": "cpu_op"}
+
+
+def _memory(ts: float, nbytes: int, tid: int = 1, device_type: int = 1) -> dict:
+    return {"name": "[memory]", "ph": "i", "cat": "cpu_instant_event", "ts": ts, "tid": tid,
+            "args": {"Bytes": nbytes, "Device Type": device_type, "Total Allocated": 0}}
+
+
+def test_a_calls_allocations_go_to_the_outermost_operator_on_their_thread_frees_and_other_devices_left_out():
+    events = []
+    for i in range(3):
+        t = 1000.0 * i
+        events += [_call(t), _op("aten::linear", t + 1, 20), _op("aten::addmm", t + 2, 10), _op("aten::empty", t + 3, 1),
+                   _memory(t + 3.5, 4096 * (i + 1)),  # linear's output, made by aten::empty inside aten::addmm
+                   _memory(t + 4, 512, device_type=0),  # the host's
+                   _memory(t + 15, -4096),  # a free
+                   _op("aten::mm", t + 5, 20, tid=2), _memory(t + 6, 2048, tid=2),  # backward's thread
+                   _memory(t + 30, 1024)]  # between operators
+    fields, _ = counters.read_trace(events, 3, cuda=True, allocations=True)
+    assert fields["alloc_bytes"] == ByteSplit(named_bytes={"aten::linear": 8192, "aten::mm": 2048,
+                                                           counters.OUTSIDE_OPERATORS: 1024}, other_bytes=0)
+    assert "alloc_bytes" not in counters.read_trace(events, 3, cuda=True)[0]  # not asked: not kept
+
+
+def test_the_cpu_profilers_memory_events_name_the_operator_the_user_called():
+    import torch
+
+    a, b = torch.randn(256, 256), torch.randn(256)
+    counted, _ = counters.count(lambda: torch.nn.functional.linear(a, a, b).relu(), cuda=False, allocations=True)
+    # 256 x 256 float32 each: the linear's output (made by the aten::empty in its aten::addmm) and relu's
+    assert counted.alloc_bytes is not None
+    assert counted.alloc_bytes.named_bytes == {"aten::linear": 262144, "aten::relu": 262144}, counted.alloc_bytes
 
 
 # --- what moved -------------------------------------------------------------------------------------
@@ -264,7 +298,24 @@ def test_memory_within_the_allocators_rounding_names_no_category_and_no_breakdow
     assert w.culprits == ()
     assert words.where_line(verdict("regressed", metric="footprint", where=w)) == (
         "where: spread over 3 categories, none by more than the allocator's rounding")
-    assert moved.where("peak_memory", result(1.0), result(1.5)) is None  # neither took a breakdown
+    assert moved.where("peak_memory", result(1.0), result(1.5)) is None  # neither took a breakdown, nor kept allocations
+
+
+def allocating(**bytes_: float) -> CaseResult:
+    work = Counters(calls=5, device=True, aten_ops=dict.fromkeys(bytes_, 1.0), alloc_bytes=ByteSplit(named_bytes=bytes_))
+    return CaseResult(id="mm", name="mm", status="ok", device="cpu-x", counters=work)
+
+
+def test_memory_without_a_breakdown_says_which_operator_allocated_more():
+    before = allocating(**{"aten::linear": 4 * GIB, "aten::layer_norm": GIB, "aten::gelu": GIB})
+    after = allocating(**{"aten::linear": 8 * GIB, "aten::layer_norm": GIB, "aten::gelu": GIB, "aten::_to_copy": 512.0})
+    judged = judge([after], [verdict("regressed", metric="peak_memory")], Acceptances(), before={"mm": before})
+    w = judged.verdicts[0].where
+    assert w.by == "allocation" and [r.name for r in w.culprits] == ["aten::linear"]  # 512 B: the allocator's rounding
+    assert words.where_line(judged.verdicts[0]) == "where: aten::linear 4.0 GiB → 8.0 GiB (+100%, 100% of the change)"
+    # A breakdown, where both sides took one, says more: what the bytes at the peak hold.
+    both = dataclasses.replace(with_breakdown(), counters=before.counters)
+    assert moved.where("peak_memory", both, dataclasses.replace(with_breakdown(activations=2 * GIB), counters=after.counters)).by == "category"
 
 
 def test_rows_that_all_moved_alike_are_a_slower_process_and_one_that_moved_past_them_is_named():
@@ -288,3 +339,5 @@ def test_ab_pools_its_rounds_splits_by_each_rows_median():
 
     pooled = pool_case([round_(1.0, 0.1), round_(5.0, 0.3), round_(1.2, 0.2)], None)
     assert pooled.counters.kernel_time == TimeSplit(named_ms={"k": 1.2}, other_ms=0.2)  # one slow round does not lead it
+    assert moved.median_split([ByteSplit({"a": 1.0}, 0.0), ByteSplit({"a": 3.0, "b": 2.0}, 4.0), ByteSplit({"a": 2.0}, 1.0)]) == \
+        ByteSplit({"a": 2.0, "b": 2.0}, 1.0)

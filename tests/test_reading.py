@@ -15,7 +15,7 @@ import pytest
 from perfguard.errors import BaselineError
 from perfguard.model import (SCHEMA_VERSION, BaselineFile, Calibration, RunRecord, Verdict, dumps, loads_baseline, loads_record,
                              schema)
-from perfguard.model.measured import TimeSplit
+from perfguard.model.measured import ByteSplit, TimeSplit
 from perfguard.model.verdicts import (CountChange, CounterEvidence, LeftOut, MemoryEvidence, MovedRow, NextStep, Noise,
                                       TimeEvidence, Where)
 
@@ -45,7 +45,7 @@ def texts(committed: BaselineFile) -> dict[str, str]:
     results = tuple(e.result for e in loads_baseline(baseline, "part.json").cases.values())
     split = TimeSplit(named_ms={"gemm<1>": 0.5, "triton_poi_fused_add": 0.01}, other_ms=0.001)
     results = (dataclasses.replace(results[0], counters=dataclasses.replace(results[0].counters, kernel_time=split,
-                                                                            op_time=split)), *results[1:])
+                                                                            op_time=split, alloc_bytes=ByteSplit({"aten::mm": 4096.0}))), *results[1:])
     where = Where(by="kernel", rows=(MovedRow("gemm<1>", 0.4, 0.5, 1.0, 1.0, True), MovedRow("new", None, 0.01, None, 2.0, True)),
                   moved=0.11, noise_pct=4.0)
     verdicts = (
@@ -132,6 +132,7 @@ REFUSED = {
     "a clock past any figure": ("B", _first(r'"sm_clock_mhz":1980', '"sm_clock_mhz":1e19'), "runs.sm_clock_mhz: Expected `float` <= 1e+18"),
     "bytes past a petabyte": ("BR", _first(r'"peak_allocated_bytes":\d+', '"peak_allocated_bytes":2000000000000000'), "Expected `int` <= 1000000000000000"),
     "a kernel's negative time": ("R", _first(r'"named_ms":\{', '"named_ms":{"zz":-1,'), "kernel_time.named_ms[...]: Expected `float` >= 0.0"),
+    "an operator's negative bytes": ("R", _first(r'"named_bytes":\{', '"named_bytes":{"zz":-1,'), "alloc_bytes.named_bytes[...]: Expected `float` >= 0.0"),
     "an unknown way to say where": ("R", _first(r'"by":"kernel"', '"by":"thread"'), "where.by: Invalid enum value 'thread'"),
     "a negative drift": ("BR", _first(r'"drift_pct":[\d.]+', '"drift_pct":-1'), ": Expected `float` >= 0.0"),
     "dropped samples below 0": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":-1'), ": Expected `int` >= 0"),

@@ -14,9 +14,10 @@ no row moved so, the change is spread over the rows, and the words say so rather
 
 Memory that moved (`peak_memory`, `footprint`) is broken down the same way by what the bytes at a
 call's peak hold (parameters, gradients, optimizer state, activations, temporaries, inputs, unknown:
-model.MemoryBreakdown), where both sides took the breakdown (`memory_breakdown=True`). The bytes are
-deterministic: a category moved where it moved by more than CATEGORY_FLOOR_BYTES, the allocator's
-rounding.
+model.MemoryBreakdown), where both sides took the breakdown (`memory_breakdown=True`); else by the
+operator that allocated them (model.ByteSplit: the bytes a call allocates, by the outermost ATen
+operator that asked for them). The bytes are deterministic: a row moved where it moved by more than its
+FLOOR, the allocator's rounding.
 
 An attribution never changes a verdict: it is evidence, attached after the verdict is decided
 (analysis/judgement.py). Pure functions on the model.
@@ -27,19 +28,23 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from perfguard.analysis.counting import canonical
-from perfguard.model import HOST_BOUND, CaseResult, Counters, MemoryBreakdown, MovedBy, MovedRow, TimeSplit, Verdict, Where
+from perfguard.model import (HOST_BOUND, ByteSplit, CaseResult, Counters, MemoryBreakdown, MovedBy, MovedRow, TimeSplit,
+                             Verdict, Where)
 from perfguard.model.measured import BREAKDOWN_BYTES
 
-NOISE_PCT: dict[str, float] = {"kernel": 4.0, "operator": 15.0, "category": 0.0}
-# The profiler's resolution; the host's jitter; the caching allocator's rounding of a block (512 B, and
-# 2 MiB segments split to the request's size): 64 KiB.
-FLOOR: dict[str, float] = {"kernel": 0.002, "operator": 0.005, "category": 65536.0}
+NOISE_PCT: dict[str, float] = {"kernel": 4.0, "operator": 15.0, "category": 0.0, "allocation": 0.0}
+# The profiler's resolution; the host's jitter; the bytes at a peak: the caching allocator's rounding of
+# a block (512 B, and 2 MiB segments split to the request's size), 64 KiB; the bytes a call asks for:
+# its requests, each rounded to 512 B.
+FLOOR: dict[str, float] = {"kernel": 0.002, "operator": 0.005, "category": 65536.0, "allocation": 512.0}
 MOVED = ("regressed", "improved", "unstable")
 ATTRIBUTED = ("gpu_time", "caller_time", "busy_time", "peak_memory", "footprint")
 MEMORY = ("peak_memory", "footprint")
 MIN_ROWS_TO_SCALE = 3
+Split = TypeVar("Split", TimeSplit, ByteSplit)
 
 
 def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after: Mapping[str, CaseResult]) -> list[Verdict]:
@@ -55,15 +60,19 @@ def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after:
 
 
 def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
-    """The rows of the split that accounts for `metric` on both sides, or None where either lacks it: the
-    bytes at the peak by category for memory; the host's operators for a time the host sets the pace of
-    (HOST_BOUND: the caller's time of a call that waits for the GPU itself, any time on a CPU); else the
-    GPU's kernels: the GPU's time and its busy time are what its kernels did, however fast the host asked
-    for them, and a host that waits on a full launch queue spends its operators' time waiting (on an H100,
-    nanoGPT's training step, enqueue-bound: its operators moved 20-80% between unchanged processes)."""
-    if metric in MEMORY:
-        return _categories(before.memory_breakdown, after.memory_breakdown)
+    """The rows of the split that accounts for `metric` on both sides, or None where either lacks it: for
+    memory, the bytes at the peak by category, else the bytes a call allocates by operator; for a time
+    the host sets the pace of (HOST_BOUND: the caller's time of a call that waits for the GPU itself, any
+    time on a CPU), the host's operators; else the GPU's kernels: the GPU's time and its busy time are
+    what its kernels did, however fast the host asked for them, and a host that waits on a full launch
+    queue spends its operators' time waiting (on an H100, nanoGPT's training step, enqueue-bound: its
+    operators moved 20-80% between unchanged processes)."""
     old, new = before.counters, after.counters
+    if metric in MEMORY:
+        categories = _categories(before.memory_breakdown, after.memory_breakdown)
+        if categories is not None or old is None or new is None or old.alloc_bytes is None or new.alloc_bytes is None:
+            return categories
+        return compare("allocation", old.alloc_bytes, new.alloc_bytes, _launches("operator", old), _launches("operator", new))
     if old is None or new is None:
         return None
     host = after.regime in HOST_BOUND and metric != "busy_time"
@@ -74,20 +83,20 @@ def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
     return compare(by, splits[0], splits[1], _launches(by, old), _launches(by, new))
 
 
-def compare(by: MovedBy, before: TimeSplit, after: TimeSplit, launches_before: Mapping[str, float],
-            launches_after: Mapping[str, float]) -> Where:
+def compare(by: MovedBy, before: TimeSplit | ByteSplit, after: TimeSplit | ByteSplit,
+            launches_before: Mapping[str, float], launches_after: Mapping[str, float]) -> Where:
     """Both splits row by row, the row that moved most first."""
     noise, floor = NOISE_PCT[by] / 100, FLOOR[by]
-    total = after.total_ms() - before.total_ms()
+    (old_named, old_other), (new_named, new_other) = sides(before), sides(after)
+    total = sum(new_named.values()) + new_other - sum(old_named.values()) - old_other
     # Where every row moved alike (a process whose host, or card, ran slower throughout), no one row is
     # where the change came from: a row is judged against its time scaled as the rows typically scaled
     # (their median ratio, which one culprit does not move; with fewer than 3 rows, none can be told apart).
-    ratios = [after.named_ms[n] / before.named_ms[n] for n in before.named_ms
-              if n in after.named_ms and before.named_ms[n] > floor and after.named_ms[n] > floor]
+    ratios = [new_named[n] / old_named[n] for n in old_named if n in new_named and old_named[n] > floor and new_named[n] > floor]
     scale = statistics.median(ratios) if len(ratios) >= MIN_ROWS_TO_SCALE else 1.0
     rows = []
-    for name in dict.fromkeys([*before.named_ms, *after.named_ms]):
-        old, new = before.named_ms.get(name), after.named_ms.get(name)
+    for name in dict.fromkeys([*old_named, *new_named]):
+        old, new = old_named.get(name), new_named.get(name)
         ran_before, ran_after = launches_before.get(name, 0) > 0, launches_after.get(name, 0) > 0
         if old is not None and new is not None:
             excess = new - old * scale
@@ -95,7 +104,7 @@ def compare(by: MovedBy, before: TimeSplit, after: TimeSplit, launches_before: M
         elif old is None and not ran_before or new is None and not ran_after:  # appeared, or vanished
             beyond = (new or old or 0.0) > floor
         else:  # named on one side, in `other` on the other: it moved if it outgrew all of that `other`
-            known, other = (new, before.other_ms) if old is None else (old, after.other_ms)
+            known, other = (new, old_other) if old is None else (old, new_other)
             beyond = (known or 0.0) > other * (1 + noise) + floor
         row = MovedRow(name, old, new, launches_before.get(name), launches_after.get(name), beyond)
         if change(row) * total < 0:  # it moved against the change: not where the change came from
@@ -110,8 +119,8 @@ def _categories(before: MemoryBreakdown | None, after: MemoryBreakdown | None) -
     if before is None or after is None or before.error or after.error:
         return None
     named = [name for name in BREAKDOWN_BYTES if getattr(before, name) or getattr(after, name)]
-    sides = [TimeSplit(named_ms={name: float(getattr(b, name)) for name in named}) for b in (before, after)]
-    return compare("category", *sides, {}, {})  # a category is on both sides, if empty: none appears or vanishes
+    old, new = (ByteSplit(named_bytes={name: float(getattr(b, name)) for name in named}) for b in (before, after))
+    return compare("category", old, new, {}, {})  # a category is on both sides, if empty: none appears or vanishes
 
 
 def change(row: MovedRow) -> float:
@@ -119,12 +128,18 @@ def change(row: MovedRow) -> float:
     return (row.after or 0.0) - (row.before or 0.0)
 
 
-def median_split(splits: Sequence[TimeSplit]) -> TimeSplit:
-    """Several runs' splits as one (perfguard ab's pooled rounds): each name's median over the runs that
-    named it, `other` the median of theirs."""
-    names = dict.fromkeys(name for s in splits for name in s.named_ms)
-    named = {name: statistics.median([s.named_ms[name] for s in splits if name in s.named_ms]) for name in names}
-    return TimeSplit(named_ms=named, other_ms=statistics.median([s.other_ms for s in splits]))
+def sides(split: TimeSplit | ByteSplit) -> tuple[Mapping[str, float], float]:
+    """A split's named rows and its `other` (ms a call; bytes)."""
+    return (split.named_ms, split.other_ms) if isinstance(split, TimeSplit) else (split.named_bytes, split.other_bytes)
+
+
+def median_split(splits: Sequence[Split]) -> Split:
+    """Several runs' splits (of one kind) as one (perfguard ab's pooled rounds): each name's median over
+    the runs that named it, `other` the median of theirs."""
+    both = [sides(s) for s in splits]
+    names = dict.fromkeys(name for named, _ in both for name in named)
+    named = {name: statistics.median([n[name] for n, _ in both if name in n]) for name in names}
+    return type(splits[0])(named, statistics.median([other for _, other in both]))
 
 
 def _launches(by: MovedBy, counters: Counters) -> dict[str, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from perfguard.analysis import metrics
 from perfguard.analysis.moved import median_split
@@ -97,15 +98,20 @@ def _telemetry(parts: list[Telemetry]) -> Telemetry | None:
     )
 
 
+SPLITS = ("kernel_time", "op_time", "alloc_bytes")  # Counters' splits (model.TimeSplit, model.ByteSplit)
+
+
 def _counters(parts: list[Counters]) -> Counters | None:
-    """The rounds' counters: the counts are the same in every round, where the time went is each row's
-    median over them (analysis/moved.py)."""
+    """The rounds' counters: the counts are the same in every round, where the time (the memory) went is
+    each row's median over them (analysis/moved.py)."""
     if not parts:
         return None
-    kernel = [c.kernel_time for c in parts if c.kernel_time is not None]
-    op = [c.op_time for c in parts if c.op_time is not None]
-    return dataclasses.replace(parts[0], kernel_time=median_split(kernel) if kernel else None,
-                               op_time=median_split(op) if op else None)
+
+    def pooled(field: str) -> Any:
+        splits = [getattr(c, field) for c in parts if getattr(c, field) is not None]
+        return median_split(splits) if splits else None
+
+    return dataclasses.replace(parts[0], **{field: pooled(field) for field in SPLITS})
 
 
 def _total(values: list[float | None]) -> float | None:

@@ -12,7 +12,11 @@ the format Kineto writes and every viewer reads, is read back for:
 - ATen operators per call, by name (also on a CPU, where nothing else is counted);
 - where a call's time went: each kernel's (copy's, memset's) time on the GPU, and each ATen operator's
   self time on the host (its span less the operators it called), per call, the median over the calls
-  (model.TimeSplit: what analysis/moved.py compares to say which kernels or operators moved).
+  (model.TimeSplit: what analysis/moved.py compares to say which kernels or operators moved);
+- where a call's memory came from, where asked (`allocations`: the profiler records its memory events):
+  the bytes the allocator handed out on the case's device, by the outermost ATen operator that asked
+  (model.ByteSplit). Gross allocations, not the profiler table's net "self memory": a tensor is freed
+  wherever its last reference drops, so a net figure charges the free to whatever operator runs then.
 
 Each call runs inside a `record_function` range and is followed by a device synchronisation outside
 it, so a call's GPU work lies between its start and the next call's, and perfguard's own sync is not
@@ -23,6 +27,7 @@ problem comes back as the result's `counters_problem`.
 
 from __future__ import annotations
 
+import bisect
 import json
 import statistics
 import tempfile
@@ -37,7 +42,7 @@ import torch
 from perfguard.analysis.counting import kernel_name
 from perfguard.errors import first_line
 from perfguard.measure import kineto
-from perfguard.model import MAX_SPLIT_ROWS, SPLIT_SHARE, Counters, TimeSplit
+from perfguard.model import MAX_SPLIT_ROWS, SPLIT_SHARE, ByteSplit, Counters, TimeSplit
 
 CALLS = 5  # profiled calls: enough for a busy time's median, few enough to cost little
 WARMUP_CALLS = 1  # after the measurement's own warm-up: the profiler's first call pays for its start
@@ -47,6 +52,9 @@ SYNC_APIS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchro
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 # The allocator's cumulative statistics behind two counters (its retries are Memory.alloc_retries).
 ALLOCATOR_STATS = {"allocations": "allocation.all.allocated", "segments": "segment.all.allocated"}
+MEMORY_EVENT = "[memory]"
+DEVICE_TYPES = {False: 0, True: 1}  # a memory event's "Device Type" (c10::DeviceType): CPU, CUDA
+OUTSIDE_OPERATORS = "outside any ATen operator"
 DIRECTIONS = {"HtoD": "host-to-device", "DtoH": "device-to-host", "DtoD": "device-to-device", "HtoH": "host-to-host",
               "PtoP": "peer-to-peer"}
 
@@ -64,10 +72,12 @@ def prepare() -> None:
         _prepared = True
 
 
-def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS, operators: bool = True) -> tuple[Counters, list[float]]:
+def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS, operators: bool = True,
+          allocations: bool = False) -> tuple[Counters, list[float]]:
     """The counters of `calls` calls of `fn` (per call), and the GPU busy time of each call in ms
     (empty on a CPU); `operators`: the operators' self times too (Counters.op_time), for a call the host
-    sets the pace of. Raises whatever the profiler or the call raises; the runner turns it into a note."""
+    sets the pace of; `allocations`: the bytes allocated by operator (Counters.alloc_bytes). Raises
+    whatever the profiler or the call raises; the runner turns it into a note."""
     started = time.perf_counter()
     for _ in range(WARMUP_CALLS):
         fn()
@@ -76,7 +86,7 @@ def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS, operators: bool
     with tempfile.TemporaryDirectory(prefix="perfguard-count-") as tmp:
         trace = Path(tmp, "trace.json")
         with kineto.quiet():
-            with kineto.profiler(cuda) as prof:
+            with kineto.profiler(cuda, profile_memory=allocations) as prof:
                 for _ in range(calls):
                     with torch.profiler.record_function(CALL_RANGE):
                         fn()
@@ -84,7 +94,7 @@ def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS, operators: bool
             after = torch.cuda.memory_stats() if cuda else {}
             prof.export_chrome_trace(str(trace))
         events = json.loads(trace.read_text()).get("traceEvents", [])
-    counters, busy = read_trace(events, calls, cuda, operators)
+    counters, busy = read_trace(events, calls, cuda, operators, allocations)
     allocator = {kind: (after.get(stat, 0) - before.get(stat, 0)) / calls for kind, stat in ALLOCATOR_STATS.items()}
     extra = {
         "allocations": {"caching allocator": allocator["allocations"]} if allocator["allocations"] else {},
@@ -94,7 +104,8 @@ def count(fn: Callable[[], Any], cuda: bool, calls: int = CALLS, operators: bool
                     wall_s=time.perf_counter() - started), busy
 
 
-def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool, operators: bool = True) -> tuple[dict[str, Any], list[float]]:
+def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool, operators: bool = True,
+               allocations: bool = False) -> tuple[dict[str, Any], list[float]]:
     """The counters (as Counters' fields, per call) and each call's busy time (ms) from a Chrome trace's
     events. Pure: the tests feed it traces the profiler wrote."""
     spans = [e for e in events if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
@@ -125,7 +136,9 @@ def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool, operators: 
             i = call_of(float(op["ts"]))
             if i is not None and str(op["name"]).startswith("aten::"):
                 op_ms[i][op["name"]] += self_us / 1e3
-        fields["op_time"] = split(op_ms)
+        fields["op_time"] = TimeSplit(*split(op_ms, _digits))
+    if allocations:
+        fields["alloc_bytes"] = ByteSplit(*split(_allocated(events, ops, call_of, calls, DEVICE_TYPES[cuda]), round))
     if not cuda:
         return fields, []
     device = [e for e in spans if e.get("cat") in DEVICE_CATEGORIES and call_of(float(e["ts"])) is not None]
@@ -160,23 +173,51 @@ def read_trace(events: list[dict[str, Any]], calls: int, cuda: bool, operators: 
         device_ms[call_of(float(e["ts"]))][name] += float(e.get("dur", 0)) / 1e3  # type: ignore[index]
     fields.update(kernels=_per_call(kernels, calls), copies=_per_call(copies, calls),
                   copy_bytes=_per_call(copy_bytes, calls), memsets=_per_call(memsets, calls),
-                  syncs=_per_call(syncs, calls), sync_causes=causes, kernel_time=split(device_ms))
+                  syncs=_per_call(syncs, calls), sync_causes=causes,
+                  kernel_time=TimeSplit(*split(device_ms, _digits)))
     return fields, busy
 
 
-def split(per_call: list[Counter[str]]) -> TimeSplit:
-    """Each name's median time per call (a call without it: 0), the names that make up SPLIT_SHARE of the
-    total, at most MAX_SPLIT_ROWS, most first, the rest summed as `other_ms`. To 4 significant digits:
-    a row is judged against a noise of percents (analysis/moved.py)."""
+def split(per_call: list[Counter[str]], rounded: Callable[[float], float]) -> tuple[dict[str, float], float]:
+    """Each name's median figure per call (a call without it: 0), the names that make up SPLIT_SHARE of the
+    total, at most MAX_SPLIT_ROWS, most first, and the rest summed: a split's rows and its `other`, each
+    `rounded` (a time to 4 significant digits, judged against a noise of percents: analysis/moved.py)."""
     names = sorted(set().union(*per_call))
     medians = {name: statistics.median([call.get(name, 0.0) for call in per_call]) for name in names}
     total = sum(medians.values())
     named: dict[str, float] = {}
-    for name, ms in sorted(medians.items(), key=lambda kv: (-kv[1], kv[0])):
-        if ms <= 0 or len(named) == MAX_SPLIT_ROWS or sum(named.values()) >= SPLIT_SHARE * total:
+    for name, figure in sorted(medians.items(), key=lambda kv: (-kv[1], kv[0])):
+        if figure <= 0 or len(named) == MAX_SPLIT_ROWS or sum(named.values()) >= SPLIT_SHARE * total:
             break
-        named[name] = _digits(ms)
-    return TimeSplit(named_ms=named, other_ms=_digits(max(0.0, total - sum(named.values()))))
+        named[name] = rounded(figure)
+    return named, rounded(max(0.0, total - sum(named.values())))
+
+
+def _allocated(events: list[dict[str, Any]], ops: list[dict[str, Any]], call_of: Callable[[float], int | None],
+               calls: int, device_type: int) -> list[Counter[str]]:
+    """Each call's bytes allocated on the device by the outermost ATen operator whose span holds the
+    allocation, on its thread (the trace's memory events; a free is a negative one)."""
+    outermost: dict[Any, tuple[list[float], list[dict[str, Any]]]] = {}  # by thread: starts, operators
+    for op in sorted((o for o in ops if str(o.get("name", "")).startswith("aten::")),
+                     key=lambda o: (float(o["ts"]), -float(o.get("dur", 0)))):
+        starts, top = outermost.setdefault(op.get("tid"), ([], []))
+        if not top or float(op["ts"]) >= float(top[-1]["ts"]) + float(top[-1].get("dur", 0)):
+            starts.append(float(op["ts"]))
+            top.append(op)
+    per_call: list[Counter[str]] = [Counter() for _ in range(calls)]
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("name") != MEMORY_EVENT or args.get("Device Type") != device_type or not isinstance(e.get("ts"), (int, float)):
+            continue
+        nbytes, ts = args.get("Bytes"), float(e["ts"])
+        i = call_of(ts)
+        if i is None or not isinstance(nbytes, int) or nbytes <= 0:
+            continue
+        starts, top = outermost.get(e.get("tid"), ([], []))
+        k = bisect.bisect_right(starts, ts) - 1
+        holder = top[k] if k >= 0 and ts <= starts[k] + float(top[k].get("dur", 0)) else None
+        per_call[i][holder["name"] if holder else OUTSIDE_OPERATORS] += nbytes
+    return per_call
 
 
 def problem(case_id: str, exc: BaseException) -> str:

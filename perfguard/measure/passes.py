@@ -221,8 +221,10 @@ def _counted(case: _Case, fn: Callable[[], Any], result: CaseResult) -> CaseResu
     """`result` with the work counters of one profiled pass of a few calls and their busy time; a failure
     is a note (counters_problem), not a case error."""
     try:
-        # Where the GPU sets the pace, the host's operators say nothing of its time: not split.
-        work, busy = counters.count(fn, case.cuda, operators=result.regime in HOST_BOUND)
+        # Where the GPU sets the pace, the host's operators say nothing of its time: not split. A memory
+        # breakdown says more of where the bytes went than the operators that allocated them.
+        work, busy = counters.count(fn, case.cuda, operators=result.regime in HOST_BOUND,
+                                    allocations=case.cuda and not case.instance.spec.memory_breakdown)
         if busy and min(busy) > 0:
             busy_time = Timing(summarize(busy, "counted"), tuple(busy))
             result = dataclasses.replace(result, timings={**result.timings, "busy_time": busy_time})

@@ -46,6 +46,7 @@ from perfguard.model.kinds import (
 from perfguard.model.measured import (
     MAX_SPLIT_ROWS,
     SPLIT_SHARE,
+    ByteSplit,
     Counters,
     Memory,
     MemoryBreakdown,
@@ -124,6 +125,7 @@ __all__ = [
     "MAX_SPLIT_ROWS",
     "SPLIT_SHARE",
     "TimeSplit",
+    "ByteSplit",
     "MovedBy",
     "MovedRow",
     "Where",

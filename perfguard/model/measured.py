@@ -147,8 +147,19 @@ class TimeSplit:
         return sum(self.named_ms.values()) + self.other_ms
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ByteSplit:
+    """Where one call's allocations came from, from the counting pass's memory events (a GPU's): the bytes
+    the caching allocator handed out per call by the outermost ATen operator that asked for them (what
+    the user's code called: aten::linear, not the aten::empty inside it), each the median over the
+    pass's calls; "outside any ATen operator" for the rest. Rows and `other_bytes` as TimeSplit's."""
+
+    named_bytes: dict[str, float] = dataclasses.field(default_factory=dict)
+    other_bytes: float = 0.0
+
+
 MAX_SPLIT_ROWS = 40
-SPLIT_SHARE = 0.99  # the share of the time the named rows make up
+SPLIT_SHARE = 0.99  # the share of the time (the bytes) the named rows make up
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -185,6 +196,9 @@ class Counters:
     # "caller" or "host-clock": model.HOST_BOUND) the ATen operators' self time on the host.
     kernel_time: TimeSplit | None = None
     op_time: TimeSplit | None = None
+    # Where a call's memory came from, for a case on a GPU without a memory breakdown (whose breakdown by
+    # what the bytes hold says more): the bytes allocated by operator (analysis/moved.py, a memory verdict).
+    alloc_bytes: ByteSplit | None = None
 
     def total(self, kind: str) -> float:
         return float(sum(getattr(self, kind).values()))

@@ -21,7 +21,7 @@ import msgspec
 
 from perfguard.model import checks, names
 from perfguard.model.baseline import RunSummary
-from perfguard.model.measured import Memory, Profile, TimeSplit
+from perfguard.model.measured import ByteSplit, Memory, Profile, TimeSplit
 from perfguard.model.records import CaseResult, TimeSummary
 
 # The largest figure of each kind a measurement can hold: past it a number is not a measurement but an
@@ -48,6 +48,8 @@ FLOORS: dict[tuple[type, str], tuple[float, bool]] = {
     (CaseResult, "enqueue_ms"): (0, False),
     (TimeSplit, "named_ms"): (0, False),
     (TimeSplit, "other_ms"): (0, False),
+    (ByteSplit, "named_bytes"): (0, False),
+    (ByteSplit, "other_bytes"): (0, False),
 }
 # The user's values and perfguard's settings, not figures: kept as parsed, bounded by checks.free_form.
 FREE_FORM = ("params", "options", "fingerprint")

@@ -162,14 +162,15 @@ class MemoryEvidence:
 
 
 # What a verdict's change is broken down by: the GPU's time by kernel, the host's by ATen operator, the
-# memory at a call's peak by what it holds (a MemoryBreakdown's categories).
-MovedBy = Literal["kernel", "operator", "category"]
+# memory at a call's peak by what it holds (a MemoryBreakdown's categories), or else a call's
+# allocations by the operator that made them (Counters.alloc_bytes).
+MovedBy = Literal["kernel", "operator", "category", "allocation"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MovedRow:
-    """One kernel's (operator's) time per call, before and after (ms), and its launches per call; or one
-    category's bytes at the peak (launches None). A side without the figure: None; with launches there,
+    """One kernel's (operator's) time per call, before and after (ms), and its launches per call; one
+    category's bytes at the peak (launches None); or one operator's bytes allocated per call, and its calls. A side without the figure: None; with launches there,
     it ran but was too small to be named (in the split's `other`); without, it did not run there (a
     kernel that appeared, or vanished)."""
 
@@ -184,7 +185,7 @@ class MovedRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Where:
     """Where a verdict's change came from (analysis/moved.py): every row either side named, the one that
-    moved most first, and the whole change of the split they come from (ms per call; bytes by category)."""
+    moved most first, and the whole change of the split they come from (ms per call; bytes)."""
 
     by: MovedBy
     rows: tuple[MovedRow, ...]

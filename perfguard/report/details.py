@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfguard import units
-from perfguard.analysis.counting import short_name
 from perfguard.analysis.memory_verdicts import leaks
 from perfguard.analysis.moved import change
 from perfguard.model import REGIMES, TIME_LABELS, MovedRow, Profile, Verdict, names
@@ -145,7 +144,7 @@ def environment(entry: Entry) -> tuple[str, bool]:
     return "no baseline to compare with", False
 
 
-WHERE_HEAD = ("{by}", "launches a call", "before", "after", "change", "share")
+WHERE_HEAD = ("{by}", "{calls}", "before", "after", "change", "share")
 
 
 def where_tables(entry: Entry) -> list[dict[str, Any]]:
@@ -160,15 +159,15 @@ def where_tables(entry: Entry) -> list[dict[str, Any]]:
         for r in w.rows:
             before, after = words.row_figures(r, w.by)
             of_change = words.share(r, w)
-            name = short_name(r.name) if w.by == "kernel" else r.name
+            name = words.row_name(r.name, w.by)
             rows.append([[name, name, r.name], [_launches(r), r.launches_after or r.launches_before or 0, None],
                          [before, r.before, None], [after, r.after, None], [words.row_change(r, w.by), change(r), None],
                          [f"{of_change:.0f}%" if of_change is not None else NA, of_change, None], r.beyond_noise])
-        head = [h.format(by=w.by) for h in WHERE_HEAD]
-        if w.by == "category":
-            head, rows = [head[0], *head[2:]], [[row[0], *row[2:]] for row in rows]  # no launches: bytes at the peak
-        what = "bytes at the peak" if w.by == "category" else "a call"
-        tables.append({"title": f"where the {TIME_LABELS.get(v.metric, v.metric.replace('_', ' '))} moved, by {w.by} ({what})",
+        kind = words.ROW_KINDS[w.by]
+        head = [h.format(by=kind.nouns[0], calls=kind.calls) for h in WHERE_HEAD]
+        if kind.calls is None:  # bytes at the peak: no launches
+            head, rows = [head[0], *head[2:]], [[row[0], *row[2:]] for row in rows]
+        tables.append({"title": f"where the {TIME_LABELS.get(v.metric, v.metric.replace('_', ' '))} moved, by {kind.nouns[0]} ({kind.what})",
                        "line": words.where_line(v), "head": head, "rows": rows})
     return tables
 

@@ -9,6 +9,7 @@ verdict's reason code (one template a code) and its figures.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
@@ -278,6 +279,30 @@ def _remeasured(v: Verdict) -> str:
 # --- where a time moved (analysis/moved.py) --------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowKind:
+    """How the rows of a Where read, by what they are (Where.by)."""
+
+    nouns: tuple[str, str]  # one, several
+    what: str  # what a row's figures are
+    in_bytes: bool  # else ms a call
+    calls: str | None  # what a row's launches (MovedRow.launches_*) are, where it has them
+    kernel: bool = False  # a kernel's name, shortened (analysis.counting.short_name)
+
+
+ROW_KINDS: dict[str, RowKind] = {
+    "kernel": RowKind(("kernel", "kernels"), "a call", in_bytes=False, calls="launches a call", kernel=True),
+    "operator": RowKind(("operator", "operators"), "a call", in_bytes=False, calls="calls a call"),
+    "category": RowKind(("category", "categories"), "bytes at the peak", in_bytes=True, calls=None),
+    "allocation": RowKind(("allocating operator", "allocating operators"), "bytes allocated a call", in_bytes=True,
+                          calls="calls a call"),
+}
+
+
+def row_name(name: str, by: str) -> str:
+    return short_name(name) if ROW_KINDS[by].kernel else name
+
+
 def where_line(v: Verdict, trace: str | None = None) -> str | None:
     """"where: gemm_kernel<…> 1.200 ms → 1.450 ms (+21%, 96% of the change); 1 more moved":
     the row that moved most beyond its noise, or that the change is spread; times a call; the profile's
@@ -285,24 +310,23 @@ def where_line(v: Verdict, trace: str | None = None) -> str | None:
     w = v.where
     if w is None:
         return None
-    noun = ("category", "categories") if w.by == "category" else (w.by, f"{w.by}s")
-    of = f"{len(w.rows)} {noun[len(w.rows) != 1]}"
+    kind = ROW_KINDS[w.by]
+    of = f"{len(w.rows)} {kind.nouns[len(w.rows) != 1]}"
     tail = f"; trace: {trace}" if trace else ""
     culprits = w.culprits
     if not culprits:
-        if w.by == "category":
+        if kind.in_bytes:
             return f"where: spread over {of}, none by more than the allocator's rounding{tail}"
         return f"where: spread over {of}, none beyond its noise ({w.noise_pct:g}% of each one's time){tail}"
     more = f"; {len(culprits) - 1} more moved" if len(culprits) > 1 else ""
     after = f" {_row_change(culprits[0], w)}{more}"
     room = WHERE_WIDTH - len("where: ") - len(after)
-    name = short_name(culprits[0].name) if w.by == "kernel" else culprits[0].name
-    return f"where: {_fit(name, room)}{after}{tail}"
+    return f"where: {_fit(row_name(culprits[0].name, w.by), room)}{after}{tail}"
 
 
 def row_figures(row: MovedRow, by: str) -> tuple[str, str]:
-    """A row's figure before and after (a time a call; a category's bytes), as the reports show them: "—"
-    where it did not run, "in other" where it ran but was too small to be named."""
+    """A row's figure before and after (a time a call; bytes), as the reports show them: "—" where it did
+    not run, "in other" where it ran but was too small to be named."""
     def side(x: float | None, launches: float | None) -> str:
         return row_figure(x, by) if x is not None else ("in other" if launches else "—")
 
@@ -310,13 +334,13 @@ def row_figures(row: MovedRow, by: str) -> tuple[str, str]:
 
 
 def row_figure(x: float, by: str) -> str:
-    return units.size(x) if by == "category" else _ms(x)
+    return units.size(x) if ROW_KINDS[by].in_bytes else _ms(x)
 
 
 def row_change(row: MovedRow, by: str) -> str:
     """"+25.0 µs", "+512.0 MiB": a row's change."""
     d = change(row)
-    return ("+" if d >= 0 else "−") + units.size(abs(d)) if by == "category" else f"{d * 1e3:+.1f} µs"
+    return ("+" if d >= 0 else "−") + units.size(abs(d)) if ROW_KINDS[by].in_bytes else f"{d * 1e3:+.1f} µs"
 
 
 def share(row: MovedRow, w: Where) -> float | None:
