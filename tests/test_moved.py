@@ -313,6 +313,13 @@ def test_memory_without_a_breakdown_says_which_operator_allocated_more():
     w = judged.verdicts[0].where
     assert w.by == "allocation" and [r.name for r in w.culprits] == ["aten::linear"]  # 512 B: the allocator's rounding
     assert words.where_line(judged.verdicts[0]) == "where: aten::linear 4.0 GiB → 8.0 GiB (+100%, 100% of the change)"
+    from perfguard.report.details import where_tables
+    from perfguard.report.view import Entry
+
+    (table,) = where_tables(Entry("mm", "cpu-x", after, judged.verdicts, "2026-12-07T00:00:00+00:00", None))
+    assert table["title"] == "where the peak memory moved, by allocating operator (bytes allocated a call)"
+    assert table["head"] == ["allocating operator", "calls a call", "before", "after", "change", "share"]
+    assert [cell[0] for cell in table["rows"][0][:6]] == ["aten::linear", "1", "4.0 GiB", "8.0 GiB", "+4.0 GiB", "100%"]
     # A breakdown, where both sides took one, says more: what the bytes at the peak hold.
     both = dataclasses.replace(with_breakdown(), counters=before.counters)
     assert moved.where("peak_memory", both, dataclasses.replace(with_breakdown(activations=2 * GIB), counters=after.counters)).by == "category"
