@@ -336,6 +336,13 @@ def _check_grid(where: str, grid: Any, setup: Callable[..., Any]) -> dict[str, t
         values = tuple(values)
         if not values:
             raise ConfigError(f"{where}: params[{key!r}] is empty; give at least one value")
+        # Each value is a part of a test id: two that read alike (1024 and 1024, or 1024 and "1024") would
+        # make two tests of one id, and one record of the two.
+        ids = [format_value(v) for v in values]
+        twice = list(dict.fromkeys(i for i in ids if ids.count(i) > 1))
+        if twice:
+            raise ConfigError(f"{where}: params[{key!r}] gives {', '.join(twice)} more than once ({list(values)!r}); "
+                              "each value names a test, so give each once")
         checked[key] = values
     # Ask the setup's signature now, so a missing or misspelt parameter fails at collection.
     probe = {k: v[0] for k, v in checked.items()}

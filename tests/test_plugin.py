@@ -560,6 +560,10 @@ DECLARATION_MISTAKES = """
     def sized(n=1, device="cpu"):
         return lambda: None
 
+    @perf_case(params={"n": [1024, 2048, 1024], "dtype": ["float16", "bfloat16"]})
+    def twice(n, dtype, device):
+        return lambda: None
+
     @perf_case
     def healthy(device):
         return lambda: None
@@ -572,14 +576,16 @@ DECLARATION_MISTAKES = """
 def test_a_declaration_mistake_is_an_error_of_that_case_alone_in_one_line(tmp_path, run_pytest):
     write(tmp_path, "test_mistakes.py", DECLARATION_MISTAKES)  # (the same at collection with or without --perfguard)
     result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "0.01")
-    result.assert_outcomes(passed=2, errors=4)  # the rest of the file ran
+    result.assert_outcomes(passed=2, errors=5)  # the rest of the file ran
     assert "Interrupted" not in str(result.stdout) and "Traceback" not in str(result.stdout)
-    assert [failure_text(result, f"ERROR at setup of {case}").strip() for case in ("softmax", "empty_grid", "misspelt", "sized")] == [
+    assert [failure_text(result, f"ERROR at setup of {case}").strip() for case in ("softmax", "empty_grid", "misspelt", "sized", "twice")] == [
         "perf_case 'softmax' (test_mistakes.py:4): unknown keyword 'thresold'; did you mean 'threshold'? known keywords: "
         "name, params, bytes, flops, cache, mode, threshold, memory_threshold, counters, budget_s, memory_breakdown, device_kinds, check, compile",
         "perf_case 'empty_grid' (test_mistakes.py:8): params['n'] is empty; give at least one value",
         "perf_case 'misspelt' (test_mistakes.py:12): setup does not take parameter(s) m; add them to its signature",
         "perf_case 'sized' (test_mistakes.py:16): setup does not take parameter(s) m; add them to its signature",
+        "perf_case 'twice' (test_mistakes.py:20): params['n'] gives 1024 more than once ([1024, 2048, 1024]); each value "
+        "names a test, so give each once",
     ]
 
 
