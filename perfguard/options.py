@@ -29,11 +29,15 @@ TIMEOUT_BUDGETS = 120
 COMPILE_TIMEOUT_S = 600.0
 
 
+def escaped(help: str) -> str:
+    return help.replace("%", "%%")
+
+
 @dataclasses.dataclass(frozen=True)
 class Option:
     """One option. A flag (no `metavar`) takes no value and has no parser."""
 
-    name: str  # pytest's spelling without the dashes, also its ini key: "perfguard-threshold"
+    name: str  # pytest's spelling without the dashes: "perfguard-threshold"
     help: str
     default: Any = None
     # The name of its parser in perfguard.parsers: raw text or ini value -> the value; ValueError says
@@ -47,6 +51,17 @@ class Option:
     @property
     def flag(self) -> bool:
         return self.metavar is None
+
+    @property
+    def argparse_help(self) -> str:
+        """Its help as argparse takes it: argparse formats a help with %, so a percent sign is doubled."""
+        return escaped(self.help)
+
+    @property
+    def ini(self) -> str:
+        """Its ini key: the name with underscores (perfguard_threshold), as pytest's own keys are spelt; the
+        name itself is an alias of it (plugin/register.py)."""
+        return self.name.replace("-", "_")
 
     @property
     def parse(self) -> Callable[[Any], Any] | None:
@@ -85,8 +100,8 @@ OPTIONS: tuple[Option, ...] = (
            defaults.THRESHOLD_PCT, "percent", "PCT", cli="threshold"),
     Option("perfguard-counter-allowance",
            "how much a work counter (kernels, syncs, copies, ...) may grow per call before the case fails: "
-           "a count (2), a percentage of the baseline's count (10 with a percent sign), or by kind "
-           "(kernels=2,aten_ops=5 with a percent sign); "
+           "a count (2), a percentage of the baseline's count (10%), or by kind "
+           "(kernels=2,aten_ops=5%); "
            "a case's counters= overrides it per kind (default: 0, any growth fails)",
            None, "counter_allowance", "ALLOWANCE", cli="counter-allowance"),
     Option("perfguard-budget", f"wall-time budget per case in seconds (default: {defaults.BUDGET_S:g})",

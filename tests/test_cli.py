@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -330,6 +331,9 @@ def test_every_subcommands_help_opens_with_its_one_line_description_and_names_ev
             main([*words, "--help"])
         text = capsys.readouterr().out
         assert text.startswith(f"usage: perfguard {' '.join(words)} "), words  # argparse's own usage line
+        usage = " ".join(text.split("\n\n")[0].split())
+        for action in sub._actions:  # every option in it, none left out of a usage line written by hand
+            assert not action.option_strings or action.option_strings[0] in re.split(r"[\s\[\]|]+", usage), (words, action.option_strings)
         opening = " ".join(text.split("\n\n")[1].split())  # the paragraph after the usage, unwrapped
         assert listed and opening.lower().startswith(listed.lower()), (words, opening, listed)
         for action in sub._actions:  # every positional (a list of actions below explains itself)

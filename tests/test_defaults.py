@@ -29,7 +29,7 @@ def cli_threshold(tmp_path, value: str) -> int:
 
 @pytest.mark.parametrize("value", REFUSED_PERCENTAGES)
 def test_a_threshold_the_plugin_refuses_the_cli_refuses_too(pytester, tmp_path, capsys, value):
-    with pytest.raises(pytest.UsageError, match=r"--perfguard-threshold \(or ini perfguard-threshold\) must be a percentage above 0"):
+    with pytest.raises(pytest.UsageError, match=r"--perfguard-threshold \(or ini perfguard_threshold\) must be a percentage above 0"):
         plugin_threshold(pytester, value)
     assert cli_threshold(tmp_path, value) == 2
     assert "argument --threshold: must be a percentage above 0" in capsys.readouterr().err
@@ -135,7 +135,7 @@ def plugin_value(pytester: pytest.Pytester, inner_args: tuple[str, ...], name: s
     try:
         value = getattr(Options.from_config(config), SHARED_FIELDS[name])
     except pytest.UsageError as exc:
-        return f"refused: {str(exc).removeprefix(f'--{name} (or ini {name}) ')}"
+        return f"refused: {str(exc).removeprefix(f'--{name} (or ini {options.option(name).ini}) ')}"
     return value.relative_to(config.rootpath).as_posix() if isinstance(value, Path) else value
 
 
@@ -174,7 +174,7 @@ def test_a_shared_option_parses_every_input_alike_in_the_plugin_and_every_comman
 
 @pytest.mark.parametrize(("args", "ini", "update", "force"), [
     ((), "", False, False), (("--perfguard-update",), "", True, False), (("--perfguard-update=force",), "", True, True),
-    ((), "perfguard_update = true", True, False), ((), "perfguard-update = force", True, True),
+    ((), "perfguard_update = true", True, False), ((), "perfguard_update = force", True, True),
     ((), "perfguard_update = false", False, False),
 ])
 def test_an_update_is_asked_for_plainly_or_forced_on_the_command_line_or_in_the_ini(pytester, args, ini, update, force):

@@ -393,7 +393,7 @@ ONE_CASE = """
 INI_FILES = {
     "pytest.ini, dashed keys": (
         "pytest.ini",
-        "[pytest]\nperfguard = true\nperfguard-budget = 0.15\nperfguard-report = from_ini\n",
+        "[pytest]\nperfguard = true\nperfguard_budget = 0.15\nperfguard_report = from_ini\n",
         (),
         0.15,
     ),
@@ -405,7 +405,7 @@ INI_FILES = {
     ),
     "command line over ini": (
         "pytest.ini",
-        "[pytest]\nperfguard = true\nperfguard-budget = 0.15\nperfguard-report = from_ini\n",
+        "[pytest]\nperfguard = true\nperfguard_budget = 0.15\nperfguard_report = from_ini\n",
         ("--perfguard-budget", "0.1"),
         0.1,
     ),
@@ -439,7 +439,7 @@ def test_a_bad_budget_is_a_usage_error(pytester, value):
     from perfguard.plugin.options import Options
 
     config = pytester.parseconfig("--perfguard", "--perfguard-budget", value)
-    with pytest.raises(pytest.UsageError, match=rf"^--perfguard-budget \(or ini perfguard-budget\) must be .*, got '{value}'$"):
+    with pytest.raises(pytest.UsageError, match=rf"^--perfguard-budget \(or ini perfguard_budget\) must be .*, got '{value}'$"):
         Options.from_config(config)
 
 
@@ -459,29 +459,43 @@ def test_a_bad_value_is_a_usage_error_in_a_run_that_measures_nothing(tmp_path, r
     write(tmp_path, "test_one.py", "def test_plain():\n    assert True\n")
     result = run_pytest(tmp_path, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--perfguard-budget (or ini perfguard-budget) must be a number of seconds above 0" in str(result.stderr)
+    assert "--perfguard-budget (or ini perfguard_budget) must be a number of seconds above 0" in str(result.stderr)
+
+
+@pytest.mark.parametrize("ini_name, text", [
+    ("pytest.ini", "[pytest]\nperfguard-budget = abc\n"),
+    ("pyproject.toml", '[tool.pytest.ini_options]\nperfguard-budget = "abc"\n'),
+])
+def test_an_ini_key_spelt_with_dashes_is_the_same_key(tmp_path, run_pytest, ini_name, text):
+    (tmp_path / ini_name).write_text(text)
+    write(tmp_path, "test_one.py", "def test_plain():\n    assert True\n")
+    result = run_pytest(tmp_path)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perfguard-budget (or ini perfguard_budget) must be *, got 'abc'"])
 
 
 def test_a_usage_error_stops_the_run_with_its_one_line(tmp_path, run_pytest):
     write(tmp_path, "test_one.py", ONE_CASE)
     result = run_pytest(tmp_path, "--perfguard", "--perfguard-budget", "abc")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --perfguard-budget (or ini perfguard-budget) must be *, got 'abc'"])
+    result.stderr.fnmatch_lines(["ERROR: --perfguard-budget (or ini perfguard_budget) must be *, got 'abc'"])
 
 
 def decorator_lines(path: Path) -> list[int]:
     return [n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("@perf_case")]
 
 
-def test_pytest_help_says_what_each_ini_spelling_does(pytester, inner_args):
+def test_pytest_help_lists_each_ini_key_once(pytester, inner_args):
     result = pytester.runpytest_subprocess(*inner_args, "--help")
     ini = [line.strip() for line in result.outlines if line.strip().startswith("perfguard")]
     # Once, with its own help (before: a second entry, "perfguard (bool): alias of perfguard").
     assert [line.split()[:4] for line in ini if line.startswith("perfguard (")] == [["perfguard", "(bool):", "measure", "perf"]]
     assert not [line for line in ini if "alias of" in line]
-    underscored = next(i for i, line in enumerate(result.outlines) if line.strip().startswith("perfguard_budget ("))
-    said = " ".join(line.strip() for line in result.outlines[underscored:underscored + 3])
-    assert "same as perfguard-budget: wall-time budget per case in seconds" in said
+    # One entry a key, by its underscored name (the dashed one is its alias), and percentages as written.
+    assert [line for line in ini if line.startswith("perfguard_budget (")] == ["perfguard_budget (string):"]
+    assert not [line for line in ini if line.startswith("perfguard-")]
+    text = " ".join(line.strip() for line in result.outlines)
+    assert "same as perfguard" not in text and "percent sign" not in text and "baseline's count (10%)" in text
 
 
 FIXTURE_KEYWORDS = """

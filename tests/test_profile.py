@@ -344,13 +344,13 @@ def test_a_bad_profile_choice_is_a_usage_error(pytester, where):
     from perfguard.plugin.options import Options
 
     if where == "ini":
-        pytester.makeini("[pytest]\nperfguard-profile = sometimes\n")
+        pytester.makeini("[pytest]\nperfguard_profile = sometimes\n")
         config = pytester.parseconfig("--perfguard")
     else:
         config = pytester.parseconfig("--perfguard", "--perfguard-profile=sometimes")
     with pytest.raises(pytest.UsageError) as info:
         Options.from_config(config)
-    assert str(info.value) == "--perfguard-profile (or ini perfguard-profile) must be one of none, regressed, all, got 'sometimes'"
+    assert str(info.value) == "--perfguard-profile (or ini perfguard_profile) must be one of none, regressed, all, got 'sometimes'"
 
 
 # --- on a GPU -------------------------------------------------------------------------------------

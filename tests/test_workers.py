@@ -107,7 +107,7 @@ def test_local_workers_are_counted_from_the_tx_specs(pytester):
     [
         ((), "", False),
         (("--perfguard-allow-shared-gpu",), "", True),
-        ((), "perfguard-allow-shared-gpu = true", True),
+        ((), "perfguard_allow_shared_gpu = true", True),
         ((), "perfguard_allow_shared_gpu = true", True),
     ],
 )

@@ -1,7 +1,8 @@
 """A/B in one job: a base revision and the working tree, measured by turns on the same card(s).
 
-    perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT]
-                 [--report DIR] [--fail-inconclusive] [--strict] [-- PYTEST ARGS]
+    perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--fail-inconclusive]
+                 [--strict] [--threshold PCT] [--counter-allowance ALLOWANCE] [--baselines DIR] [--report DIR]
+                 [-- PYTEST ARGS]
 
 REF is checked out into a temporary git worktree (removed afterwards, also on an error, Ctrl-C or
 SIGTERM; one an earlier ab left, killed, is removed at the start: perfguard/ab/stale.py).

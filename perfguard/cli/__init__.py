@@ -10,7 +10,8 @@
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard migrate FILE.json [FILE.json ...]
     perfguard calibrate [--baselines DIR] [--budget SECONDS]
-    perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] [--report DIR] [--strict] [-- PYTEST ARGS]
+    perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--fail-inconclusive] [--strict]
+                 [--threshold PCT] [--counter-allowance ALLOWANCE] [--baselines DIR] [--report DIR] [-- PYTEST ARGS]
     perfguard asv-export RUN.json [RUN.json ...] --to DIR [--repo DIR] [--branch NAME] [--commit REV]
     perfguard history DIR [--threshold PCT] [--repo DIR]
 

@@ -84,9 +84,9 @@ def add_option(parser: argparse.ArgumentParser, name: str, **changes: Any) -> No
     command's own) go to argparse as they are."""
     option = options.option(name)
     if option.flag:
-        parser.add_argument(f"--{option.cli}", **{"action": "store_true", "help": option.help, **changes})
+        parser.add_argument(f"--{option.cli}", **{"action": "store_true", "help": option.argparse_help, **changes})
         return
-    kwargs: dict[str, Any] = {"metavar": option.metavar, "default": option.default, "help": option.help}
+    kwargs: dict[str, Any] = {"metavar": option.metavar, "default": option.default, "help": option.argparse_help}
     if option.parse is not None:
         kwargs["type"] = argument(option.parse)
     parser.add_argument(f"--{option.cli}", **{**kwargs, **changes})

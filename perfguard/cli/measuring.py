@@ -80,8 +80,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                  "`pytest --perfguard`, each case is judged on the differences of its round medians, round by round, "
                  "and the cases not yet decided run again while the budget lasts. Pytest's arguments (test paths, -k, "
                  "--perfguard-budget ...) go after `--`: perfguard ab --base origin/main -- suites/")
-    ab.usage = ("perfguard ab --base REF [--rounds N] [--max-rounds M] [--budget SECONDS] [-n GPUS] [--threshold PCT] "
-                "[--counter-allowance ALLOWANCE] [--report DIR] [--fail-inconclusive] [--strict] [-- PYTEST ARGS]")
     ab.add_argument("--base", metavar="REF", required=True, help="the revision to compare with, e.g. origin/main")
     ab.add_argument("--rounds", metavar="N", type=argument(lambda text: parsers.count(text, 2, 100)),
                     default=defaults.AB_ROUNDS,
@@ -109,4 +107,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                "changes of the head are intended (default: baselines)")
     add_option(ab, "perfguard-report", help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the "
                f"reports (default: {defaults.REPORT_DIR})")
+    # argparse's own usage line, every option in it, and what argparse does not see: pytest's arguments.
+    ab.usage = ab.format_usage().removeprefix("usage: ").rstrip() + " [-- PYTEST ARGS]"
     ab.set_defaults(command=_ab)

@@ -143,9 +143,9 @@ def source(config: pytest.Config, name: str) -> str:
         return "the command line"
     if config.getoption(name.replace("-", "_")) is not None:
         return "addopts"
-    for key in (name, name.replace("-", "_")):
-        if config.getini(key) not in (None, "", []):
-            return f"ini {key} in {config.inipath.name if config.inipath else 'the ini file'}"
+    key = option(name).ini
+    if config.getini(key) not in (None, "", []):
+        return f"ini {key} in {config.inipath.name if config.inipath else 'the ini file'}"
     return "the default"
 
 
@@ -153,11 +153,8 @@ def _value(config: pytest.Config, name: str) -> Any:
     cli = config.getoption(name.replace("-", "_"))
     if cli is not None:
         return cli
-    for key in (name, name.replace("-", "_")):
-        value = config.getini(key)
-        if value not in (None, "", []):
-            return value
-    return option(name).default
+    value = config.getini(option(name).ini)
+    return value if value not in (None, "", []) else option(name).default
 
 
 def _flag(config: pytest.Config, name: str) -> bool:
@@ -174,7 +171,7 @@ def _update(config: pytest.Config) -> str | None:
         return "true"
     if word in (w for w, _ in option("perfguard-update").words):
         return word
-    raise pytest.UsageError(f"--perfguard-update (or ini perfguard-update) must be true, false or force, got {raw!r}")
+    raise pytest.UsageError(f"--perfguard-update (or ini perfguard_update) must be true, false or force, got {raw!r}")
 
 
 def _parsed(config: pytest.Config, name: str) -> Any:
@@ -186,7 +183,7 @@ def _parsed(config: pytest.Config, name: str) -> Any:
     try:
         return option(name).parse(raw)
     except ValueError as exc:
-        raise pytest.UsageError(f"--{name} (or ini {name}) {exc}") from None
+        raise pytest.UsageError(f"--{name} (or ini {option(name).ini}) {exc}") from None
 
 
 def _profile(config: pytest.Config, ci: bool) -> str:

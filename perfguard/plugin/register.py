@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfguard.options import OPTIONS
+from perfguard.options import OPTIONS, escaped
 
 _GIVEN = pytest.StashKey[bool]()
 
@@ -21,30 +21,28 @@ def add_options(parser: pytest.Parser) -> None:
         # A flag that takes words is a string in the ini file ("true", "force").
         kind = "bool" if opt.flag and not opt.words else "string"
         if opt.words:
-            group.addoption(f"--{opt.name}", action="store_const", const="true", default=None, help=opt.help)
+            group.addoption(f"--{opt.name}", action="store_const", const="true", default=None, help=opt.argparse_help)
             for word, help in opt.words:
                 # argparse takes an option string holding "=" whole before it splits at the "=", so
                 # `--perfguard-update=force` is a flag of its own, and `--perfguard-update suites/`
                 # still leaves suites/ a test path (a value that is optional would swallow it).
                 group.addoption(f"--{opt.name}={word}", action="store_const", const=word,
-                                dest=opt.name.replace("-", "_"), help=help)
+                                dest=opt.name.replace("-", "_"), help=escaped(help))
         elif opt.flag:
-            group.addoption(f"--{opt.name}", action="store_true", default=None, help=opt.help)
+            group.addoption(f"--{opt.name}", action="store_true", default=None, help=opt.argparse_help)
         else:
-            group.addoption(f"--{opt.name}", metavar=opt.metavar, default=None, help=opt.help)
-        # Each option is also an ini key spelt without the leading dashes; the underscore spelling
-        # (perfguard_budget) is accepted too, as pytest users expect.
-        parser.addini(opt.name, opt.help, type=kind, default=None)
-        if "-" in opt.name:  # `perfguard` has no other spelling
-            parser.addini(opt.name.replace("-", "_"), f"same as {opt.name}: {opt.help}", type=kind, default=None)
+            group.addoption(f"--{opt.name}", metavar=opt.metavar, default=None, help=opt.argparse_help)
+        # Each option is also an ini key, spelt with underscores (perfguard_budget) as pytest's own are,
+        # and with dashes as on the command line (perfguard-budget): one key, listed once in --help.
+        parser.addini(opt.ini, opt.help, type=kind, default=None, aliases=(opt.name,) if opt.name != opt.ini else ())
 
 
 def given(config: pytest.Config) -> bool:
     """Whether the run set any perfguard option, on the command line, in addopts or in the ini file
-    (where plugin/options.py looks for a value, and in the same spellings); kept once asked."""
+    (where plugin/options.py looks for a value); kept once asked."""
     if _GIVEN not in config.stash:
         config.stash[_GIVEN] = any(
             config.getoption(opt.name.replace("-", "_")) is not None
-            or any(config.getini(key) not in (None, "", []) for key in {opt.name, opt.name.replace("-", "_")})
+            or config.getini(opt.ini) not in (None, "", [])
             for opt in OPTIONS)
     return config.stash[_GIVEN]
