@@ -145,6 +145,15 @@ def test_baseline_show_reports_a_bad_file_and_still_lists_the_good_ones(tmp_path
     assert str(tmp_path / "nvidia-h200.json") in captured.err and "not valid JSON" in captured.err
 
 
+@pytest.mark.parametrize("command", [["show", "RUN"], ["baseline", "accept", "RUN"], ["report", "RUN", "-o", "out.html"]])
+def test_the_html_report_given_for_its_record_says_so_and_names_the_json_beside_it(tmp_path, capsys, command):
+    html = tmp_path / "perfguard.html"
+    html.write_text("<!doctype html>\n<html><head><title>perfguard</title></head></html>\n")
+    assert main([str(html) if word == "RUN" else word for word in command]) == 2
+    assert capsys.readouterr().err == (f"perfguard: {html}: this is an HTML report, not a record; give the JSON record written "
+                                       f"beside it, '{tmp_path / 'perfguard.json'}'\n")
+
+
 def test_compare_of_two_runs_of_the_same_code_passes(tmp_path, rng, capsys):
     base = record(tmp_path / "base.json", result("a", rng), result("b", rng))
     head = record(tmp_path / "head.json", result("a", rng), result("b", rng))
