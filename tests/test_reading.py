@@ -172,7 +172,7 @@ REFUSED = {
     "a NaN": ("BR", _first(r'"median_ms":0\.\d+', '"median_ms":NaN'), "not valid JSON (invalid character at line"),
     "a leading zero": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":012'), "not valid JSON (invalid number at line"),
     "a second object after it": ("BR", lambda t: t + "{}", "not valid JSON (trailing characters at line"),
-    "a byte-order mark": ("BR", lambda t: "\ufeff" + t, "not valid JSON (invalid character at line 1: '\\ufeff{"),
+    "a byte-order mark": ("BR", lambda t: "\ufeff" + t, "not valid JSON (invalid character, line 1: '\\ufeff{"),
     "a lone surrogate": ("BR", _first(r'"name":"', '"name":"\\ud800'), "not valid JSON (unexpected end of hex escape at line"),
     "schema 4": ("BR", _first(V, '"schema_version":4'), f"schema 4, which this perfguard no longer reads; rewrite it as schema {SCHEMA_VERSION} with `perfguard migrate f.json`"),
     "no schema": ("R", _first(V + ',?', ''), "not a perfguard file of this kind (it has no schema_version)"),

@@ -252,7 +252,7 @@ def _not_json(exc: msgspec.DecodeError, data: bytes, source: str) -> BaselineErr
     if found is not None:
         at = int(found[1])
         line = data.count(b"\n", 0, at) + 1
-        message = f"{message[:found.start()].rstrip()} at line {line}: {shown(data[at:at + 20].decode('utf-8', 'replace'))}"
+        message = f"{message[:found.start()].rstrip()}, line {line}: {shown(data[at:at + 20].decode('utf-8', 'replace'))}"
     return BaselineError(f"{source}: not valid JSON ({message[:1].lower() + message[1:]}); the file is corrupt or "
                          "truncated, restore it from version control")
 

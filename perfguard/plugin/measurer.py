@@ -139,7 +139,8 @@ class Measurer:
 
         baseline = self.baselines.load(device)
         if isinstance(baseline, BaselineError):
-            return result, f"{result.id}: measured, but not compared: {baseline}", False, None
+            return (result, f"{result.id}: measured, but not compared: {self.baselines.label(device)} cannot be read "
+                    "(the run's end says why, once)", False, None)
         entry = baseline.cases.get(result.id) if baseline else None
 
         def compare(r: CaseResult) -> list[Verdict]:

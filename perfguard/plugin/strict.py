@@ -123,6 +123,8 @@ class Watch:
         by_case = case_statuses(verdicts)  # a case's overall verdict: memory `new` beside a judged time is not new
         facts = [Fact(self._settings(options, results, baselines), fails=False)]
         for device, label, baseline in baselines.values():
+            if isinstance(baseline, Exception) and not options.update:  # (an update says it, refusing to write)
+                facts.append(Fact(str(baseline)))  # once a file; each of its cases fails naming it
             if baseline is None:
                 n = sum(r.device == device.slug for r in results)
                 facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are not "
