@@ -79,6 +79,18 @@ def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path,
         assert " 1/1 " in line and "2026-11-29T12:00:00+00:00" in line and "0123456789ab" in line
 
 
+def test_baseline_show_counts_a_hosts_runs_not_its_case_runs(tmp_path, rng, capsys):
+    baselines, paths = tmp_path / "baselines", []
+    for i in range(3):  # three runs of two cases each, on one host
+        run = RunRecord(created_at=f"2026-11-29T12:0{i}:00+00:00", perfguard_version="0.1.0",
+                        devices=(dataclasses.replace(CPU, host="runner-a"),), results=(result("a", rng), result("b", rng)))
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(dumps(run))
+    assert main(["baseline", "accept", *map(str, paths), "--baselines", str(baselines)]) == 0
+    assert main(["baseline", "show", "--baselines", str(baselines)]) == 0
+    assert "  card A = runner-a: 3 runs of 2 cases (full id runner-a)" in capsys.readouterr().out.splitlines()
+
+
 def test_baseline_accept_merges_a_fleets_records_into_one_run_each(tmp_path, rng, capsys):
     # The records of a CI matrix over three runners of one GPU model: each is one run of its cases.
     baselines = tmp_path / "baselines"

@@ -77,7 +77,8 @@ def short(source: str) -> str:
 
 
 def legend(baseline: BaselineFile, letters: dict[str, str]) -> list[str]:
-    """A line per run source: its letter, short UUID (or host), the host it ran on, its runs in all."""
+    """A line per run source: its letter, short UUID (or host), the host it ran on, its runs (a run records
+    every case it measured at one instant) and the cases they measured."""
     runs: dict[str, list[RunSummary]] = {}
     for e in baseline.cases.values():
         for r in e.runs:
@@ -88,7 +89,10 @@ def legend(baseline: BaselineFile, letters: dict[str, str]) -> list[str]:
     for src, letter in letters.items():
         hosts = sorted({r.host for r in runs[src] if r.host and r.host != src})
         on = f" on host {', '.join(hosts)}" if hosts else ""
-        lines.append(f"{letter} = {short(src)}{on}: {units.plural(len(runs[src]), 'run')} (full id {src})")
+        made = len({r.recorded_at for r in runs[src]})
+        cases = sum(any(noise.run_source(r) == src for r in e.runs) for e in baseline.cases.values())
+        lines.append(f"{letter} = {short(src)}{on}: {units.plural(made, 'run')} of {units.plural(cases, 'case')} "
+                     f"(full id {src})")
     return lines
 
 
