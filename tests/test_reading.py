@@ -168,12 +168,12 @@ REFUSED = {
     "a result's device written, a path": ("B", _first(r'"result":\{', '"result":{"device":"../x",'), f"{CASE}result.device: '../x' is not a device slug"),
     "a trace that is a link": ("BR", _first(r'"dropped_samples":', '"profile":{"trace":"javascript:x"},"dropped_samples":'), ": 'javascript:x' is not a relative path inside the report's folder"),
     # text that is not JSON, and files of another version
-    "a trailing comma": ("BR", _first(r'\n\}\n$', ',\n}\n'), "not valid JSON (trailing comma in object at line"),
-    "a NaN": ("BR", _first(r'"median_ms":0\.\d+', '"median_ms":NaN'), "not valid JSON (invalid character at line"),
-    "a leading zero": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":012'), "not valid JSON (invalid number at line"),
-    "a second object after it": ("BR", lambda t: t + "{}", "not valid JSON (trailing characters at line"),
+    "a trailing comma": ("BR", _first(r'\n\}\n$', ',\n}\n'), "not valid JSON (trailing comma in object, line"),
+    "a NaN": ("BR", _first(r'"median_ms":0\.\d+', '"median_ms":NaN'), "not valid JSON (invalid character, line"),
+    "a leading zero": ("BR", _first(r'"dropped_samples":\d+', '"dropped_samples":012'), "not valid JSON (invalid number, line"),
+    "a second object after it": ("BR", lambda t: t + "{}", "not valid JSON (trailing characters, line"),
     "a byte-order mark": ("BR", lambda t: "\ufeff" + t, "not valid JSON (invalid character, line 1: '\\ufeff{"),
-    "a lone surrogate": ("BR", _first(r'"name":"', '"name":"\\ud800'), "not valid JSON (unexpected end of hex escape at line"),
+    "a lone surrogate": ("BR", _first(r'"name":"', '"name":"\\ud800'), "not valid JSON (unexpected end of hex escape, line"),
     "schema 4": ("BR", _first(V, '"schema_version":4'), f"schema 4, which this perfguard no longer reads; rewrite it as schema {SCHEMA_VERSION} with `perfguard migrate f.json`"),
     "no schema": ("R", _first(V + ',?', ''), "not a perfguard file of this kind (it has no schema_version)"),
 }

@@ -223,9 +223,9 @@ BAD_FILES = {
     "list for an object": (lambda: put(["results", 1, "params"], [], record_json()), r"results\[1\]: params: Expected `object`, got `array`"),
     "number for a result": (lambda: put(["results", 0], 3, record_json()), r"results\[0\]: Expected `object`, got `int`"),
     "null id": (lambda: put(["results", 0, "id"], None, record_json()), r"results\[0\]: id: Expected `str`, got `null`"),
-    "nan median": (lambda: dumps(RECORD).replace('"median_ms":0.00512', '"median_ms":NaN'), r"invalid character at line \d+: 'NaN"),
-    "infinite sample": (lambda: dumps(RECORD).replace("0.0081]", "Infinity]", 1), r"invalid character at line \d+: 'Infinity"),
-    "nan in params": (lambda: dumps(RECORD).replace('"scale":0.5', '"scale":NaN'), r"invalid character at line \d+: 'NaN"),
+    "nan median": (lambda: dumps(RECORD).replace('"median_ms":0.00512', '"median_ms":NaN'), r"invalid character, line \d+: 'NaN"),
+    "infinite sample": (lambda: dumps(RECORD).replace("0.0081]", "Infinity]", 1), r"invalid character, line \d+: 'Infinity"),
+    "nan in params": (lambda: dumps(RECORD).replace('"scale":0.5', '"scale":NaN'), r"invalid character, line \d+: 'NaN"),
 }
 
 

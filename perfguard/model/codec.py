@@ -243,10 +243,10 @@ _HTML = re.compile(rb"\s*<(!doctype html|html)", re.IGNORECASE)
 def _not_json(exc: msgspec.DecodeError, data: bytes, source: str) -> BaselineError:
     """What msgspec found malformed, with its line and the text there (its byte offset counts from the
     start of the file)."""
-    if _HTML.match(data):  # the report beside the record, given in its place
-        json_beside = re.sub(r"\.html?$", "", source, flags=re.IGNORECASE) + ".json"
+    html = re.fullmatch(r"(.*)\.html?", source, flags=re.IGNORECASE)
+    if html and _HTML.match(data):  # the report, given in place of the record written beside it
         return BaselineError(f"{source}: this is an HTML report, not a record; give the JSON record written beside it, "
-                             f"{shown(json_beside)}")
+                             f"{shown(html[1] + '.json')}")
     message = str(exc).removeprefix("JSON is malformed: ")
     found = _BYTE.search(message)
     if found is not None:

@@ -306,7 +306,8 @@ class Recorder:
         options = {"budget_s": self.options.budget_s, "threshold_pct": self.options.threshold_pct,
                    "profile": self.options.profile,
                    # as the user named them: the commands the reports print repeat them (report/commands.py)
-                   "baselines_dir": self.options.baselines_arg, "report_dir": self.options.report_arg}
+                   "baselines_dir": self.options.baselines_arg, "report_dir": self.options.report_arg,
+                   "update": self.options.update}
         # How a CPU run measured, for the reports' warning about its figures (report.advice.cpu_line).
         if self.cpu_threads is not None:
             options["cpu_threads"] = self.cpu_threads

@@ -114,6 +114,7 @@ def summary(
         fits = ranked_scalings(results, devices)
     lines += [(f"scaling: {line}", {}) for line in scaling_lines(fits, limit=NAMED)]
     if verdicts:
+        run = Invocation.of(record.options if record else None)  # the commands a line prints: this run's folders
         lines.append((verdict_count(verdicts), {"bold": True}))
         listed = [v for v in verdicts
                   if v.status not in ("same", "new", "inconclusive") or (v.metric in COUNTER_KINDS and v.change_pct is not None)]
@@ -121,14 +122,13 @@ def summary(
             lines += [(line, STYLE["regressed"]) for line in regressed_lines([v for v in listed if v.status == "regressed"])]
             listed = [v for v in listed if v.status != "regressed"]
         for v in sorted(listed, key=lambda v: (rank(v.status), v.case_id)):
-            lines.append((f"{v.case_id}: {words.line(v)}", STYLE.get(v.status, {})))
+            lines.append((f"{v.case_id}: {words.line(v, run)}", STYLE.get(v.status, {})))
             where = words.where_line(v)
             if where:
                 lines.append((f"  {where}", {}))
-        lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts, Invocation.of(record.options if record else None))]
+        lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts, run)]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:
-            run = Invocation.of(record.options) if record else Invocation()
             lines.append((NEW_LINE.format(n=len(news)) + steps.new_remedy(run), {"cyan": True}))
         figures = [v for v in verdicts if v.status == "new" and v.metric in ACROSS_CALLS and v.case_id not in news]
         if figures:  # a baseline recorded before perfguard measured them: judged from its next update
