@@ -174,8 +174,10 @@ class Admission:
         # and refused good runs of 12 cases in 5 updates on one H200.
         for metric in noise.judged_times(c.result, entry.result):
             value = c.summary.median_of(metric)
-            est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric, unseen_offset=False) if value else None
-            if est is None or not value:
+            if not value:
+                continue
+            est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric, unseen_offset=False)
+            if est is None:
                 continue
             change = 100.0 * (value / est.centre_ms - 1.0)
             if abs(change) > est.tolerance_pct:

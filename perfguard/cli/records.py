@@ -108,7 +108,7 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         for r in results:
             if r.status != "ok":
                 say(f"skipped {r.id}: not measured (status {r.status}) in {path}")
-        listed = {d.slug: d for d in record.devices}  # each listed, of its baseline's model: Intake
+        listed = {d.slug: d for d in record.devices}  # every case's device among them: Intake
         by_device: dict[str, list[CaseResult]] = {}
         for r in results:
             if r.status == "ok":

@@ -29,9 +29,9 @@ def slug(name: str) -> str:
 
 
 def device_slug(kind: str, name: str) -> str:
-    """The slug of a device `kind` ("cuda", "cpu") named `name`: the rule every record's device follows, so
-    a record whose slug is not its name's names another card's baseline ('NVIDIA H200' -> 'nvidia-h200';
-    'Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz' -> 'cpu-intel-xeon-platinum-8481c')."""
+    """The slug of a device `kind` ("cuda", "cpu") named `name` ('NVIDIA H200' -> 'nvidia-h200'; 'Intel(R)
+    Xeon(R) Platinum 8481C CPU @ 2.70GHz' -> 'cpu-intel-xeon-platinum-8481c'): the rule every record's device
+    follows, so that a record whose slug is not its name's adds no runs to another model's baseline."""
     if kind == "cpu":
         short = slug(_short_cpu_name(name))
         return slug(f"cpu-{short}") if short else "cpu-unknown"  # slug() again: the prefix within MAX_SLUG_CHARS
