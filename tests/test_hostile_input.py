@@ -168,7 +168,7 @@ def test_accept_refuses_a_record_whose_device_disagrees_with_itself_or_its_basel
     lines = capsys.readouterr().out.splitlines()
     assert f"refused {lying}: {says.format(file=file)}; was it edited? Add records as perfguard wrote them" in lines, lines
     after = store.load_file(file)
-    assert after.device == before.device and [store.list_files(baselines)] == [[file]]
+    assert after.device == before.device and store.list_files(baselines) == [file]
     assert [r.recorded_at for r in after.cases["add[n=1]"].runs] == ["2026-11-01T12:00:00+00:00", "2026-11-02T12:00:00+00:00"]
 
 
