@@ -20,8 +20,8 @@ from perfguard.analysis.series import Admission
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.errors import BaselineError
-from perfguard.model import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, CaseResult, DeviceInfo, drift_pct, dumps,
-                             loads_baseline, round_sig, thin_samples)
+from perfguard.model import (MAX_BASELINE_SAMPLES, SAMPLE_DIGITS, SCHEMA_VERSION, Calibration, CaseResult, DeviceInfo, drift_pct,
+                             dumps, loads_baseline, round_sig, thin_samples)
 
 from baseline_file import edit, unpacked
 
@@ -217,6 +217,22 @@ def test_a_run_outside_its_tolerance_is_not_added_and_the_others_join(tmp_path):
     assert line.startswith(f"a: the run of {LATER} from this run not added: gpu_time +100.0% from the centre of")
 
 
+def test_an_update_from_a_card_the_series_has_not_seen_is_not_allowed_the_gates_offset(tmp_path):
+    # The update pytest --perfguard-update makes (plugin/recorder.py): store.update with the Admission. A 1 µs
+    # kernel, three runs of one card; the gate allows a card it has not seen 1.5 µs more (priors.ABS_FLOOR_MS),
+    # and a run twice as slow from another card (or one that names another) joined the series with it.
+    for day, scale in ((1, 1.0), (2, 1.002), (3, 0.998)):
+        store.update(tmp_path, H200, [result("a", scale=0.001 * scale)], commit=None, recorded_at=f"2026-11-0{day}")
+    admission = Admission()
+    other = dataclasses.replace(H200, uuid="GPU-5678", host="host0")
+    slow = dataclasses.replace(result("a", scale=0.002), device_uuid=other.uuid)
+    store.update(tmp_path, other, [slow], commit=None, recorded_at=LATER, admit=admission)
+    assert [r.device_uuid for r in store.load(tmp_path, H200).cases["a"].runs] == ["GPU-1234"] * 3
+    (line,) = admission.lines
+    assert re.fullmatch(rf"a: the run of {re.escape(LATER)} from this run not added: gpu_time \+100\.0% from the centre of the fleet's 3 "
+                        r"runs on 1 card, outside its tolerance of ±[\d.]+%, so the code changed or the run is off", line), line
+
+
 def test_a_forced_update_starts_the_series_of_a_run_outside_its_tolerance_again_and_the_others_keep_theirs(tmp_path):
     write_baseline(tmp_path, result("a"), result("b"))
     admission = Admission(force=True)
@@ -231,10 +247,41 @@ def test_a_forced_update_starts_the_series_of_a_run_outside_its_tolerance_again_
 
 def test_a_fleets_runs_merge_in_one_write_and_a_restart_keeps_every_new_run(tmp_path):
     write_baseline(tmp_path, result("a"))
-    runs = [([result("a", scale=2.0)], "new", f"2026-12-0{i}", f"runner-{i}") for i in (1, 2, 3)]
+    runs = [([result("a", scale=2.0 + 0.01 * i)], "new", f"2026-12-0{i}", f"runner-{i}") for i in (1, 2, 3)]  # three runs, not copies
     store.update_runs(tmp_path, H200, runs, admit=Admission(restart=True))
     entry = store.load(tmp_path, H200).cases["a"]
     assert [r.host for r in entry.runs] == ["runner-1", "runner-2", "runner-3"]
+
+
+def test_a_write_keeps_the_files_device_and_a_run_of_the_model_takes_its_versions_into_its_entry(tmp_path, capsys):
+    write_baseline(tmp_path, result("a"))
+    upgraded = dataclasses.replace(H200, driver="590.1", torch="2.13.0")
+    store.update(tmp_path, upgraded, [result("b")], commit=None, recorded_at=LATER)
+    baseline = store.load(tmp_path, H200)
+    assert baseline.device == dataclasses.replace(H200, uuid=None, index=None)  # the model, as its first run gave it
+    assert baseline.cases["b"].fingerprint == upgraded.fingerprint()
+    assert main(["baseline", "show", "--baselines", str(tmp_path)]) == 0
+    assert "NVIDIA H200 (nvidia-h200), 2 case(s); cuda 12.8, driver 590.1, torch 2.13.0, triton 3.6.0" in capsys.readouterr().out
+
+
+NOT_THE_MODEL = dataclasses.replace(H200, name="nvidia h200")  # its slug nvidia-h200 too: the file's name, not its model's
+WRITES = {
+    "update": lambda folder: store.update(folder, NOT_THE_MODEL, [result("a", scale=1.001)], commit=None, recorded_at=LATER),
+    "calibrate": lambda folder: store.calibrate(folder, NOT_THE_MODEL, Calibration(
+        measured_at=LATER, fingerprint={}, copy_gbps=4000.0, copy_bytes=2**30, tflops={"bf16": 700.0}, matmul_n={"bf16": 8192})),
+    "merge": lambda folder: store.merge_files(folder, [dataclasses.replace(store.load(folder, H200), device=NOT_THE_MODEL)]),
+}
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_a_write_of_another_device_name_is_refused_and_the_file_left_as_it_was(tmp_path, write):
+    path = write_baseline(tmp_path)
+    before = path.read_bytes()
+    with pytest.raises(BaselineError) as info:
+        WRITES[write](tmp_path)
+    assert str(info.value) == (f"{path}: holds runs of 'NVIDIA H200' (cuda), not of 'nvidia h200' (cuda); the file is left as "
+                               "it was: add runs only to the baseline of the model they ran on")
+    assert path.read_bytes() == before
 
 
 def test_a_version_1_baseline_migrates_with_its_result_as_its_one_run_and_then_takes_updates(tmp_path):

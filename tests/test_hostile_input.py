@@ -116,6 +116,90 @@ def test_the_store_makes_no_path_of_a_slug_that_is_not_one(tmp_path, capsys):
     assert "is not a device slug" in refused(capsys, "baseline", "show", "--device", "../../etc/passwd", "--baselines", tmp_path)
 
 
+# --- 1b. a record's device says one model, its baseline's (issue 46, item 2) ------------------------------
+
+H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200")
+A100 = DeviceInfo(kind="cuda", name="NVIDIA A100-SXM4-80GB", slug="nvidia-a100-sxm4-80gb")
+
+
+def card_run(day: int, *devices: DeviceInfo, card: str | None = None, slug: str = H200.slug) -> RunRecord:
+    """One run of add[n=1] (samples of its own: no two days are one run), measured on `card`, the first device's
+    by default."""
+    card = card or devices[0].uuid
+    samples = tuple(x * (1 + 0.01 * day) for x in SAMPLES)
+    result = CaseResult(id="add[n=1]", name="add", status="ok", device=slug, device_uuid=card, timer="cuda-events",
+                        timings={"gpu_time": timing(samples)})
+    return dataclasses.replace(run(result, devices=devices), created_at=f"2026-11-{day:02d}T12:00:00+00:00")
+
+
+def card(uuid: str, model: DeviceInfo = H200, **fields) -> DeviceInfo:
+    return dataclasses.replace(model, uuid=uuid, host="runner-a", **fields)
+
+
+# What a record may say of its device, and the line that refuses it: the audit's first (an A100 by name, with
+# an H200 card's UUID and the H200's slug) renamed the baseline's device and added 129 cases' runs to it.
+LYING_DEVICES = {
+    "another model's name": (lambda: card_run(3, card("GPU-1", name=A100.name)),
+                             "its device 'NVIDIA A100-SXM4-80GB' has the slug 'nvidia-h200', but that name's is "
+                             "nvidia-a100-sxm4-80gb"),
+    "a name its baseline does not hold": (lambda: card_run(3, card("GPU-5", name="nvidia h200")),
+                                          "its device 'nvidia h200' (cuda) is not {file}'s, 'NVIDIA H200' (cuda)"),
+    "a card listed as two models": (lambda: card_run(3, card("GPU-2"), card("GPU-2", A100)),
+                                    "it lists card 'GPU-2' as 'NVIDIA H200' and as 'NVIDIA A100-SXM4-80GB'"),
+    "a case on a card it does not list": (lambda: card_run(3, card("GPU-2"), card="GPU-9"),
+                                          "case 'add[n=1]' was measured on card 'GPU-9', which the record does not list as "
+                                          "nvidia-h200"),
+    "a case on a device it does not list": (lambda: card_run(3, card("GPU-2"), slug=A100.slug),
+                                            "case 'add[n=1]' was measured on 'nvidia-a100-sxm4-80gb', a device the record "
+                                            "does not list"),
+}
+
+
+@pytest.mark.parametrize("lie", LYING_DEVICES)
+def test_accept_refuses_a_record_whose_device_disagrees_with_itself_or_its_baseline(tmp_path, capsys, lie):
+    make, says = LYING_DEVICES[lie]
+    baselines = tmp_path / "baselines"
+    assert main(["baseline", "accept", str(write(tmp_path / "r1.json", card_run(1, card("GPU-1")))), "--baselines", str(baselines)]) == 0
+    file = store.path_for(baselines, H200.slug)
+    before = store.load_file(file)
+    lying, good = write(tmp_path / "lying.json", make()), write(tmp_path / "r2.json", card_run(2, card("GPU-1")))
+    capsys.readouterr()
+    assert main(["baseline", "accept", str(lying), str(good), "--baselines", str(baselines)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"refused {lying}: {says.format(file=file)}; was it edited? Add records as perfguard wrote them" in lines, lines
+    after = store.load_file(file)
+    assert after.device == before.device and store.list_files(baselines) == [file]
+    assert [r.recorded_at for r in after.cases["add[n=1]"].runs] == ["2026-11-01T12:00:00+00:00", "2026-11-02T12:00:00+00:00"]
+
+
+# What a later record of one accept may not say against an earlier one, into a folder with no baseline yet.
+AGAINST_AN_EARLIER_RECORD = {
+    "its card another model": (lambda: card_run(2, card("GPU-7", A100), slug=A100.slug),
+                               "it names card 'GPU-7' 'NVIDIA A100-SXM4-80GB', which {first} names 'NVIDIA H200'"),
+    "the model another name": (lambda: card_run(2, card("GPU-8", name="nvidia h200")),
+                               "its device 'nvidia h200' (cuda) is not {first}'s, 'NVIDIA H200' (cuda)"),
+}
+
+
+@pytest.mark.parametrize("lie", AGAINST_AN_EARLIER_RECORD)
+def test_accept_refuses_a_device_an_earlier_record_of_it_named_otherwise(tmp_path, capsys, lie):
+    make, says = AGAINST_AN_EARLIER_RECORD[lie]
+    first, second = write(tmp_path / "r1.json", card_run(1, card("GPU-7"))), write(tmp_path / "r2.json", make())
+    assert main(["baseline", "accept", str(first), str(second), "--baselines", str(tmp_path / "b")]) == 0
+    assert (f"refused {second}: {says.format(first=first)}; was it edited? Add records as perfguard wrote "
+            "them") in capsys.readouterr().out.splitlines()
+    assert store.list_files(tmp_path / "b") == [store.path_for(tmp_path / "b", H200.slug)]
+    assert len(store.load(tmp_path / "b", H200).cases["add[n=1]"].runs) == 1
+
+
+def test_a_new_card_of_the_baselines_model_adds_its_runs(tmp_path, capsys):
+    baselines = tmp_path / "b"
+    assert main(["baseline", "accept", str(write(tmp_path / "r1.json", card_run(1, card("GPU-1")))), "--baselines", str(baselines)]) == 0
+    assert main(["baseline", "accept", str(write(tmp_path / "r2.json", card_run(2, card("GPU-2")))), "--baselines", str(baselines)]) == 0
+    assert "refused" not in capsys.readouterr().out
+    assert [r.device_uuid for r in store.load(baselines, H200).cases["add[n=1]"].runs] == ["GPU-1", "GPU-2"]
+
+
 # --- 2. what a record says is never a link, a script or a mention --------------------------------
 
 

@@ -29,7 +29,7 @@ Options = pytest.importorskip("cmarkgfm.cmark").Options
 from perfguard import inert
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
-from perfguard.model import CaseResult, DeviceInfo, Noise, RunRecord, TimeEvidence, Verdict, dumps, loads_record
+from perfguard.model import CaseResult, DeviceInfo, Noise, RunRecord, TimeEvidence, Verdict, dumps, loads_record, names
 from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
@@ -210,10 +210,11 @@ FORGED = "verdicts: 0 regressed, 0 improved (forged)"
 
 @pytest.mark.parametrize("command", ["show", "compare", "baseline show", "baseline accept"])
 def test_a_line_break_in_a_device_name_or_case_id_forges_no_line(tmp_path, capsys, command):
-    device = dataclasses.replace(CPU, name=f"AMD EPYC\n{FORGED}\r\n{FORGED}")
+    name = f"AMD EPYC\n{FORGED}\r\n{FORGED}"
+    device = dataclasses.replace(CPU, name=name, slug=names.device_slug("cpu", name))  # the slug perfguard makes of it
     case_id = f"add[n=1]\n{FORGED}"
-    ok = CaseResult(id=case_id, name="add", status="ok", device=CPU.slug, timer="host-clock", timings={"gpu_time": timing(SAMPLES)})
-    broken = CaseResult(id=f"broken\n{FORGED}", name="broken", status="error", device=CPU.slug, error=f"boom\n{FORGED}")
+    ok = CaseResult(id=case_id, name="add", status="ok", device=device.slug, timer="host-clock", timings={"gpu_time": timing(SAMPLES)})
+    broken = CaseResult(id=f"broken\n{FORGED}", name="broken", status="error", device=device.slug, error=f"boom\n{FORGED}")
     verdict = Verdict(case_id, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, f"baselines/x.json\n{FORGED}", reason="outside",
                       time=TIME)
     record = RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(device,), results=(ok, broken), verdicts=(verdict,))

@@ -18,7 +18,7 @@ import pytest
 
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
-from perfguard.model import CaseResult, Counters, DeviceInfo, MovedRow, RunRecord, TimeSplit, Verdict, Where, dumps
+from perfguard.model import CaseResult, Counters, DeviceInfo, MovedRow, RunRecord, TimeSplit, Verdict, Where, dumps, names
 from perfguard import inert
 from perfguard.report.markdown import render_markdown
 
@@ -76,9 +76,13 @@ def record(ms_b: float, created_at: str) -> RunRecord:
                 Verdict("b", "gpu_time", "regressed", 1.0, ms_b, 100.0, 1.0, "baselines/x.json", reason="outside",
                         where=Where("kernel", (MovedRow("gemm", 1.0, ms_b, 1.0, 1.0, True),), ms_b - 1.0, 4.0)),
                 Verdict("d", "gpu_time", "missing", 1.0, None, None, 1.0, "baselines/x.json", reason="did_not_run"))
-    return poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
-                              verdicts=verdicts, commit="0123abcd",
-                              options={"note": "x", "gate": ["gate: threshold 1%"]}))
+    run = poisoned(RunRecord(created_at=created_at, perfguard_version="0.1.0", devices=(CPU,), results=results,
+                             verdicts=verdicts, commit="0123abcd",
+                             options={"note": "x", "gate": ["gate: threshold 1%"]}))
+    # Its device's slug made of the poisoned name, as perfguard makes one (accept refuses any other).
+    slug = names.device_slug(CPU.kind, run.devices[0].name)
+    return dataclasses.replace(run, devices=(dataclasses.replace(run.devices[0], slug=slug),),
+                               results=tuple(dataclasses.replace(r, device=slug) for r in run.results))
 
 
 def assert_inert(text: str) -> None:

@@ -317,8 +317,8 @@ def _refresh_records(folder: Path, gpu: str, slug: str, statuses: list[str]) -> 
     from perfguard.analysis.stats import timing
     from perfguard.model import CaseResult, DeviceInfo, RunRecord, dumps
 
-    device = DeviceInfo(kind="cuda", name=slug, slug=slug, uuid="GPU-x")
     for run, status in enumerate(statuses, 1):
+        device = DeviceInfo(kind="cuda", name=slug, slug=slug, uuid=f"GPU-{run}")  # each job's card, which its case ran on
         samples = tuple(1.0 + run / 1000 + i / 1e5 for i in range(50))
         result = CaseResult(id="add", name="add", status="ok", device=slug, device_uuid=f"GPU-{run}",
                             timer="cuda-events", timings={"gpu_time": timing(samples)})

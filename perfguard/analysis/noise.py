@@ -18,7 +18,8 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
   estimated from few runs is itself uncertain, and the tolerance says so (wide with 1 run, narrowing
   as runs are added: the README's table).
 - floor is an absolute offset (priors.ABS_FLOOR_MS), added when this run comes from a card (on a CPU, a host)
-  that none of the baseline's runs came from: host-to-host offsets of tiny kernels are absolute.
+  that none of the baseline's runs came from: host-to-host offsets of tiny kernels are absolute (the
+  gate's allowance; a run asking to join the series is judged without it: analysis/series.py).
 - card is a prior for how cards of one model differ (priors.CARD_PCT), added when this run's card is not
   among the baseline's and the baseline's runs came from fewer than MIN_CARDS cards; runs from that
   many cards carry that spread themselves.
@@ -116,9 +117,13 @@ def estimate(
     *,
     host: str | None = None,
     metric: str = "gpu_time",
+    unseen_offset: bool = True,
 ) -> Noise | None:
     """The noise of `current`'s case over `baseline`'s runs, its tolerance and what the gate can detect.
     `metric`: the kind of time (a TimeMetric); None when no baseline run measured that kind.
+    `unseen_offset`: the absolute offset (floor) for a card or host none of the runs came from, which the
+    gate allows; a run asking to join the series is not allowed it (analysis/series.py): a file can name
+    any host.
 
     A card (on a CPU, a host) with OWN_RUNS runs in the baseline is judged by those alone: their centre,
     their spread, no card-to-card prior. Any other is judged by all the runs (the fleet's). Either way a
@@ -149,7 +154,7 @@ def estimate(
     spread = pooled_pct(prior, observed, k)
     predicted = math.sqrt(spread**2 * (1.0 + 1.0 / k) + card**2)
     centre = statistics.median(medians)
-    floor = 0.0 if seen else 100.0 * priors.absolute_ms(current, metric) / centre
+    floor = 0.0 if seen or not unseen_offset else 100.0 * priors.absolute_ms(current, metric) / centre
     tolerance = max(threshold_pct, alarm_quantile(k) * predicted + floor)
     return Noise(
         runs=k,

@@ -7,8 +7,13 @@ as slow, a disturbed run. So a run joins a case's series only when the gate woul
 - against a series the case already has, each time the gate judges it by (`gpu_time` or
   `caller_time`, and `busy_time` where the call is host-bound: noise.judged_times) within the
   tolerance the gate gives it (analysis/noise.py, judged as the gate judges it: by this card's runs
-  or the fleet's). A run outside it is not added: the code changed, or the run is off, and perfguard
-  cannot tell which from one run. `force` (``--perfguard-update=force``) says the code changed: the
+  or the fleet's), but for the absolute offset the gate allows a card or host none of the runs came
+  from (noise.estimate's `unseen_offset`): a file can name any host, and one run twice as slow naming
+  a host of its own joined a 3.16 µs case on a CPU, whose offset is 20 µs (issue 46). Each run is
+  judged against the series as it was before this write, never with the runs it came with: a batch
+  of records cannot outvote the baseline. A run outside it is not added: the code changed, or the run
+  is off, and perfguard cannot tell which from one run. Only a change a person names starts the
+  series again: `accepted` (`--case`, an acceptance file), `force` (``--perfguard-update=force``): the
   case's series starts again with the new runs, its earlier runs dropped (they stay in version
   control), never mixed with the new ones;
 - with no series yet (a new case, or `restart`: `perfguard baseline accept --restart`), the new runs
@@ -16,7 +21,7 @@ as slow, a disturbed run. So a run joins a case's series only when the gate woul
 - `merge` (baseline files of other hosts): the runs of all the files, among themselves, likewise.
 
 A run read from a file that is already in the series (the same record given twice, accepted again, or
-copied with another date: model.identity, by where it ran and what it measured) is counted once. Every
+copied with another date, host or card: model.identity, by what it measured) is counted once. Every
 run left out is one line, collected in `lines` for the caller to print. Pure: no files.
 """
 
@@ -106,7 +111,7 @@ class Admission:
             key = identity(c.summary)
             if key in seen and not c.measured_here:
                 self.lines.append(f"{case_id}: the run of {c.summary.recorded_at} from {c.origin} is in the series "
-                                  "already (the same figures from the same card or host, whatever its date): counted once")
+                                  "already (the same figures, whatever its date, host or card say): counted once")
                 continue
             seen.add(key)
             fresh.append(c)
@@ -169,8 +174,10 @@ class Admission:
         # and refused good runs of 12 cases in 5 updates on one H200.
         for metric in noise.judged_times(c.result, entry.result):
             value = c.summary.median_of(metric)
-            est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric) if value else None
-            if est is None or not value:
+            if not value:
+                continue
+            est = noise.estimate(c.result, entry, threshold, host=c.summary.host, metric=metric, unseen_offset=False)
+            if est is None:
                 continue
             change = 100.0 * (value / est.centre_ms - 1.0)
             if abs(change) > est.tolerance_pct:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, say
-from perfguard.cli.record_runs import noting_origins, refusal, run_id
+from perfguard.cli.record_runs import Intake, noting_origins
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, names
 from perfguard.report import words
@@ -45,7 +45,10 @@ def _baseline_show(args: argparse.Namespace) -> int:
             status = 2
             continue
         assert baseline is not None  # it was listed a moment ago
-        versions = ", ".join(f"{k} {v}" for k, v in sorted(baseline.device.fingerprint().items()) if v)
+        # The newest run's versions: the file's device is its first run's, never rewritten (store.update_runs).
+        newest = max(baseline.cases.values(), key=lambda e: e.recorded_at, default=None)
+        fingerprint = newest.fingerprint if newest else baseline.device.fingerprint()
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if v)
         say(f"{path}: {baseline.device.name} ({baseline.device.slug}), {len(baseline.cases)} case(s)"
               + (f"; {versions}" if versions else ""))
         cal = baseline.calibration
@@ -81,8 +84,9 @@ def _judged(baseline: BaselineFile, args: argparse.Namespace) -> int:
 def _baseline_accept(args: argparse.Namespace) -> int:
     """Each record is one run of its cases, oldest first: the artifacts of a CI matrix over a pool of
     runners of one GPU model become one baseline whose tolerances know the pool's spread. A record
-    that did not finish, is dated in the future, or was given already is refused with one line; which
-    runs join each case's series is analysis.series.Admission's to say, one line for each left out."""
+    that did not finish, is dated in the future, whose device disagrees with itself or its baseline, or was
+    given already is refused with one line (cli/record_runs.py's Intake); which runs join each case's series
+    is analysis.series.Admission's to say, one line for each left out."""
     from perfguard.analysis.series import Admission, in_future
     from perfguard.store import update_runs
 
@@ -94,10 +98,9 @@ def _baseline_accept(args: argparse.Namespace) -> int:
     runs_by_slug: dict[str, list[tuple[list[CaseResult], str | None, str, str | None]]] = {}
     origins: dict[str, list[str]] = {}
     devices: dict[str, DeviceInfo] = {}
-    given: dict[tuple[object, ...], str] = {}
+    intake = Intake(args.baselines, in_future)
     for path, record in records:
-        refused = refusal(record, given, in_future)
-        given.setdefault(run_id(record), path)
+        refused = intake.refusal(path, record)
         if refused:
             print(f"refused {path}: {refused}")
             continue
@@ -105,12 +108,10 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         for r in results:
             if r.status != "ok":
                 say(f"skipped {r.id}: not measured (status {r.status}) in {path}")
-        listed = {d.slug: d for d in record.devices}
+        listed = {d.slug: d for d in record.devices}  # every case's device among them: Intake
         by_device: dict[str, list[CaseResult]] = {}
         for r in results:
             if r.status == "ok":
-                if r.device not in listed:
-                    raise BaselineError(f"{path}: case {r.id} was measured on {r.device!r}, a device the record does not list")
                 by_device.setdefault(r.device, []).append(r)
         hosts = {d.host for d in record.devices}
         for slug, accepted in by_device.items():

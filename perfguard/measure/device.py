@@ -6,7 +6,6 @@ import functools
 import importlib.metadata
 import os
 import platform
-import re
 import socket
 
 import torch
@@ -19,11 +18,6 @@ from perfguard.model import DeviceInfo, names
 def default_kind() -> str:
     """"cuda" when a GPU is usable, else "cpu"."""
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def slugify(name: str) -> str:
-    """A file-safe, stable name for a device model: 'NVIDIA H200' -> 'nvidia-h200'."""
-    return names.slug(name) or "unknown"  # the peak table keys its GPUs by the same rule
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,7 +33,7 @@ def detect(kind: str, host: str | None = None) -> DeviceInfo:
     }
     if kind == "cpu":
         name = cpu_model()
-        return DeviceInfo(kind="cpu", name=name, slug="cpu-" + slugify(_short_cpu_name(name)), **common)
+        return DeviceInfo(kind="cpu", name=name, slug=names.device_slug("cpu", name), **common)
     ordinal = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(ordinal)
     uuid = f"GPU-{props.uuid}"
@@ -51,7 +45,7 @@ def detect(kind: str, host: str | None = None) -> DeviceInfo:
     return DeviceInfo(
         kind="cuda",
         name=props.name,
-        slug=slugify(props.name),
+        slug=names.device_slug("cuda", props.name),
         uuid=uuid,
         # torch's ordinal counts within CUDA_VISIBLE_DEVICES (0 on every pinned xdist worker); the
         # record keeps the physical index nvidia-smi shows, falling back to torch's without NVML.
@@ -89,14 +83,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
-
-
-def _short_cpu_name(name: str) -> str:
-    # "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz" -> "Intel Xeon Platinum 8481C"
-    name = re.sub(r"\((R|TM|tm|r)\)", "", name)
-    name = re.sub(r"\s*@.*$", "", name)
-    name = re.sub(r"\b(CPU|Processor|\d+-Core)\b", "", name)
-    return " ".join(name.split())
 
 
 def _version(package: str) -> str | None:

@@ -138,23 +138,24 @@ _UNJUDGED_MEMORY = dict.fromkeys(("peak_reserved_bytes", "fragmentation", "alloc
 
 
 def identity(run: RunSummary) -> tuple[object, ...]:
-    """What makes two run summaries from files one run: where it ran and what it measured, never when it
-    says it ran (a run this process measured is new whatever its figures: Candidate.measured_here).
+    """What makes two run summaries from files one run: what it measured (each kind of time's median and
+    sample count, the mean SM clock, the peak memory), never what the file says of it: not when it ran,
+    not the card (UUID) or host, not the commit. Those are stamps a copy can change without measuring
+    anything (a run this process measured is new whatever its figures: Candidate.measured_here).
 
-    A date is the one thing a copy can change without measuring anything: one slow record re-stamped in
-    five UTC offsets, or 1 ms apart, counted as five runs and widened a host's tolerance from ±21% to
-    ±130%. A re-stamped copy keeps every figure; a second real run of a card does not, but for a tiny
-    kernel whose event times are quantized it can: 12 of the H200 baseline's 1,240 runs of 2026-12-02
-    repeated an earlier run's figures exactly, and counted once (the half-width among them then; it is no
-    longer kept or compared, and none of the committed file's 2,397 runs repeats another's without it).
-    That costs a run equal to one kept (a tolerance a little wider, never narrower); a copy counted five
-    times widens every one. Figures as a file keeps them (rounded): a run read back from its baseline is
-    the run its record gives again."""
+    Re-stamped, one slow record counted as five runs and widened a host's tolerance from ±21% to
+    ±130% (five UTC offsets of one date), and moved a case's centre from 3.16 to 6.31 µs (five copies,
+    each naming a host of its own: issue 46). A re-stamped copy keeps every figure; a second real run
+    does not, but for a tiny kernel whose event times are quantized it can: 12 of the H200 baseline's
+    1,240 runs of 2026-12-02 repeated an earlier run's figures exactly, and counted once (none of the
+    committed file's 2,397 runs repeats another's now). That costs a run equal to one kept (a tolerance a
+    little wider, never narrower); a copy counted five times widens every one. Figures as a file keeps
+    them (rounded): a run read back from its baseline is the run its record gives again."""
     def written(name: str, x: float | None) -> float | None:
         return None if x is None else round_sig(x, SAMPLE_DIGITS if name in SHOWN_ONLY else SIGNIFICANT_DIGITS)
 
     times = tuple(sorted((m, written("median_ms", median), run.sample_counts.get(m)) for m, median in run.medians_ms.items()))
-    return (run.device_uuid, run.host, times, written("sm_clock_mhz", run.sm_clock_mhz), run.peak_allocated_bytes)
+    return (times, written("sm_clock_mhz", run.sm_clock_mhz), run.peak_allocated_bytes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

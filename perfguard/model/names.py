@@ -28,6 +28,24 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG_CHARS].rstrip("-")
 
 
+def device_slug(kind: str, name: str) -> str:
+    """The slug of a device `kind` ("cuda", "cpu") named `name` ('NVIDIA H200' -> 'nvidia-h200'; 'Intel(R)
+    Xeon(R) Platinum 8481C CPU @ 2.70GHz' -> 'cpu-intel-xeon-platinum-8481c'): the rule every record's device
+    follows, so that a record whose slug is not its name's adds no runs to another model's baseline."""
+    if kind == "cpu":
+        short = slug(_short_cpu_name(name))
+        return slug(f"cpu-{short}") if short else "cpu-unknown"  # slug() again: the prefix within MAX_SLUG_CHARS
+    return slug(name) or "unknown"  # the peak table keys its GPUs by the same rule
+
+
+def _short_cpu_name(name: str) -> str:
+    # "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz" -> "Intel Xeon Platinum 8481C"
+    name = re.sub(r"\((R|TM|tm|r)\)", "", name)
+    name = re.sub(r"\s*@.*$", "", name)
+    name = re.sub(r"\b(CPU|Processor|\d+-Core)\b", "", name)
+    return " ".join(name.split())
+
+
 def is_slug(text: object) -> bool:
     return isinstance(text, str) and len(text) <= MAX_SLUG_CHARS and SLUG.fullmatch(text) is not None
 

@@ -95,6 +95,10 @@ class DeviceInfo:
         """The software versions a baseline is only comparable under."""
         return {"driver": self.driver, "cuda": self.cuda, "torch": self.torch, "triton": self.triton}
 
+    def same_model(self, other: DeviceInfo) -> bool:
+        """Whether `other` is this device's model as a baseline file names it: kind, name and slug alike."""
+        return (self.kind, self.name, self.slug) == (other.kind, other.name, other.slug)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TimeSummary:

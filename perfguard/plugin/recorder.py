@@ -349,7 +349,7 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def _now() -> str:
-    # Milliseconds: a run is told from another by when it was made (analysis/series.identity), and two
+    # Milliseconds: a case's runs are kept in the order they were made (the newest is the entry's), and two
     # runs of one case can end within a second (a fast case, a fast machine).
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 

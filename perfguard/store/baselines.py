@@ -12,7 +12,8 @@ merges the new cases into what it finds, and replaces the file atomically. Re-re
 is what keeps two processes from losing each other's entries; the atomic replace is what keeps a
 killed process from leaving half a file.
 A file that cannot be read as a baseline is never overwritten: the update stops with an error that
-names it, so nothing recorded by hand or by another version is lost silently.
+names it, so nothing recorded by hand or by another version is lost silently. Nor is its device: a
+write keeps the model the file's first run gave it, and refuses a device of another (`_device_kept`).
 """
 
 from __future__ import annotations
@@ -177,7 +178,10 @@ def update_runs(
                 origin = origins[i] if i < len(origins) else "this run"
                 by_case.setdefault(r.id, []).append(Candidate(r, run_summary(r, at, commit, host), origin, measured_here))
 
+    path = path_for(directory, device.slug)
+
     def merge(existing: BaselineFile | None) -> BaselineFile:
+        kept_device = _device_kept(existing, device, path)  # before a case is admitted: nothing said of a refused write
         cases = dict(existing.cases) if existing else {}
         for case_id, candidates in by_case.items():
             old = cases.get(case_id)
@@ -192,9 +196,9 @@ def update_runs(
                                            fingerprint=fingerprint, result=newest.result,  # kept by _rewrite
                                            runs=admitted.runs[-keep_runs:])
         calibration = existing.calibration if existing else None
-        return BaselineFile(device=_model_of(device), cases=dict(sorted(cases.items())), calibration=calibration)
+        return BaselineFile(device=kept_device, cases=dict(sorted(cases.items())), calibration=calibration)
 
-    return _merged(path_for(directory, device.slug), merge, "update the baseline")
+    return _merged(path, merge, "update the baseline")
 
 
 def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_runs: int = DEFAULT_KEEP_RUNS,
@@ -210,6 +214,8 @@ def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_r
 
     def merge(existing: BaselineFile | None) -> BaselineFile:
         files = ([(existing, str(target))] if existing else []) + list(zip(others, [*names, *[""] * len(others)]))
+        for other, _ in files[1:]:
+            _device_kept(files[0][0], other.device, target)
         cases: dict[str, BaselineEntry] = {}
         for case_id in sorted({c for f, _ in files for c in f.cases}):
             entries = sorted(((f.cases[case_id], name) for f, name in files if case_id in f.cases),
@@ -230,11 +236,13 @@ def merge_files(directory: Path | str, others: Sequence[BaselineFile], *, keep_r
 def calibrate(directory: Path | str, device: DeviceInfo, calibration: Calibration) -> Path:
     """Store `calibration` in the device's baseline file (created if need be); its cases are kept."""
 
+    path = path_for(directory, device.slug)
+
     def merge(existing: BaselineFile | None) -> BaselineFile:
         cases = existing.cases if existing else {}
-        return BaselineFile(device=_model_of(device), cases=cases, calibration=calibration)
+        return BaselineFile(device=_device_kept(existing, device, path), cases=cases, calibration=calibration)
 
-    return _merged(path_for(directory, device.slug), merge, "store the calibration")
+    return _merged(path, merge, "store the calibration")
 
 
 def migrate(path: Path | str, migrated: Callable[[str], BaselineFile]) -> Path:
@@ -304,6 +312,19 @@ def _kept(baseline: BaselineFile) -> BaselineFile:
     file of schema 4 kept 200 samples, whose drift was migrated to the summary; one of 5 a time's spread;
     one written before 2026-12-04 each run's half-width)."""
     return dataclasses.replace(baseline, cases={key: kept_entry(entry) for key, entry in baseline.cases.items()})
+
+
+def _device_kept(existing: BaselineFile | None, device: DeviceInfo, path: Path) -> DeviceInfo:
+    """The device a write leaves in the file: the file's own, never rewritten by what a run or a record says
+    of its device; a new file's, `device`'s model. A device of another model (kind, name, slug) is refused:
+    an A100 record slugged nvidia-h200 renamed the H200 baseline's device and added 129 cases' runs to it."""
+    if existing is None:
+        return _model_of(device)
+    if not existing.device.same_model(device):
+        raise BaselineError(f"{path}: holds runs of {names.shown(existing.device.name)} ({existing.device.kind}), not of "
+                            f"{names.shown(device.name)} ({device.kind}); the file is left as it was: add runs only to the "
+                            "baseline of the model they ran on")
+    return existing.device
 
 
 def _model_of(device: DeviceInfo) -> DeviceInfo:
