@@ -158,12 +158,13 @@ def test_baseline_show_reports_a_bad_file_and_still_lists_the_good_ones(tmp_path
 
 
 @pytest.mark.parametrize("command", [["show", "RUN"], ["baseline", "accept", "RUN"], ["report", "RUN", "-o", "out.html"]])
-def test_the_html_report_given_for_its_record_says_so_and_names_the_json_beside_it(tmp_path, capsys, command):
-    html = tmp_path / "perfguard.html"
-    html.write_text("<!doctype html>\n<html><head><title>perfguard</title></head></html>\n")
-    assert main([str(html) if word == "RUN" else word for word in command]) == 2
-    assert capsys.readouterr().err == (f"perfguard: {html}: this is an HTML report, not a record; give the JSON record written "
-                                       f"beside it, '{tmp_path / 'perfguard.json'}'\n")
+def test_the_html_report_given_for_its_record_says_so_and_names_the_json_beside_it(tmp_path, capsys, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports").mkdir()
+    Path("reports/perfguard.html").write_text("<!doctype html>\n<html><head><title>perfguard</title></head></html>\n")
+    assert main(["reports/perfguard.html" if word == "RUN" else word for word in command]) == 2
+    assert capsys.readouterr().err == ("perfguard: reports/perfguard.html: this is an HTML report, not a record; give the JSON "
+                                       "record written beside it, 'reports/perfguard.json'\n")
 
 
 def test_compare_of_two_runs_of_the_same_code_passes(tmp_path, rng, capsys):
