@@ -25,11 +25,18 @@ def _same_run(kept: RunSummary, asked: RunSummary) -> bool:
     return kept is asked or (kept.accepted is not None and dataclasses.replace(kept, accepted=asked.accepted) == asked)
 
 
+def unfinished(record: RunRecord) -> str:
+    """Why a record is no complete run ("" when it is): what `perfguard check` fails and `baseline accept` refuses."""
+    if record.status == "complete":
+        return ""
+    return (f"its status is {names.shown(record.status)}, not complete: the run did not finish (Ctrl-C, a crash, "
+            "os._exit in a case), so its cases are not a run of the suite")
+
+
 def refusal(record: RunRecord, given: dict[tuple[object, ...], str], in_future: Callable[[str], bool]) -> str:
     """Why a record cannot be a run of the baseline ("" when it can)."""
-    if record.status != "complete":
-        return (f"its status is {names.shown(record.status)}, not complete: the run did not finish (Ctrl-C, a crash), "
-                "so its cases are not a run of the suite")
+    if unfinished(record):
+        return unfinished(record)
     if in_future(record.created_at):
         return f"dated {names.shown(record.created_at)}, in the future: check the clock of the machine that wrote it"
     if run_id(record) in given:
