@@ -24,21 +24,13 @@ def temp_prefix(path: Path) -> str:
 def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigError, within: Path | None = None) -> None:
     """Write `text` to `path` through a temporary file and a rename; failures raise `error` naming the file.
 
-    Its folder, and each folder on the way to it, must not be a link out of the repository
-    (`refuse_folder_links_out`).
-
-    A symbolic link is followed only to a target inside `within` (default: the file's own folder; a
-    baseline's is its repository): its target is replaced (the temporary file beside it, so that the
-    rename stays on the target's file system) and the link stays, pointing at the new text.
-    Replacing the link itself would leave its target, the file the link shares, silently stale. A link
-    that leads out of `within` (a `reports/perfguard.json` planted to point at `~/.bashrc`) is
-    refused, and nothing is written.
+    The write lands where `writable` says, after its check: no folder on the way leads out of the
+    project, and a link at `path` itself is followed only to a target inside `within`. Its target is
+    replaced (the temporary file beside it, so that the rename stays on the target's file system) and
+    the link stays, pointing at the new text: replacing the link itself would leave its target, the file
+    the link shares, silently stale.
     """
-    # The folder first: through a folder that leads elsewhere, the file link's own check would compare
-    # against that elsewhere.
-    refuse_folder_links_out(Path(path).parent, error)
-    refuse_links_out(path, Path(path).parent if within is None else within, error)
-    path = followed(path)
+    path = writable(path, error, within=within)
     blocker = file_for_folder(path.parent)
     if blocker is not None:
         raise error(f"cannot write {path} ({blocker} is a file, not a folder); choose a writable folder")
@@ -64,6 +56,22 @@ def write_atomic(path: Path, text: str, *, error: type[PerfguardError] = ConfigE
         raise
 
 
+def writable(path: Path | str, error: type[PerfguardError] = ConfigError, *, within: Path | str | None = None) -> Path:
+    """Where a write to `path` lands (a link at `path` followed), once the one check that every writer
+    makes before it writes or takes a lock passes (write_atomic, a baseline's lock, a profile's trace):
+
+    - no folder on the way to it leads out of the project (`refuse_folder_links_out`);
+    - `path`, where it is a symbolic link, leads inside `within` (default: its own folder, so that a
+      `reports/perfguard.json` planted to point at `~/.bashrc` or at a baseline is refused; a baseline's
+      is its project). The folder first: through a folder that leads elsewhere, the file's own check
+      would compare against that elsewhere.
+    """
+    path = Path(path)
+    refuse_folder_links_out(path.parent, error)
+    refuse_links_out(path, path.parent if within is None else within, error)
+    return followed(path)
+
+
 def refuse_links_out(path: Path | str, within: Path | str, error: type[PerfguardError] = ConfigError) -> None:
     """Raise `error` when `path` is a symbolic link whose target lies outside the folder `within`."""
     path = Path(path)
@@ -76,11 +84,13 @@ def refuse_links_out(path: Path | str, within: Path | str, error: type[Perfguard
 
 
 def refuse_folder_links_out(folder: Path | str, error: type[Exception] = ConfigError) -> None:
-    """Raise `error` when `folder`, or a folder on the way to it, is a symbolic link inside the project
-    (`project_of`) that leads out of it: a `reports` or `baselines` link that a pull request committed,
-    to `~/.ssh` or another checkout, would otherwise have every file written (and every stale one
-    removed) there. A link that stays inside the project is followed; a folder named outside the
-    project (`--perfguard-report /mnt/big/reports`) is the user's own choice, links and all."""
+    """Raise `error` when `folder` lies in a project (`project_of`) but its real path, every link on the
+    way resolved, does not lie inside the project's real root: a `reports`, `baselines` or
+    `reports/traces` link that a pull request committed, to `~/.ssh`, to the folder above the checkout
+    or to another checkout (whose `.git` shows through the link), directly or through a chain of links,
+    would otherwise have every file written (and every stale one removed) there, whatever the target
+    holds. A link that stays inside the project is followed; a folder named outside any project
+    (`--perfguard-report /mnt/big/reports`) is the user's own choice, links and all."""
     given = Path(folder).absolute()
     folder = Path(os.path.normpath(given))  # where the user meant it (`..` taken as written); realpath: where it is
     project = project_of(folder)
@@ -100,18 +110,22 @@ def refuse_folder_links_out(folder: Path | str, error: type[Exception] = ConfigE
                 "remove the link, make it a plain folder, or name the folder it leads to instead")
 
 
-def repository_of(folder: Path | str) -> Path:
-    """The repository holding `folder` (the nearest folder above it with a `.git`), else `folder` itself:
-    where a baseline's symbolic link may lead."""
-    folder = Path(folder).absolute()
-    return next((p for p in (folder, *folder.parents) if (p / ".git").exists()), folder)
-
-
 def project_of(folder: Path | str) -> Path:
-    """Where a folder link may lead: the repository holding `folder`, else (a checkout without `.git`, an
-    unpacked archive) the current folder, where pytest and the console command are run from."""
-    repository = repository_of(folder)
-    return repository if (repository / ".git").exists() else Path.cwd()
+    """The project `folder` lies in, where its links may lead, found without following a link out of it:
+    going down `folder`'s path as written, the last folder holding `.git` (or, before any, the current
+    folder, where pytest and the console command run: a checkout without `.git`, an unpacked archive)
+    until the first symbolic link below it. A link above the project (a home folder that is a link) is
+    followed; one below it (`reports` -> another checkout, whose `.git` shows through the link) makes no
+    project of its own. `folder` itself when it lies in none."""
+    folder = Path(os.path.normpath(Path(folder).absolute()))
+    here = Path.cwd()
+    project = None
+    for step in reversed((folder, *folder.parents)):
+        if project is not None and step.is_symlink():
+            break
+        if (step / ".git").exists() or (project is None and step == here):
+            project = step
+    return folder if project is None else project
 
 
 def file_for_folder(folder: Path) -> Path | None:

@@ -58,6 +58,26 @@ def test_show_lists_the_verdicts_a_record_carries(tmp_path, rng, capsys):
     assert "1 regressed" in out and "a: gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%)" in out
 
 
+@pytest.mark.parametrize(("status", "exit", "line"), [
+    ("complete", 0, "{run}: a complete run, 2 case results"),
+    ("unfinished", 1, "perfguard: {run}: its status is 'unfinished', not complete: the run did not finish (Ctrl-C, a "
+                      "crash, os._exit in a case), so its cases are not a run of the suite"),
+    ("forged", 2, "perfguard: {run}: not a perfguard file of this kind (it has no schema_version); pass a run record "
+                  "such as reports/perfguard.json, or a baseline file from baselines/"),
+])
+def test_check_passes_only_a_complete_run_record_that_perfguard_reads(tmp_path, rng, capsys, status, exit, line):
+    """Issue 46, item 5: what the workflow's steps ask of reports/perfguard.json. A case can write
+    `{"status": "complete"}` there and end the process with os._exit(0)."""
+    run = tmp_path / "perfguard.json"
+    if status == "forged":
+        run.write_text('{"status": "complete"}\n')
+    else:
+        record(run, result("a", rng), result("b", rng), status=status)
+    assert main(["check", str(run)]) == exit
+    out, err = capsys.readouterr()
+    assert (out if exit == 0 else err).splitlines() == [line.format(run=run)]
+
+
 def test_baseline_accept_writes_the_measured_cases_and_show_lists_them(tmp_path, rng, capsys):
     run = record(tmp_path / "run.json", result("a", rng), result("b", rng), result("broken", rng, status="error"))
     baselines = tmp_path / "baselines"

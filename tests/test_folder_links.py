@@ -5,6 +5,11 @@ runner (another checkout's baselines, `~/.config`): the run then wrote its three
 update rewrote the baseline there without a line. Each such folder, or any folder on the way to it, is
 refused in one line and nothing is written (nor removed) through it; a link that stays inside the
 repository is followed as before. End-to-end runs are real pytest runs (`run_pytest`) on real links.
+
+Issue 46, item 4: whatever the link's target holds. A link to another checkout showed its `.git` through
+the link, which made the link itself the project, and everything was written there. The rule now: the
+project is found going down the folder's path as written, never through a link below it, and the real
+path of the folder written (every link on the way resolved) must lie inside the project's real root.
 """
 
 from __future__ import annotations
@@ -39,26 +44,29 @@ def victim_folder(path):
 
 
 def untouched(folder) -> bool:
-    return sorted(p.name for p in folder.iterdir()) == sorted(REPORTS) and all(
+    return sorted(p.name for p in folder.iterdir() if p.name != ".git") == sorted(REPORTS) and all(
         (folder / name).read_text() == f"the user's own {name}\n" for name in REPORTS)
 
 
+@pytest.mark.parametrize("checkout", [False, True], ids=["to a folder", "to another checkout (.git)"])
 @pytest.mark.parametrize("git", [True, False], ids=["repository", "no .git: the folder pytest ran in"])
 @pytest.mark.parametrize("report", ["reports", "out/reports"], ids=["the folder", "a folder above it"])
 def test_a_report_folder_linking_out_of_the_repository_gets_one_line_and_nothing_there_changes(tmp_path, run_pytest,
-                                                                                                git, report):
+                                                                                                git, report, checkout):
     victim = victim_folder(tmp_path / "elsewhere" / "reports")
+    target = victim if report == "reports" else victim.parent
+    if checkout:  # e.g. the main branch's checkout on the same runner: its `.git` showed through the link
+        (target / ".git").mkdir()
     repo = tmp_path / "repo"
     repo.mkdir()
     if git:
         (repo / ".git").mkdir()
     (repo / "test_nap.py").write_text(NAP)
     link = repo / report.split("/")[0]
-    link.symlink_to(victim if report == "reports" else victim.parent)
+    link.symlink_to(target)
     result = run_pytest(repo, "--perfguard", BUDGET, f"--perfguard-report={report}", "--perfguard-profile=all")
     assert result.ret == pytest.ExitCode.OK, result.outlines  # a report never fails the run
     assert untouched(victim)  # no report, no trace, and the previous files neither replaced nor removed
-    target = victim if report == "reports" else victim.parent
     # One line for the three files, and the profile's own line for its trace.
     assert [x for x in result.outlines if "is a symbolic link" in x] == [
         f"perfguard: nap: no trace written: {refusal(link, target, repo)}", f"perfguard: {refusal(link, target, repo)}"]
@@ -83,14 +91,16 @@ def test_a_report_folder_linked_inside_the_repository_is_written_where_it_leads(
     assert record.status == "complete" and [r.id for r in record.results] == ["nap"]
 
 
-def test_an_update_into_a_baselines_folder_linking_out_is_refused_before_any_case_runs(tmp_path, run_pytest):
+@pytest.mark.parametrize("into", ["baselines", "."], ids=["its baselines", "the checkout itself (.git)"])
+def test_an_update_into_a_baselines_folder_linking_out_is_refused_before_any_case_runs(tmp_path, run_pytest, into):
     checkout = tmp_path / "other-checkout"  # e.g. the main branch's checkout on the same runner
-    checkout.mkdir()
+    (checkout / ".git").mkdir(parents=True)
     (checkout / "test_nap.py").write_text(NAP)
-    assert run_pytest(checkout, "--perfguard-update", BUDGET).ret == pytest.ExitCode.OK
-    other = checkout / "baselines"
+    other = (checkout / into).resolve()
+    assert run_pytest(checkout, "--perfguard-update", BUDGET, f"--perfguard-baselines={into}").ret == pytest.ExitCode.OK
     [path] = store.list_files(other)
     before = path.read_bytes()
+    listing = sorted(p.name for p in other.iterdir())
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "test_nap.py").write_text(NAP)
@@ -98,7 +108,7 @@ def test_an_update_into_a_baselines_folder_linking_out_is_refused_before_any_cas
     run = run_pytest(repo, "--perfguard-update", BUDGET)
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     assert [x for x in run.errlines if "symbolic link" in x] == [f"ERROR: {refusal(repo / 'baselines', other, repo)}"]
-    assert path.read_bytes() == before and sorted(p.name for p in other.iterdir()) == [path.name]
+    assert path.read_bytes() == before and sorted(p.name for p in other.iterdir()) == listing
     assert not (repo / "reports").exists()  # refused before the first case: nothing ran
 
 
@@ -160,3 +170,126 @@ def test_a_link_followed_lexically_back_up_is_judged_where_it_really_leads(tmp_p
         store.update(os.path.join(repo / "link", "..", "x"), DEVICE, [result("a")], commit="c1", recorded_at="t1")
     assert str(info.value) == refusal(repo / "link", outside, repo)
     assert not (tmp_path / "outside" / "x").exists() and not (repo / "x").exists()
+
+
+def test_a_traces_folder_linking_to_another_checkout_gets_no_trace_and_the_reports_are_written(tmp_path, run_pytest):
+    other = tmp_path / "other-checkout"
+    (other / ".git").mkdir(parents=True)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "test_nap.py").write_text(NAP)
+    (repo / "reports").mkdir()
+    (repo / "reports" / "traces").symlink_to(other)  # measure/profile.py's folder
+    result = run_pytest(repo, "--perfguard", BUDGET, "--perfguard-profile=all")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert [p.name for p in other.iterdir()] == [".git"]
+    assert [x for x in result.outlines if "is a symbolic link" in x] == [
+        f"perfguard: nap: no trace written: {refusal(repo / 'reports' / 'traces', other, repo)}"]
+    assert sorted(p.name for p in (repo / "reports").iterdir()) == sorted([*REPORTS, "traces"])
+
+
+# --- the rule, by where the links lead (files.writable: the check every writer makes first) -------------
+
+def checkout(path):
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+def other_checkout(tmp_path, repo):
+    """`reports` -> another checkout beside the repository."""
+    (repo / "reports").symlink_to(checkout(tmp_path / "other"))
+    return repo / "reports", repo / "reports", tmp_path / "other"
+
+
+def plain_folder(tmp_path, repo):
+    """`reports` -> a folder elsewhere that holds no `.git`."""
+    (tmp_path / "elsewhere").mkdir()
+    (repo / "reports").symlink_to(tmp_path / "elsewhere")
+    return repo / "reports", repo / "reports", tmp_path / "elsewhere"
+
+
+def parent_folder(tmp_path, repo):
+    """`reports` -> `..`, the folder above the repository, itself a checkout (a project nested in another)."""
+    (repo / "reports").symlink_to("..")
+    return repo / "reports", repo / "reports", tmp_path
+
+
+def chain(tmp_path, repo):
+    """`reports` -> `hop` (inside), `hop` -> another checkout."""
+    (repo / "hop").symlink_to(checkout(tmp_path / "other"))
+    (repo / "reports").symlink_to("hop")
+    return repo / "reports", repo / "reports", tmp_path / "other"
+
+
+def below_the_link(tmp_path, repo):
+    """`reports/traces`, where `reports` -> another checkout."""
+    (repo / "reports").symlink_to(checkout(tmp_path / "other"))
+    (tmp_path / "other" / "traces").mkdir()
+    return repo / "reports" / "traces", repo / "reports", tmp_path / "other"
+
+
+def traces_linked(tmp_path, repo):
+    """`reports` a plain folder, `reports/traces` -> another checkout."""
+    (repo / "reports").mkdir()
+    (repo / "reports" / "traces").symlink_to(checkout(tmp_path / "other"))
+    return repo / "reports" / "traces", repo / "reports" / "traces", tmp_path / "other"
+
+
+def listing(folder) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if "repo" not in p.relative_to(folder).parts)
+
+
+# Without a .git of its own, a repository below a checkout is a folder of that checkout: `..` is inside it.
+OUT = [pytest.param(layout, git, id=f"{layout.__name__}-{'repository' if git else 'no .git: the current folder'}")
+       for layout in (other_checkout, plain_folder, parent_folder, chain, below_the_link, traces_linked)
+       for git in (True, False) if git or layout is not parent_folder]
+
+
+@pytest.mark.parametrize(("layout", "git"), OUT)
+def test_no_write_goes_through_a_folder_link_out_of_the_project_whatever_its_target_holds(tmp_path, monkeypatch, layout, git):
+    from perfguard.errors import ConfigError
+    from perfguard.files import write_atomic
+
+    if layout is parent_folder:
+        checkout(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    if git:
+        checkout(repo)
+    monkeypatch.chdir(repo)  # where pytest or the console command runs: the project of a checkout without .git
+    folder, link, target = layout(tmp_path, repo)
+    before = listing(target)
+    with pytest.raises(ConfigError) as info:
+        write_atomic(folder / "perfguard.json", "{}\n")
+    assert str(info.value) == refusal(link, target.resolve(), repo)
+    assert listing(target) == before
+
+
+def inside(tmp_path, repo):
+    """`reports` -> `build/reports`."""
+    (repo / "build" / "reports").mkdir(parents=True)
+    (repo / "reports").symlink_to(os.path.join("build", "reports"))
+    return repo / "reports", repo / "build" / "reports"
+
+
+def nested_checkout(tmp_path, repo):
+    """`reports` -> `vendor/sub`, a checkout inside the project (a submodule): inside, whatever it holds."""
+    (repo / "reports").symlink_to(checkout(repo / "vendor" / "sub"))
+    return repo / "reports", repo / "vendor" / "sub"
+
+
+def project_reached_through_a_link(tmp_path, repo):
+    """The project itself below a link (a home folder that is one): links above the project are followed."""
+    (tmp_path / "home").symlink_to(tmp_path)
+    (repo / "reports").mkdir()
+    return tmp_path / "home" / "repo" / "reports", repo / "reports"
+
+
+@pytest.mark.parametrize("layout", [inside, nested_checkout, project_reached_through_a_link])
+def test_a_folder_link_that_stays_inside_the_project_is_written_through(tmp_path, layout):
+    from perfguard.files import write_atomic
+
+    repo = checkout(tmp_path / "repo")
+    folder, lands = layout(tmp_path, repo)
+    write_atomic(folder / "perfguard.json", "{}\n")
+    assert (lands / "perfguard.json").read_text() == "{}\n"

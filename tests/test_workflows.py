@@ -234,35 +234,64 @@ def test_the_gates_status_is_captured_and_the_job_fails_only_after_the_uploads(w
     assert "steps.perf.outputs.status != '0'" in steps[-1]["if"] and "exit 1" in steps[-1]["run"]
 
 
-def _fake_python(bin_dir: Path, pytest_leaves: str | None, pytest_exit: int) -> None:
-    """`python` for a step's script: `python -m pytest` writes a record of status `pytest_leaves` (None:
-    none) into reports/ and exits `pytest_exit`, as a run whose case called os._exit(0) does; anything
-    else is this interpreter."""
+def _job_path(bin_dir: Path) -> dict[str, str]:
+    """A job's environment whose PATH holds its venv's `perfguard` (this one) in `bin_dir`, then the system's."""
     bin_dir.mkdir(exist_ok=True)
-    record = "" if pytest_leaves is None else (
-        f"mkdir -p reports && echo '{{\"status\": \"{pytest_leaves}\"}}' > reports/perfguard.json")
+    (bin_dir / "perfguard").symlink_to(Path(sys.executable).with_name("perfguard"))
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": os.environ["PYTHONPATH"]}
+
+
+def _fake_python(bin_dir: Path, pytest_leaves: str | None, pytest_exit: int) -> None:
+    """`python` for a step's script: `python -m pytest` writes `pytest_leaves` (a record's text; None: none)
+    as reports/perfguard.json and exits `pytest_exit`, as a run whose case called os._exit(0) does;
+    anything else is this interpreter."""
+    bin_dir.mkdir(exist_ok=True)
+    record = "" if pytest_leaves is None else f"mkdir -p reports && cat {bin_dir / 'leaves.json'} > reports/perfguard.json"
+    if pytest_leaves is not None:
+        (bin_dir / "leaves.json").write_text(pytest_leaves)
     (bin_dir / "python").write_text(f'#!/bin/bash\nif [ "$1 $2" = "-m pytest" ]; then\n  {record or ":"}\n'
                                     f'  exit {pytest_exit}\nfi\nexec {sys.executable} "$@"\n')
     (bin_dir / "python").chmod(0o755)
 
 
+def _record(status: str) -> str:
+    from perfguard.model import RunRecord, dumps
+
+    return dumps(RunRecord(created_at="2026-11-30T01:00:00+00:00", perfguard_version="0.1.0", status=status))
+
+
+# Issue 46, item 5: what a case that writes the record itself and then calls os._exit(0) leaves.
+FORGED = '{"status": "complete"}\n'
+
+
 @pytest.mark.parametrize(("leaves", "exits", "status"), [
-    ("unfinished", 0, "1"), (None, 0, "1"), ("complete", 0, "0"), ("complete", 1, "1"), ("unfinished", 1, "1"),
+    ("unfinished", 0, "1"), (None, 0, "1"), ("forged", 0, "1"), ("complete", 0, "0"), ("complete", 1, "1"),
+    ("unfinished", 1, "1"),
 ])
 def test_the_main_gate_refuses_a_record_that_is_not_complete(wf, tmp_path, leaves, exits, status):
     """Issue 30, item 7: os._exit(0) in a case ends pytest with 0 and its record `unfinished`; the step's
-    own script, run here, fails such a run with one line."""
+    own script, run here, fails such a run with one line, and a forged `{"status": "complete"}` too,
+    which perfguard's reader refuses (issue 46, item 5)."""
     script = run_of(wf["jobs"]["baseline-gate"], lambda s: s.get("id") == "perf")
-    _fake_python(tmp_path / "bin", leaves, exits)
+    assert 'get("status")' not in script and "json.load" not in script
+    text = {None: None, "forged": FORGED}.get(leaves, None if leaves is None else _record(leaves))
+    env = _job_path(tmp_path / "bin")
+    _fake_python(tmp_path / "bin", text, exits)
     output = tmp_path / "output"
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "GITHUB_OUTPUT": str(output)})
+                          env={**env, "GITHUB_OUTPUT": str(output)})
     assert done.returncode == 0, done.stderr
     assert output.read_text() == f"status={status}\n"
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error::")]
     assert errors == ([] if status == "0" or exits else [
-        "::error::reports/perfguard.json is not a complete run record: pytest exited 0 before perfguard finished "
-        "(os._exit in a case?); nothing was judged"])
+        "::error::reports/perfguard.json is not a complete run record (the line above says why): pytest exited 0 "
+        "before perfguard finished (os._exit in a case?); nothing was judged"])
+    why = {None: "perfguard: reports/perfguard.json: no such file; pass a run record such as reports/perfguard.json",
+           "forged": "perfguard: reports/perfguard.json: not a perfguard file of this kind (it has no schema_version); "
+                     "pass a run record such as reports/perfguard.json, or a baseline file from baselines/",
+           "unfinished": "perfguard: reports/perfguard.json: its status is 'unfinished', not complete: the run did not "
+                         "finish (Ctrl-C, a crash, os._exit in a case), so its cases are not a run of the suite"}
+    assert done.stderr.splitlines() == ([] if status == "0" or exits else [why[leaves]])
 
 
 def test_pr_comment_is_optional_and_only_on_pull_requests(wf):
@@ -337,18 +366,20 @@ def test_the_merge_needs_enough_complete_runs_per_gpu_type(wf, tmp_path):
     assert merge["needs"] == "refresh" and merge["runs-on"] == "ubuntu-latest" and "permissions" not in merge
     script = run_of(merge, lambda s: s.get("name") == "Merge the runs into the baselines")
     assert "|| true" not in script
+    assert 'get("status")' not in script and "json.load" not in script
     _refresh_records(tmp_path / "refresh", "h200", "nvidia-h200", ["complete"] * 3 + ["interrupted"])
     _refresh_records(tmp_path / "refresh", "a100", "nvidia-a100", ["complete", "complete", "unfinished"])
-    bin_dir = tmp_path / "bin"  # the job's PATH: its venv's python and perfguard
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
-    (bin_dir / "perfguard").symlink_to(Path(sys.executable).with_name("perfguard"))
+    # Issue 46, item 5: a record forged by a case that then called os._exit(0) is no third complete run.
+    (tmp_path / "refresh" / "perfguard-refresh-a100-3" / "perfguard.json").write_text(FORGED)
+    env = _job_path(tmp_path / "bin")  # the job's PATH: its venv's perfguard
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": os.environ["PYTHONPATH"],
-                               "MIN_REFRESH_RUNS": str(wf["env"]["MIN_REFRESH_RUNS"])})
+                          env={**env, "MIN_REFRESH_RUNS": str(wf["env"]["MIN_REFRESH_RUNS"])})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "::error::a100: 2 complete run(s), fewer than the 3 a baseline needs; not merged" in done.stdout
-    assert "refresh/perfguard-refresh-h200-4/perfguard.json is not a complete run; left out" in done.stdout
+    for left_out in ("h200-4", "a100-3"):
+        record = f"refresh/perfguard-refresh-{left_out}/perfguard.json"
+        assert f"::warning::{record} is not a complete run record (the line above says why); left out" in done.stdout
+    assert "refresh/perfguard-refresh-a100-3/perfguard.json: not a perfguard file of this kind" in done.stderr
     runs = store.load(tmp_path / "baselines", "nvidia-h200").cases["add"].runs
     assert [r.device_uuid for r in runs] == ["GPU-1", "GPU-2", "GPU-3"]
     assert not (tmp_path / "baselines" / "nvidia-a100.json").exists()
@@ -436,3 +467,75 @@ def test_the_concurrency_comment_says_what_the_group_holds():
     for block in text.split("    concurrency:\n")[1:]:
         assert "github.ref" in block.splitlines()[0]
     assert "whatever the ref" not in text
+
+
+# --- issue 46, item 8: the gate's own code --------------------------------------------------------------
+
+
+def test_the_pr_gate_installs_perfguard_from_the_merge_base_never_from_the_pull_request(wf, tmp_path):
+    """`perfguard ab` judges the rounds and exits with the verdict: the copy installed is the merge base's,
+    exported by the step's own script, run here in a real repository whose head changed perfguard/."""
+    job = wf["jobs"]["ab"]
+    steps = job["steps"]
+    export = step_index(steps, lambda s: "git archive" in s.get("run", ""))
+    install = step_index(steps, lambda s: "pip install" in s.get("run", ""))
+    assert step_index(steps, lambda s: s.get("id") == "base") < export < install
+    assert norm(steps[export]["env"]["BASE"]) == "${{ steps.base.outputs.base }}"
+    pip = next(ln for ln in steps[install]["run"].splitlines() if "pip install" in ln).split()
+    assert pip[pip.index("install") + 1:] == ["--no-cache-dir", '"$RUNNER_TEMP/perfguard-base"', '"pytest-xdist>=3.5"']
+    repo = tmp_path / "pr"
+    (repo / "perfguard").mkdir(parents=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "perfguard" / "__init__.py").write_text("GATE = 'reviewed'\n")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the target branch"], cwd=repo, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    (repo / "perfguard" / "__init__.py").write_text("GATE = 'passes anything'\n")
+    (repo / "perfguard" / "added.py").write_text("")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the pull request"], cwd=repo, check=True)
+    runner = tmp_path / "runner-temp"
+    runner.mkdir()
+    subprocess.run(["bash", "-c", steps[export]["run"]], cwd=repo, check=True, timeout=60,
+                   env={"PATH": "/usr/bin:/bin", "BASE": base, "RUNNER_TEMP": str(runner)})
+    exported = runner / "perfguard-base" / "perfguard"
+    assert sorted(p.name for p in exported.iterdir()) == ["__init__.py"]
+    assert (exported / "__init__.py").read_text() == "GATE = 'reviewed'\n"
+
+
+def test_code_owners_review_the_gates_code_beside_its_workflows_and_baselines():
+    rules = {}
+    for line in (ROOT / ".github" / "CODEOWNERS").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            pattern, *owners = line.split()
+            rules[pattern] = owners
+    assert {"/.github/", "/baselines/", "/perfguard/", "/pyproject.toml"} <= set(rules)
+    assert all(owners and all(o.startswith("@") for o in owners) for owners in rules.values())
+
+
+def test_the_merge_jobs_venv_holds_every_package_its_commands_import(wf, tmp_path):
+    """The merge job installs perfguard without its dependencies: `perfguard check` and `baseline accept`
+    must run with nothing importable beyond the standard library and its pip line (without msgspec, the
+    reader's, every record was "not a complete run record"). Run here with every other package hidden."""
+    import tomllib
+
+    script = run_of(wf["jobs"]["baseline-merge"], lambda s: "pip install" in s.get("run", ""))
+    words = next(ln for ln in script.splitlines() if "pip install" in ln).split()
+    pins = [word.strip('"') for word in words[words.index("install") + 1:] if not word.startswith("-") and word != "."]
+    assert set(pins) <= set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])  # as declared
+    installed = {re.split(r"[<>=!~\[]", pin)[0] for pin in pins}
+    _refresh_records(tmp_path / "refresh", "h200", "nvidia-h200", ["complete"])
+    record = str(tmp_path / "refresh" / "perfguard-refresh-h200-1" / "perfguard.json")
+    hide = (
+        "import sys\n"
+        "class Hidden:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if '.' not in name and name not in sys.stdlib_module_names and name not in {sorted(installed | {'perfguard'})!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r} (not on the job\\'s pip line)')\n"
+        "sys.meta_path.insert(0, Hidden())\n"
+        "from perfguard.cli import main\n"
+        f"sys.exit(main(['check', {record!r}]) or main(['baseline', 'accept', {record!r}, '--baselines', 'baselines']))\n")
+    done = subprocess.run([sys.executable, "-c", hide], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "baselines" / "nvidia-h200.json").is_file()

@@ -2,6 +2,7 @@
 
     perfguard --version
     perfguard show RUN.json
+    perfguard check RUN.json
     perfguard baseline show [--device SLUG] [--baselines DIR]
     perfguard baseline accept RUN.json [RUN.json ...] [--case ID ...] [--restart] [--keep-runs N] [--baselines DIR]
     perfguard baseline merge FILE.json [FILE.json ...] [--keep-runs N] [--baselines DIR]
@@ -18,7 +19,7 @@
 `calibrate` and `ab` are the commands that measure: `calibrate` imports torch when it runs, `ab` runs
 pytest in a worktree of REF and in the working tree by turns. The others work on stored files.
 
-Exit status: 0 done, 1 `compare` or `ab` found a regression or `history` a drift, 2 a usage or file
+Exit status: 0 done, 1 `compare` or `ab` found a regression, `history` a drift or `check` a run that did not finish, 2 a usage or file
 error (one line on stderr, no traceback), 141 (128 + SIGPIPE, as a shell reports a killed writer) when
 the reader of its output went away (`perfguard show RUN.json | head -1`), without a traceback. It imports neither pytest nor torch, so it is quick to start
 and runs anywhere.

@@ -53,9 +53,8 @@ class Intake:
         return why
 
     def _why(self, path: str, record: RunRecord) -> str:
-        if record.status != "complete":
-            return (f"its status is {shown(record.status)}, not complete: the run did not finish (Ctrl-C, a crash), "
-                    "so its cases are not a run of the suite")
+        if unfinished(record):
+            return unfinished(record)
         if self.in_future(record.created_at):
             return f"dated {shown(record.created_at)}, in the future: check the clock of the machine that wrote it"
         devices = self._device_problem(record)
@@ -101,6 +100,14 @@ class Intake:
             baseline = load(self.folder, slug)
             self.models[slug] = (baseline.device, str(path_for(self.folder, slug))) if baseline else None
         return self.models[slug]
+
+
+def unfinished(record: RunRecord) -> str:
+    """Why a record is no complete run ("" when it is): what `perfguard check` fails and `baseline accept` refuses."""
+    if record.status == "complete":
+        return ""
+    return (f"its status is {shown(record.status)}, not complete: the run did not finish (Ctrl-C, a crash, "
+            "os._exit in a case), so its cases are not a run of the suite")
 
 
 def run_id(record: RunRecord) -> tuple[object, ...]:

@@ -1,4 +1,4 @@
-"""Commands over stored run records and baselines: show, baseline show|accept|merge, compare, report."""
+"""Commands over stored run records and baselines: show, check, baseline show|accept|merge, compare, report."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from perfguard import defaults, units
 from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, say
-from perfguard.cli.record_runs import Intake, noting_origins
+from perfguard.cli.record_runs import Intake, noting_origins, unfinished
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, names
 from perfguard.report import words
@@ -19,6 +19,20 @@ def _show(args: argparse.Namespace) -> int:
     from perfguard.report.terminal import record_lines
 
     say(*record_lines(read_record(args.run)))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Exit 0 when the record reads (schema, figures, words: the reader every command uses) and its run is
+    complete, 1 when it reads but its run did not finish (2, from main, when it does not read). For a
+    workflow's step, which would otherwise read `status` from the raw JSON: `{"status": "complete"}`,
+    written by a case that then calls os._exit(0), passed that."""
+    record = read_record(args.run)
+    problem = unfinished(record)
+    if problem:
+        say(f"perfguard: {args.run}: {problem}", file=sys.stderr)
+        return 1
+    say(f"{args.run}: a complete run, {units.plural(len(record.results), 'case result')}")
     return 0
 
 
@@ -263,6 +277,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     show = command(commands, "show", "print a run record as the terminal table")
     show.add_argument("run", metavar="RUN.json", help="a run record, e.g. reports/perfguard.json")
     show.set_defaults(command=_show)
+
+    check = command(commands, "check", "exit 0 when a run record reads and its run is complete, 1 when it did not finish",
+                    "2 when the file is no run record perfguard reads. For a CI step that must know whether pytest's "
+                    "exit 0 judged anything: a case that calls os._exit(0) leaves the record unfinished.")
+    check.add_argument("run", metavar="RUN.json", help="a run record, e.g. reports/perfguard.json")
+    check.set_defaults(command=_check)
 
     baseline = command(commands, "baseline", "list, accept or merge baselines")
     actions = baseline.add_subparsers(title="actions", metavar="ACTION", required=True)

@@ -21,7 +21,7 @@ from torch.profiler import DeviceType
 
 from perfguard.case import CaseInstance
 from perfguard.errors import ConfigError, MeasurementError, first_line
-from perfguard.files import refuse_folder_links_out
+from perfguard.files import writable
 from perfguard.measure import kineto
 # The set-up, first call and clean-up a measured case goes through: a profiled case is set up, checked
 # and freed as a measured one is, and fails with the same line.
@@ -142,7 +142,7 @@ def _save_trace(export: Callable[[str], Any], case_id: str, report_dir: Path | N
         if not staged.is_file():
             return None, f"{case_id}: torch.profiler wrote no Chrome trace; the operator table is kept"
         try:
-            refuse_folder_links_out(target.parent)  # a `reports` (or `traces`) link out of the repository
+            target = writable(target)  # a `reports` (or `traces`) link out of the project, a trace linking out
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(staged, target)
         except ConfigError as exc:

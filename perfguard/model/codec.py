@@ -71,8 +71,8 @@ def to_jsonable(obj: Any) -> Any:
 
 
 _REQUIRED = object()
-# Written even at their default: how to read the rest, and what a file or case came to, which scripts
-# read from the raw JSON (the workflow's `.get("status") != "complete"`: a record left unfinished).
+# Written even at their default: how to read the rest, and what a file or case came to, which a person
+# sees in the raw JSON (a script asks `perfguard check`, which reads the whole record first).
 ALWAYS_WRITTEN = frozenset({"schema_version", "status"})
 
 

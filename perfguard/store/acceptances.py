@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfguard.errors import BaselineError
-from perfguard.files import refuse_folder_links_out, refuse_links_out, repository_of, write_atomic
+from perfguard.files import project_of, writable, write_atomic
 from perfguard.model import AcceptedChange, Acceptances, dumps, loads_acceptances
 # ACCEPTED_NAME: named so that no device slug (nvidia-h200, cpu-...) is it; list_files leaves it out.
 from perfguard.store.baselines import ACCEPTED_NAME
@@ -46,16 +46,15 @@ def read(directory: Path | str) -> Acceptances | BaselineError:
 def add(directory: Path | str, changes: list[AcceptedChange]) -> Path:
     """Write `changes` into the file (each in place of an earlier entry for its case and metric)."""
     path = path_in(directory)
-    refuse_folder_links_out(path.parent, BaselineError)  # before its lock is made there
-    repository = repository_of(path.parent)
-    refuse_links_out(path, repository, BaselineError)
+    project = project_of(path.parent)
+    writable(path, BaselineError, within=project)  # before its lock is made there
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with held(path.with_name(f"{ACCEPTED_NAME}.lock"), LOCK_TIMEOUT_S):
             accepted = load(directory)  # inside the lock, and refused whole if it is not a valid file
             for change in changes:
                 accepted = accepted.with_change(change)
-            write_atomic(path, dumps(accepted), error=BaselineError, within=repository)
+            write_atomic(path, dumps(accepted), error=BaselineError, within=project)
     except LockTimeout:
         raise BaselineError(f"{path}: another process holds its lock; wait for it to finish") from None
     except OSError as exc:

@@ -44,15 +44,7 @@ from perfguard.model import (
     names,
     run_summary,
 )
-from perfguard.files import (
-    followed,
-    refuse_file_for_folder,
-    refuse_folder_links_out,
-    refuse_links_out,
-    repository_of,
-    temp_prefix,
-    write_atomic,
-)
+from perfguard.files import followed, project_of, refuse_file_for_folder, temp_prefix, writable, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
 ACCEPTED_NAME = "accepted-changes.json"  # store/acceptances.py's file, beside the baselines and not one of them
@@ -269,12 +261,10 @@ def _rewrite(path: Path, rewritten: Callable[[], BaselineFile], what: str) -> Pa
     """Replace the file at `path` with what `rewritten` makes, called inside its lock."""
     # A linked baseline is updated where it lives (write_atomic follows the link), so the lock and the
     # temporary files are the target's: two links to one file share its lock. Only a link inside the
-    # repository is followed: one to a file elsewhere (planted by a pull request) is refused, and so
-    # is a baselines folder (or one above it) that links out, before its lock is taken out there.
-    refuse_folder_links_out(path.parent, BaselineError)
-    repository = repository_of(path.parent)
-    refuse_links_out(path, repository, BaselineError)
-    target = followed(path)
+    # project is followed: one to a file elsewhere (planted by a pull request) is refused, and so is a
+    # baselines folder (or one above it) that links out, before its lock is taken out there.
+    project = project_of(path.parent)
+    target = writable(path, BaselineError, within=project)
     refuse_file_for_folder(target.parent, BASELINES_FOLDER, BaselineError, prefix=f"{path}: cannot {what}: ")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -286,7 +276,7 @@ def _rewrite(path: Path, rewritten: Callable[[], BaselineFile], what: str) -> Pa
                 raise BaselineError(f"{path}: cannot {what}: it would be larger than the {MAX_BASELINE_BYTES // 2**20} MiB a "
                                     "baseline may be (store.MAX_BASELINE_BYTES); split the suite's baselines with "
                                     "--perfguard-baselines, or keep fewer runs; the old file is left as it was")
-            write_atomic(path, text, error=BaselineError, within=repository)
+            write_atomic(path, text, error=BaselineError, within=project)
     except LockTimeout:
         raise BaselineError(
             f"{path}: another process has held {_lock_of(path)} for over {LOCK_TIMEOUT_S:.0f} s; "
