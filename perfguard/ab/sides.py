@@ -5,7 +5,9 @@ Which code each side runs: pytest runs in the side's tree (the same sub-folder o
 one), with PYTHONPATH holding, in order, the running perfguard, the tree's `src/` (if any) and its top,
 then the inherited PYTHONPATH with every entry inside the repository moved into the tree. So each
 side imports its own revision of the project (ahead of an editable or ordinary install of it), and
-both sides record with this perfguard, so both records are in one format. The working tree is
+both sides record with this perfguard, so both records are in one format; except in a tree that holds
+a top-level `perfguard/` itself (perfguard's own repository): `python -m pytest` puts the side's folder
+first on sys.path, so each side records with its own revision (docs/ci.md says what that leaves open). The working tree is
 measured as it is, uncommitted changes included; the base is REF as committed (no untracked files,
 no submodules checked out).
 """
