@@ -188,3 +188,13 @@ def test_an_update_word_that_is_none_of_true_false_or_force_is_refused(pytester)
     pytester.makeini("[pytest]\nperfguard_update = always\n")
     with pytest.raises(pytest.UsageError, match="must be true, false or force, got 'always'"):
         Options.from_config(pytester.parseconfig())
+
+
+def test_a_folder_is_resolved_as_pytest_resolves_its_own_paths(pytester, monkeypatch):
+    # The command line's from where pytest was started, the ini file's from its folder, the default from the rootdir.
+    pytester.makeini("[pytest]\nperfguard_report = out\n")
+    start = pytester.mkdir("sub")
+    monkeypatch.chdir(start)
+    parsed = Options.from_config(pytester.parseconfig("--perfguard-baselines=b", str(start)))
+    assert (parsed.baselines_dir, parsed.report_dir) == (start / "b", pytester.path / "out")
+    assert Options.from_config(pytester.parseconfig(str(start))).baselines_dir == pytester.path / "baselines"

@@ -62,6 +62,8 @@ EDITS = {
     "counter allowance in the ini file": ({}, "perfguard_counter_allowance = 1000%", None,
                                           "gate: threshold 1000% (from ini perfguard_threshold in pytest.ini); counter "
                                           "allowance 1000% (from ini perfguard_counter_allowance in pytest.ini)"),
+    "the baselines folder mistyped in the ini file": ({}, "perfguard_baselines = baselnes", "no baselines folder ",
+                                                      "no baselines folder "),
 }
 REFUSALS = {
     "update in the ini file": "ERROR: --perfguard-strict: --perfguard-update comes from ini perfguard_update in pytest.ini, "
@@ -82,7 +84,9 @@ def make(folder: Path, write_baseline, edit: str | None) -> Path:
     (folder / "test_suite.py").write_text(textwrap.dedent(SUITE.format(**{**CLEAN, **changes})))
     if ini:
         (folder / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
-    if edit != "the baseline file deleted":
+    if edit == "the baseline file deleted":  # its folder kept (a folder not there: the typo below)
+        (folder / "baselines").mkdir()
+    else:
         write_baseline(folder, {"test_suite.py::slow": 20.0, "test_suite.py::steady": 10.0})
     return folder
 
@@ -155,6 +159,7 @@ LOOSE = {  # edit -> the run that shows it when not strict, and its line there
     "threshold 1000 in the ini file": ("ini", EDITS["threshold 1000 in the ini file"][3]),
     "counters= on the case": ("together", "allowed_more sets counters=aten_ops=1000, above the run's allowance of 0"),
     "counter allowance in the ini file": ("ini", EDITS["counter allowance in the ini file"][3]),
+    "the baselines folder mistyped in the ini file": ("the baselines folder mistyped in the ini file", "no baselines folder "),
 }
 
 
@@ -212,6 +217,27 @@ def test_each_gate_off_edit_shows_its_line_when_not_strict(loose, edit):
     assert result.ret == pytest.ExitCode.OK, result.outlines
     assert [out for out in result.outlines if out.startswith(f"perfguard: {line}")], result.outlines
     assert (folder / "reports" / "perfguard.json").is_file()  # a skipped module too leaves its record
+
+
+def test_a_baselines_folder_that_is_not_there_is_named_with_where_it_was_looked_for_and_the_one_meant(
+        loose, run_pytest, tmp_path, write_baseline, fake_clock):
+    result, folder = loose["the baselines folder mistyped in the ini file"]
+    slug = next(folder.glob("baselines/*.json")).stem
+    record = f"record one with `pytest --perfguard --perfguard-update --perfguard-baselines=baselnes` or perfguard baseline accept"
+    assert f"perfguard: no baselines folder {folder / 'baselnes'}: --perfguard-baselines=baselnes (from ini perfguard_baselines " \
+           f"in pytest.ini) taken from the ini file's folder; its 2 case(s) read new and are not judged; " \
+           f"{folder / 'baselines'} holds this model's baseline: give --perfguard-baselines={folder / 'baselines'}, or " \
+           f"{record}" in result.outlines, result.outlines
+    assert (folder / "baselines" / f"{slug}.json").is_file()
+    # pytest started in the folder above the suite's, which has no ini file: pytest's rootdir is that folder.
+    folder = make(tmp_path / "suite", write_baseline, None)
+    (folder / "conftest.py").write_text(fake_clock)
+    above = run_pytest(tmp_path, *ARGS, "suite/test_suite.py")
+    said = [line for line in above.outlines if line.startswith("perfguard: no baselines folder")]
+    assert said == [f"perfguard: no baselines folder {folder.parent / 'baselines'}: --perfguard-baselines=baselines (from the "
+                    "default) taken from pytest's rootdir; its 2 case(s) read new and are not judged; "
+                    f"{folder / 'baselines'} holds this model's baseline: give --perfguard-baselines={folder / 'baselines'}, "
+                    "or record one with `pytest --perfguard --perfguard-update` or perfguard baseline accept"], above.outlines
 
 
 @pytest.mark.parametrize("where", ["above", "below"])

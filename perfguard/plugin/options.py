@@ -71,7 +71,6 @@ class Options:
     def from_config(cls, config: pytest.Config) -> Options:
         """The options, with the two environment variables that say where the run is, read here once and
         passed down as values: CI (the profile's default), PERFGUARD_HOST (`host`)."""
-        root = config.rootpath
         _refuse_spaced_folders(config)
         update = _update(config)
         options = cls(
@@ -79,8 +78,8 @@ class Options:
             update=bool(update),
             force_update=update == "force",
             fail_inconclusive=_flag(config, "perfguard-fail-inconclusive"),
-            baselines_dir=Path(root, _parsed(config, "perfguard-baselines")),
-            report_dir=Path(root, _parsed(config, "perfguard-report")),
+            baselines_dir=folder(config, "perfguard-baselines"),
+            report_dir=folder(config, "perfguard-report"),
             threshold_pct=_parsed(config, "perfguard-threshold"),
             budget_s=_parsed(config, "perfguard-budget"),
             profile=_profile(config, ci=not is_false(os.environ.get("CI"))),
@@ -192,6 +191,20 @@ def _profile(config: pytest.Config, ci: bool) -> str:
         # the operator table and trace a person needs; a laptop run does not pay for it unasked.
         return "regressed" if ci else "none"
     return _parsed(config, "perfguard-profile")
+
+
+def folder(config: pytest.Config, name: str) -> Path:
+    """A folder option's path, resolved as pytest resolves its own: given on the command line, from the
+    folder pytest was started in; in the ini file, from the ini file's folder; in addopts, and the default,
+    from the rootdir (pytest's project folder: where the ini file is, else the tests' and the start's common
+    folder)."""
+    raw = _parsed(config, name)
+    given = source(config, name)
+    if given == "the command line":
+        return Path(config.invocation_params.dir, raw)
+    if given.startswith("ini ") and config.inipath is not None:
+        return Path(config.inipath.parent, raw)
+    return Path(config.rootpath, raw)
 
 
 def _cases_file(config: pytest.Config) -> Path | None:

@@ -127,9 +127,13 @@ class Watch:
                 facts.append(Fact(str(baseline)))  # once a file; each of its cases fails naming it
             if baseline is None:
                 n = sum(r.device == device.slug for r in results)
-                facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are not "
-                                  f"judged; record one with `{options.invocation.update()}` "
-                                  "or perfguard baseline accept"))
+                record = f"record one with `{options.invocation.update()}` or perfguard baseline accept"
+                if options.baselines_dir.is_dir():
+                    facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are "
+                                      f"not judged; {record}"))
+                else:
+                    said = self._no_folder(options, device.slug, n, results)
+                    facts.append(Fact(f"{said} {record}" if said.endswith(", or") else f"{said}; {record}"))
         for status, what in (("missing", "in the baseline but did not run (renamed, removed or not collected): "
                                          "not judged"),
                              ("new", "not in the baseline: measured, not judged")):
@@ -152,6 +156,25 @@ class Watch:
         facts += self._thresholds(options, results)
         facts += _counter_allowances(options, results)
         return facts
+
+    def _no_folder(self, options: Options, slug: str, n: int, results: list[CaseResult]) -> str:
+        """The baselines folder is not there: where it was looked for and why there, and a folder that holds
+        this model's file where it was likely meant: of that name above the tests (pytest started from
+        another folder), or beside the one named (a typo)."""
+        given = source(self.config, "perfguard-baselines")
+        base = {"the command line": "the folder pytest was started in"}.get(
+            given, "the ini file's folder" if given.startswith("ini ") else "pytest's rootdir")
+        line = (f"no baselines folder {options.baselines_dir}: --perfguard-baselines={options.baselines_arg} (from "
+                f"{given}) taken from {base}; its {n} case(s) read new and are not judged")
+        root = self.config.rootpath
+        above = {parent / options.baselines_arg for r in results if r.device == slug
+                 for parent in (root / r.nodeid.split("::")[0]).parents if parent.is_relative_to(root)}
+        parent = options.baselines_dir.parent
+        beside = set(parent.iterdir()) if parent.is_dir() else set()
+        found = sorted(folder for folder in above | beside if (folder / f"{slug}.json").is_file())
+        if found:
+            line += f"; {found[0]} holds this model's baseline: give --perfguard-baselines={found[0]}, or"
+        return line
 
     def _settings(self, options: Options, results: list[CaseResult],
                   baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> str:
