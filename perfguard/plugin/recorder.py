@@ -261,24 +261,12 @@ class Recorder:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:
             write(f"perfguard: wrote {path}")
-        for line in self._shared_cpu_lines():
-            write(f"perfguard: {line}", yellow=True)
         for problem in self.problems:
             write(f"perfguard: {problem}", red=True)
         self.record_interrupt()  # a Ctrl-C while the lines above were written
         interrupted = self.interrupt_line()
         if interrupted:
             write(f"perfguard: {interrupted}", red=True, bold=True)
-
-    def _shared_cpu_lines(self) -> list[str]:
-        """A baseline written while several xdist workers measured on one CPU, a line each: they timed each
-        other's work, so its runs are far wider than the CPU's own noise, and every later verdict against
-        it would be too lenient. Its own line, after the files written."""
-        if self.cpu_workers < 2:
-            return []
-        return [f"{_shown(path, self.config.rootpath)} was written from {self.cpu_workers} xdist workers measuring on "
-                "this CPU at once, which timed each other's work: its tolerances are too wide to judge by; record "
-                "it again without xdist (-n 0)" for path in self.updated]
 
     def _facts(self, verdicts: list[Verdict], interrupted: bool) -> list[Fact]:
         """What a person must see about the gate (plugin/strict.py); an interrupted run's cases that did not

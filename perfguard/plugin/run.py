@@ -35,7 +35,9 @@ def configure(config: pytest.Config, recorder_name: str) -> None:
     from perfguard.plugin.selection import Selection
 
     workers.refuse_shared_gpus(config, options)
-    recorder = Recorder(config, cpu_workers=workers.cpu_workers(config, options))
+    on_cpu = workers.cpu_workers(config, options)
+    workers.refuse_shared_cpu(on_cpu, options)
+    recorder = Recorder(config, cpu_workers=on_cpu)
     config.stash[RECORDER] = recorder
     config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
     config.pluginmanager.register(recorder, recorder_name)

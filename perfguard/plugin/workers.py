@@ -48,7 +48,7 @@ def refusal(workers: int, visible: tuple[str, ...]) -> str:
         f"perfguard: {workers} xdist workers but {len(visible)} visible GPU(s) "
         f"({gpus.VARIABLE} entries {', '.join(visible)}), and workers sharing a GPU time each other's "
         f"kernels: use -n auto (one worker per GPU) or -n {len(visible)}, or pass --perfguard-allow-shared-gpu "
-        "(ini perfguard-allow-shared-gpu = true) to share them anyway"
+        "(ini perfguard_allow_shared_gpu = true) to share them anyway"
     )
 
 
@@ -66,11 +66,22 @@ def refuse_shared_gpus(config: pytest.Config, options: Options) -> None:
 
 def cpu_workers(config: pytest.Config, options: Options) -> int:
     """How many local workers will measure on this machine's CPU at once (no GPU is visible), timing each
-    other's work; 0 when that is not the case. Not refused: the run's end says what it did to the figures."""
+    other's work; 0 when that is not the case. A run that only judges is not refused (the run's end says
+    what it did to the figures); an update is (refuse_shared_cpu)."""
     if not options.enabled:
         return 0
     workers = local_worker_count(config)
     return workers if workers > 1 and not _visible(config) else 0
+
+
+def refuse_shared_cpu(workers: int, options: Options) -> None:
+    """An update from several workers measuring on one CPU at once, refused before it measures: they time
+    each other's work, and a baseline written from them has tolerances too wide to judge by."""
+    if options.update and workers > 1:
+        raise pytest.UsageError(
+            f"perfguard: --perfguard-update with {workers} xdist workers measuring on this CPU at once: they would "
+            "time each other's work, and the baseline's tolerances would be too wide to judge by; record it without "
+            "xdist (-n 0)")
 
 
 def local_worker_count(config: pytest.Config) -> int:
