@@ -217,7 +217,6 @@ class Recorder:
         from perfguard.report import steps
         from perfguard.report.commands import Invocation
         from perfguard.report.terminal import summary
-        from perfguard.store.acceptances import path_in
 
         def write(text: str, **style: bool) -> None:
             # Every line through perfguard.inert: case ids, device names and messages are data.
@@ -248,15 +247,19 @@ class Recorder:
         if self.record is not None:
             # The whole run's judgement, for what is said once: the accept command and what the acceptance
             # file did. Its cases were judged one by one as they ran (the measurer): its verdicts are the record's.
+            where = self.baselines.accepted_label()
             judged = judge(self.record.results, self.record.verdicts, self.baselines.accepted(),
-                           fail_inconclusive=self.options.fail_inconclusive, updating=self.options.update)
+                           fail_inconclusive=self.options.fail_inconclusive, updating=self.options.update,
+                           accepted_file=where)
             accept = steps.accept_line(judged.accept, Invocation.of(self.record.options))
             if accept:
                 write(accept, bold=True)
             if judged.unread:
                 write(f"perfguard: not accepted: {judged.unread}", yellow=True)
+            for refused in judged.refused:
+                write(f"perfguard: not accepted: {steps.refused_line(refused, where)}", yellow=True)
             for change in judged.spent:
-                write(f"perfguard: {steps.spent_line(change, path_in(self.options.baselines_arg))}", yellow=True)
+                write(f"perfguard: {steps.spent_line(change, where)}", yellow=True)
         for line in self.admission_lines:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:
@@ -290,6 +293,14 @@ class Recorder:
         if left_out and not interrupted:
             facts.append(Fact(f"{len(left_out)} baseline case(s) not selected in this run "
                               "(-k, -m, --deselect or the test paths): not compared"))
+        accepted = self.baselines.accepted()
+        if not interrupted and not isinstance(accepted, BaselineError):
+            from perfguard.analysis.acceptance import unmeasured
+            from perfguard.report.steps import unmeasured_line
+
+            gone = unmeasured(accepted, self.results.values())
+            if gone:
+                facts.append(Fact(unmeasured_line(gone, self.baselines.accepted_label())))
         return facts
 
     def _attempt(self, write: Callable[[], Any], path: Path) -> bool:
