@@ -215,6 +215,11 @@ def test_the_gate_refuses_an_entry_past_its_bound_and_names_one_for_a_case_it_di
                   f"skipped or not selected), accepting nothing: gpu_time of 'ghost[n=1]' on {slug}; remove the entries "
                   "of cases that are gone")
     assert f"perfguard: {unmeasured}" in gate.outlines
+    # Nor does an entry past its bound start the case's new series on main's update, as a reviewed one does.
+    before = store.load_file(baseline_path).cases[CHANGED]
+    update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
+    assert f"perfguard: {CHANGED}: the run of " in "\n".join(update.outlines), update.outlines[-20:]
+    assert store.load_file(baseline_path).cases[CHANGED] == before
     # The entry for a case that is not there fails a strict run, on its line.
     (tmp_path / "change.json").unlink()
     write(ghost)

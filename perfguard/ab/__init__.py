@@ -254,19 +254,20 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     if accept:
         out(accept)
     status = 1 if judgement.failing else 0
+
+    def strict_line(line: str) -> int:
+        """A line of what the head does not run; under --strict it fails the run (the status it gives)."""
+        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{line}"
+            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
+        return 1 if settings.strict else 0
+
     gone = sorted({v.case_id for v in verdicts if v.status == "missing"})
     if gone:
-        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{len(gone)} case(s) ran on the base but not on the head "
-            f"(skipped, deselected, renamed or removed there): not judged: {', '.join(gone)}"
-            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
-        if settings.strict:
-            status = max(status, 1)
-    gone = [] if isinstance(accepted, BaselineError) else unmeasured(accepted, judged.head.results)
-    if gone:
-        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{steps.unmeasured_line(gone, accepted_file)}"
-            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
-        if settings.strict:
-            status = max(status, 1)
+        status = max(status, strict_line(f"{len(gone)} case(s) ran on the base but not on the head (skipped, deselected, "
+                                         f"renamed or removed there): not judged: {', '.join(gone)}"))
+    unmeasured_entries = [] if isinstance(accepted, BaselineError) else unmeasured(accepted, judged.head.results)
+    if unmeasured_entries:
+        status = max(status, strict_line(steps.unmeasured_line(unmeasured_entries, accepted_file)))
     return status
 
 

@@ -39,6 +39,8 @@ class Refused:
 
 @dataclasses.dataclass(frozen=True)
 class Applied:
+    """What an acceptance file did to a comparison's verdicts."""
+
     verdicts: list[Verdict]  # with the accepted changes marked
     spent: list[AcceptedChange]  # entries whose change the baseline holds already
     refused: list[Refused]  # entries past their bound
@@ -77,13 +79,13 @@ def apply(verdicts: Sequence[Verdict], accepted: Acceptances, devices: Mapping[s
             refused.append(Refused(change, v.baseline, bound(v.metric, v.baseline)))
             out.append(v)
             continue
-        said = dict(accepted_ceiling=ceiling(v, change), accepted_file=source)
+        by_entry = dict(accepted_ceiling=ceiling(v, change), accepted_file=source)
         if v.status == "regressed" and within(v, change):
             steps = () if v.paired else (NextStep("record"),)
             out.append(dataclasses.replace(v, status="accepted", reason="accepted", accepted_reason=change.reason,
-                                           next_steps=steps, **said))
+                                           next_steps=steps, **by_entry))
         elif v.status == "regressed":  # more than was accepted: its line says how much was
-            out.append(dataclasses.replace(v, **said))
+            out.append(dataclasses.replace(v, **by_entry))
         else:
             if within(v, change) and v.baseline is not None and within(
                     dataclasses.replace(v, current=v.baseline), change) and v.baseline >= _before(change):

@@ -46,8 +46,9 @@ def _accept(args: argparse.Namespace) -> int:
         if v.baseline is not None and (v.current or 0.0) > acceptance.bound(v.metric, v.baseline):
             into_baseline = Invocation(baselines=str(args.baselines)).accept([v.case_id], record=str(args.run))
             raise ConfigError(f"{names.shown(v.case_id)}: {v.metric} {amount(v.metric, v.baseline)} → "
-                              f"{amount(v.metric, v.current)} is more than the {acceptance.FACTOR}× of its baseline that "
-                              f"an acceptance file accepts; record it into the baseline with `{into_baseline}`; nothing was written")
+                              f"{amount(v.metric, v.current)} is more than the {acceptance.FACTOR}× of its baseline "
+                              f"that an acceptance file accepts; record it into the baseline with `{into_baseline}`; "
+                              "nothing was written")
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     reason = args.reason or "intended (perfguard accept)"
     changes = [AcceptedChange(case_id=v.case_id, metric=v.metric, device=devices[v.case_id], figure=float(v.current or 0.0),

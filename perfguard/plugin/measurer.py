@@ -160,8 +160,8 @@ class Measurer:
         lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in judged.failing]
         # An acceptance file that cannot be read accepts nothing, nor does an entry past its bound: a failure
         # says why it was not accepted.
-        unread = [f"{result.id}: not accepted: {judged.unread}"] if judged.unread else []
-        unread += [f"{result.id}: not accepted: {steps.refused_line(r, self.baselines.accepted_label())}" for r in judged.refused]
+        refused = [steps.refused_line(r, self.baselines.accepted_label()) for r in judged.refused]
+        unread = [f"{result.id}: not accepted: {why}" for why in ([judged.unread] if judged.unread else []) + refused]
         accept = steps.accept_line(judged.accept, self.invocation)
         moved = next((v for v in judged.failing if v.where is not None), None)
         return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed, moved

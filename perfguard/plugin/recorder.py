@@ -154,14 +154,19 @@ class Recorder:
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
+        from perfguard.analysis.judgement import judge
         from perfguard.analysis.series import Admission
 
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
         # old runs describe other code, or this run is off, and mixed in it would read as noise.
         run = self.options.invocation
-        # The cases the acceptance file names (a reviewed pull request) start their new series with no force.
+        # The cases the acceptance file names (a reviewed pull request) start their new series with no force;
+        # not one whose entry is past its bound (analysis/acceptance.py), which accepts nothing.
         accepted = self.baselines.accepted()
-        named = {c.case_id: c.reason for c in accepted.changes} if not isinstance(accepted, BaselineError) else {}
+        named = {}
+        if not isinstance(accepted, BaselineError):
+            refused = {r.change.case_id for r in judge(self.results.values(), verdicts, accepted, updating=True).refused}
+            named = {c.case_id: c.reason for c in accepted.changes if c.case_id not in refused}
         admission = Admission(
             force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named,
             remedy=lambda case_id: f"if the change is intended, accept it: `{run.accept([case_id])}`")

@@ -14,7 +14,8 @@ from perfguard import units
 from perfguard.analysis.acceptance import FACTOR, Refused
 from perfguard.analysis.counting import figure
 from perfguard.analysis.noise import OWN_RUNS
-from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, MEMORY_METRICS, TIME_METRICS, AcceptedChange, NextStep, Verdict, names
+from perfguard.model import (COUNTER_KINDS, COUNTER_LABELS, MEMORY_METRICS, TIME_METRICS, AcceptedChange, NextStep, Verdict,
+                             names)
 from perfguard.report.commands import Invocation
 
 DEFAULT = Invocation()
@@ -32,7 +33,6 @@ def amount(metric: str, value: float | None) -> str:
 def new_remedy(run: Invocation = DEFAULT) -> str:
     """How to record cases not in the baseline yet, as the run's own command."""
     return f"record them with `{run.update()}` (several runs make their tolerances tight)"
-
 
 
 def said(v: Verdict, run: Invocation = DEFAULT) -> list[str]:
@@ -146,6 +146,6 @@ def unmeasured_line(changes: Sequence[AcceptedChange], where: Path | str, named:
     they accept nothing here."""
     entries = [f"{c.metric} of {names.shown(c.case_id)} on {c.device}" for c in changes]
     more = f" and {len(entries) - named} more" if len(entries) > named else ""
-    return (f"{where}: {len(entries)} {'entry' if len(entries) == 1 else 'entries'} for a case this run did not measure (removed, renamed, "
-            f"skipped or not selected), accepting nothing: {', '.join(entries[:named])}{more}; remove the entries of "
-            "cases that are gone")
+    return (f"{where}: {len(entries)} {'entry' if len(entries) == 1 else 'entries'} for a case this run did not "
+            f"measure (removed, renamed, skipped or not selected), accepting nothing: {', '.join(entries[:named])}{more}; "
+            "remove the entries of cases that are gone")

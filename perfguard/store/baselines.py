@@ -48,7 +48,6 @@ from perfguard.model import (
 from perfguard.files import followed, project_of, refuse_file_for_folder, temp_prefix, writable, write_atomic
 from perfguard.store.lock import LockTimeout, held
 
-
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
 LOCK_TIMEOUT_S = 60.0
