@@ -304,13 +304,21 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
                               timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "accepted 'nap' gpu_time: " in done.stdout and accepted.is_file()
-        entry = json.loads(accepted.read_text())["changes"][0]
+        written = json.loads(accepted.read_text())
+        entry = written["changes"][0]
         assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "gpu_time", "intended (perfguard accept)")
+        # An entry for a case the head does not run accepts nothing, and is named (issue 46, 3).
+        written["changes"].append({**entry, "case_id": "ghost"})
+        accepted.write_text(json.dumps(written))
         again, _ = ab_forked(repo, inner_args, forked)
         assert again.returncode == 0, again.stdout + again.stderr
         assert statuses(repo)["nap"] == "accepted"
-        assert "nap: gpu_time accepted: " in again.stdout and "accepted: 'intended (perfguard accept)'" in again.stdout
+        assert "nap: gpu_time accepted: " in again.stdout
+        assert "; accepted up to " in again.stdout and "by baselines/accepted-changes.json: 'intended (perfguard accept)'" in again.stdout
         assert "to accept these changes" not in again.stdout
+        assert (f"perfguard ab: baselines/accepted-changes.json: 1 entry for a case this run did not measure (removed, "
+                f"renamed, skipped or not selected), accepting nothing: gpu_time of 'ghost' on {entry['device']}; remove "
+                "the entries of cases that are gone; --strict fails the run on them") in again.stdout.splitlines()
     finally:
         accepted.unlink(missing_ok=True)
 

@@ -9,6 +9,7 @@ CPU too) is the real profiler's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -174,7 +175,10 @@ def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_
     gate = run_pytest(tmp_path, *MEASURE)
     text = "\n".join(gate.outlines)
     assert gate.ret == 0, text[-3000:]
-    assert f"{CHANGED}: aten_ops accepted: " in text and "accepted: 'a fused epilogue'" in text
+    # Each line an acceptance decided says the most it accepted, and from which file (issue 46, 3).
+    accepted_by = "by baselines/accepted-changes.json: 'a fused epilogue'"
+    assert f"{CHANGED}: aten_ops accepted: " in text and f"; accepted up to 6 {accepted_by}" in text
+    assert re.search(rf"{re.escape(CHANGED)}: gpu_time accepted: .*; accepted up to \d+\.\d+ ms {accepted_by}", text)
     update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
     assert update.ret == 0 and f"{CHANGED}: accepted (a fused epilogue): its series starts again" in "\n".join(update.outlines)
     (path,) = store.list_files(tmp_path / "baselines")
@@ -183,9 +187,53 @@ def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_
     assert f"the accepted aten_ops of '{CHANGED}' is spent: the baseline holds it now; remove the entry" in after
 
 
+def test_the_gate_refuses_an_entry_past_its_bound_and_names_one_for_a_case_it_did_not_measure(tmp_path, run_pytest, recorded):
+    # Issue 46, 3: a hand-edited file whose figures accept anything (1e5 ms, 9.99e17 operators), and an
+    # entry for a case that does not exist, passed silently, under --perfguard-strict too.
+    copy_of(recorded, tmp_path)
+    (baseline_path,) = store.list_files(tmp_path / "baselines")
+    slug = baseline_path.stem
+    accepted = tmp_path / "baselines" / "accepted-changes.json"
+
+    def write(*entries: tuple[str, str, float, float]) -> None:
+        changes = [{"baseline": baseline, "case_id": case, "device": slug, "figure": figure, "metric": metric,
+                    "reason": "edited"} for case, metric, figure, baseline in entries]
+        accepted.write_text(json.dumps({"changes": changes, "schema_version": 1}))
+
+    ghost = ("ghost[n=1]", "gpu_time", 30.0, 20.0)
+    write((CHANGED, "gpu_time", 1e5, 20.001), (CHANGED, "aten_ops", 9.99e17, 5.0), ghost)
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    gate = run_pytest(tmp_path, *MEASURE)
+    text = "\n".join(gate.outlines)
+    assert gate.ret == 1 and f"{CHANGED}: gpu_time regressed: " in text, text[-3000:]
+    refused = (f"not accepted: baselines/accepted-changes.json: the entry for the gpu_time of '{CHANGED}' on {slug} "
+               "accepts 100.0 s, more than 10× the baseline's 20.00 ms (at most 200.0 ms): refused, it accepts nothing; ")
+    assert f"{CHANGED}: {refused}" in text and f"perfguard: {refused}" in text  # in its failure, and at the run's end
+    assert (f"the entry for the aten_ops of '{CHANGED}' on {slug} accepts 999,000,000,000,000,000, more than 10× the "
+            "baseline's 5 (at most 50): refused") in text
+    unmeasured = (f"baselines/accepted-changes.json: 1 entry for a case this run did not measure (removed, renamed, "
+                  f"skipped or not selected), accepting nothing: gpu_time of 'ghost[n=1]' on {slug}; remove the entries "
+                  "of cases that are gone")
+    assert f"perfguard: {unmeasured}" in gate.outlines
+    # Nor does an entry past its bound start the case's new series on main's update, as a reviewed one does.
+    before = store.load_file(baseline_path).cases[CHANGED]
+    update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
+    assert f"perfguard: {CHANGED}: the run of " in "\n".join(update.outlines), update.outlines[-20:]
+    assert store.load_file(baseline_path).cases[CHANGED] == before
+    # The entry for a case that is not there fails a strict run, on its line.
+    (tmp_path / "change.json").unlink()
+    write(ghost)
+    loose = run_pytest(tmp_path, *MEASURE)
+    assert loose.ret == 0 and f"perfguard: {unmeasured}" in loose.outlines, loose.outlines[-20:]
+    strict = run_pytest(tmp_path, *MEASURE, "--perfguard-strict")
+    assert strict.ret == 1 and f"perfguard: strict: {unmeasured}" in strict.outlines, strict.outlines[-20:]
+    assert "perfguard: strict: the 1 line(s) above fail this run" in strict.outlines
+
+
 def test_an_acceptance_covers_its_figure_and_no_more():
     from perfguard.analysis.acceptance import apply
     from perfguard.model import AcceptedChange, Acceptances, Noise, TimeEvidence, Verdict
+    from perfguard.report import words
 
     accepted = Acceptances((AcceptedChange("mm", "kernels", "cpu-x", 6.0, 5.0, "fused"),
                             AcceptedChange("mm", "gpu_time", "cpu-x", 2.0, 1.0, "fused")))
@@ -193,11 +241,50 @@ def test_an_acceptance_covers_its_figure_and_no_more():
     noise = TimeEvidence(noise=Noise(runs=5, spread_pct=1.0, tolerance_pct=5.0, detectable_pct=6.6))
     times = [Verdict("mm", "gpu_time", "regressed", 1.0, ms, None, 1.0, None, reason="outside", time=noise)
              for ms in (2.09, 2.2)]
-    marked, spent = apply([*kernels, *times], accepted, {"mm": "cpu-x"})
+    applied = apply([*kernels, *times], accepted, {"mm": "cpu-x"}, "b/accepted-changes.json")
+    marked = applied.verdicts
     assert [v.status for v in marked] == ["accepted", "regressed", "accepted", "regressed"]
-    assert marked[0].accepted_reason == "fused" and not spent
-    other_card, _ = apply(kernels, accepted, {"mm": "nvidia-h200"})  # an acceptance is for the device it names
-    assert [v.status for v in other_card] == ["regressed", "regressed"]
+    assert marked[0].accepted_reason == "fused" and not applied.spent and not applied.refused
+    # Each line says the most its entry accepts (a time: its tolerance above the figure) and the file.
+    assert [v.accepted_ceiling for v in marked] == [6.0, 6.0, pytest.approx(2.1), pytest.approx(2.1)]
+    assert words.line(marked[2]).endswith("; accepted up to 2.100 ms by b/accepted-changes.json: 'fused'")
+    assert words.line(marked[3]).endswith("; more than the 2.100 ms that b/accepted-changes.json accepts")
+    other_card = apply(kernels, accepted, {"mm": "nvidia-h200"}, "b/accepted-changes.json")  # for the device it names
+    assert [v.status for v in other_card.verdicts] == ["regressed", "regressed"]
+
+
+# (metric, the baseline's figure, the most an entry may accept: 10x it, a count or size of 0 from 1 or 64 KiB)
+BOUNDS = [("gpu_time", 20.0, 200.0), ("peak_memory", 2.0**20, 10 * 2.0**20), ("kernels", 0.0, 10.0),
+          ("copy_bytes", 0.0, 640 * 1024.0), ("retained_memory", 0.0, 640 * 1024.0)]
+
+
+@pytest.mark.parametrize(("metric", "baseline", "most"), BOUNDS)
+@pytest.mark.parametrize("past", [1.0001, 5e3, None])  # a little past the bound, far past, 9.99e17 (a hand edit)
+def test_an_entry_far_past_the_baselines_figure_accepts_nothing_and_is_named(metric, baseline, most, past):
+    # Issue 46, 3: `"figure": 1e5` (or 9.99e17) accepted any regression, silently. Now an entry accepts at
+    # most 10x the figure its verdict was judged against; past it, the regression stays one, and the
+    # entry is named with the file and the bound, whatever the verdict (it would lie in wait).
+    from perfguard.analysis.judgement import judge
+    from perfguard.model import AcceptedChange, Acceptances, CaseResult, Verdict
+    from perfguard.report import steps
+
+    figure = 9.99e17 if past is None else most * past
+    accepted = Acceptances((AcceptedChange("mm", metric, "cpu-x", figure, baseline, "fused"),))
+    case = CaseResult(id="mm", name="mm", status="ok", device="cpu-x")
+    regressed = Verdict("mm", metric, "regressed", baseline, most, None, 5.0, "b/cpu-x.json", reason="grew")
+    judged = judge([case], [regressed], accepted)
+    assert [v.status for v in judged.failing] == ["regressed"] and judged.verdicts[0].accepted_ceiling is None
+    (refused,) = judged.refused
+    assert (refused.change.figure, refused.baseline, refused.bound) == (figure, baseline, pytest.approx(most))
+    line = steps.refused_line(refused, "b/accepted-changes.json")
+    assert line.startswith(f"b/accepted-changes.json: the entry for the {metric} of 'mm' on cpu-x accepts ")
+    assert f", more than 10× the baseline's {steps.amount(metric, baseline)} (at most {steps.amount(metric, most)}): " \
+           "refused, it accepts nothing; " in line
+    same = judge([case], [dataclasses.replace(regressed, status="same", current=baseline)], accepted)
+    assert [r.change for r in same.refused] == [accepted.changes[0]]
+    # At the bound itself, the entry accepts what it says.
+    at = Acceptances((AcceptedChange("mm", metric, "cpu-x", most, baseline, "fused"),))
+    assert judge([case], [regressed], at).verdicts[0].status == "accepted"
 
 
 def test_every_printed_command_keeps_the_runs_own_folders(tmp_path, run_pytest, recorded):

@@ -249,7 +249,7 @@ def test_compare_judges_by_the_acceptance_file_as_the_gate_and_ab_do(tmp_path, r
     accepted.write_text(dumps(Acceptances((change,))))
     assert main(["compare", str(base), str(head), "--baselines", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("accepted   b: gpu_time accepted: ") and "accepted: 'fused'" in out
+    assert out.startswith("accepted   b: gpu_time accepted: ") and f"; accepted up to 2.893 ms by {accepted}: 'fused'" in out
     # Judged against itself, the head holds the accepted figure already: the entry is spent.
     assert main(["compare", str(head), str(head), "--baselines", str(folder)]) == 0
     assert (f"perfguard: {accepted}: the accepted gpu_time of 'b' is spent: the base holds it already; "
@@ -260,6 +260,33 @@ def test_compare_judges_by_the_acceptance_file_as_the_gate_and_ab_do(tmp_path, r
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("regressed  b: gpu_time regressed:")
     assert lines[-1].startswith(f"perfguard: not accepted: {accepted}: ")
+    # Issue 46, 3: an entry ten times past the base's figure accepts nothing (the regression fails), and one
+    # for a case the head does not hold is named; another device's entries are another run's.
+    ghost = AcceptedChange("ghost[n=1]", "kernels", CPU.slug, 3.0, 2.0, "edited")
+    accepted.write_text(dumps(Acceptances((dataclasses.replace(change, figure=1e5), ghost,
+                                           dataclasses.replace(ghost, device="nvidia-h200")))))
+    assert main(["compare", str(base), str(head), "--baselines", str(folder)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("regressed  b: gpu_time regressed:")
+    assert lines[-2].startswith(f"perfguard: not accepted: {accepted}: the entry for the gpu_time of 'b' on {CPU.slug} "
+                                "accepts 100.0 s, more than 10× the baseline's ")
+    assert lines[-1] == (f"perfguard: {accepted}: 1 entry for a case this run did not measure (removed, renamed, skipped "
+                         f"or not selected), accepting nothing: kernels of 'ghost[n=1]' on {CPU.slug}; remove the "
+                         "entries of cases that are gone")
+
+
+def test_accept_writes_no_figure_the_gate_would_refuse(tmp_path, rng, capsys):
+    # Issue 46, 3: what an acceptance file may hold is at most 10x the baseline's figure; a change past
+    # it is recorded into the baseline itself, and the command says so, writing nothing.
+    huge = Verdict(case_id="b", metric="gpu_time", status="regressed", baseline=0.5, current=5.5, change_pct=1000.0,
+                   threshold_pct=1.0, baseline_file="baselines/x.json", reason="outside")
+    run = record(tmp_path / "run.json", result("b", rng, 11.0), verdicts=(huge,))
+    assert main(["accept", str(run), "--case", "b", "--baselines", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"perfguard: 'b': gpu_time 500.0 µs → 5.500 ms is more than the 10× of its baseline that an acceptance "
+                   f"file accepts; record it into the baseline with `perfguard baseline accept {run} --case b "
+                   f"--baselines={tmp_path / 'b'}`; nothing was written")
+    assert not (tmp_path / "b").exists()
 
 
 def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):

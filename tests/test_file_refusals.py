@@ -110,6 +110,43 @@ def test_a_key_given_twice_in_an_acceptance_file_is_refused(tmp_path, capsys):
         loads_acceptances('{"schema_version": 1, "changes": [], "changes": []}', "acc.json")
 
 
+@pytest.mark.parametrize("second", [6.0, 7.0])  # the same figure twice, or another
+def test_two_entries_for_one_case_and_metric_in_an_acceptance_file_are_refused(tmp_path, capsys, second):
+    # Issue 46, 3: two entries for one case and metric (as a merge of two pull requests' files leaves
+    # them) passed, the first found deciding. The file is refused in one line, and accepts nothing.
+    from perfguard.errors import BaselineError
+    from perfguard.model.codec import loads_acceptances
+
+    def entry(figure: float, device: str = CPU.slug) -> dict:
+        return {"baseline": 5, "case_id": "mul", "device": device, "figure": figure, "metric": "kernels", "reason": "r"}
+
+    text = json.dumps({"changes": [entry(6.0), entry(second)], "schema_version": 1})
+    with pytest.raises(BaselineError) as refused:
+        loads_acceptances(text, "b/accepted-changes.json")
+    assert str(refused.value) == (f"b/accepted-changes.json: two entries accept the kernels of 'mul' on {CPU.slug}; keep "
+                                  "the one that was reviewed and remove the other (`perfguard accept` writes one entry a "
+                                  "case and metric)")
+    # One entry a device: the same case and metric measured on two cards are two changes.
+    other = loads_acceptances(json.dumps({"changes": [entry(6.0), entry(second, "nvidia-h200")], "schema_version": 1}), "b")
+    assert len(other.changes) == 2
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("metric", "gpu_tme", "changes[0].metric: Invalid enum value 'gpu_tme'"),
+    ("device", "../x", "changes[0].device: '../x' is not a device slug"),
+    ("figure", -1.0, "changes[0].figure: Expected `float` >= 0.0"),
+])
+def test_an_acceptance_entry_that_could_never_apply_is_refused(field, value, says):
+    # A metric perfguard does not judge, a device that is no slug, a figure below zero: an entry that would
+    # accept nothing, silently; refused by the reader's types.
+    from perfguard.errors import BaselineError
+    from perfguard.model.codec import loads_acceptances
+
+    entry = {"baseline": 5, "case_id": "mul", "device": CPU.slug, "figure": 6.0, "metric": "kernels", "reason": "r"}
+    with pytest.raises(BaselineError, match=f"^b/accepted-changes.json: {re.escape(says)}"):
+        loads_acceptances(json.dumps({"changes": [{**entry, field: value}], "schema_version": 1}), "b/accepted-changes.json")
+
+
 def _with_runs(path: Path, count: int) -> None:
     def repeat(data: dict) -> None:
         data["cases"]["mul"]["runs"] = data["cases"]["mul"]["runs"][:1] * count

@@ -17,7 +17,8 @@ would overrun the budget of the whole ab. A case still undecided then is `inconc
 
 A case the base runs and the head does not (a skip mark, -k, a rename or removal on the head) is
 `missing`: it is not judged, and a pull request could hide its own regression so. Its line is
-always printed; with --strict (CI) it fails the run, as --perfguard-strict fails a missing case.
+always printed; with --strict (CI) it fails the run, as --perfguard-strict fails a missing case. So
+do the head's acceptance entries for a case it does not run (analysis/acceptance.unmeasured).
 
 With -n GPUS the tests are shared out over that many GPUs once, before the first round, and each
 stays on its GPU for every round of both sides (perfguard/ab/shards.py); each shard is a pytest
@@ -41,7 +42,7 @@ from perfguard.ab import shards as shards_
 from perfguard.ab import stale
 from perfguard.ab.sides import (SIDES, Side, import_path, perfguard_shim, repository_root, resolve, schedule,
                                 worktree)
-from perfguard.errors import ConfigError, MeasurementError
+from perfguard.errors import BaselineError, ConfigError, MeasurementError
 from perfguard.model import RunRecord
 from perfguard.report import write_run_files
 
@@ -64,7 +65,7 @@ class Settings:
     fail_inconclusive: bool = False
     counter_allowance: Mapping[str, str] | None = None  # the run's (--counter-allowance); a case's counters= overrides it
     baselines: str = defaults.BASELINES_DIR  # where the head's acceptance file lies (store/acceptances.py)
-    strict: bool = False  # --strict: a case the head does not run fails the run
+    strict: bool = False  # --strict: a case the head does not run (or an acceptance entry for one) fails the run
 
 
 def run_ab(
@@ -215,6 +216,7 @@ class _Loop:
 def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Settings, report_dir: Path,
             out: Callable[[str], None], wall_s: float, baselines: Path) -> int:
     from perfguard.analysis import pooling
+    from perfguard.analysis.acceptance import unmeasured
     from perfguard.analysis.judgement import judge
     from perfguard.report import steps
     from perfguard.report.advice import ranked_scalings
@@ -224,8 +226,9 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
 
     # The head's acceptance file: the changes its pull request says are intended, reviewed in its diff (one
     # that cannot be read accepts nothing, and says why below: the rounds measured stand).
-    judgement = judge(judged.head.results, judged.verdicts, acceptances.read(baselines),
-                      fail_inconclusive=settings.fail_inconclusive, before={r.id: r for r in judged.base.results})
+    accepted_file, accepted = acceptances.path_in(settings.baselines), acceptances.read(baselines)
+    judgement = judge(judged.head.results, judged.verdicts, accepted, fail_inconclusive=settings.fail_inconclusive,
+                      before={r.id: r for r in judged.base.results}, accepted_file=str(accepted_file))
     verdicts = tuple(sorted(judgement.verdicts, key=lambda v: (v.case_id, v.metric)))
     rounds = len(loop.runs["head"])
     summary = {"rounds": rounds, "cases_per_round": loop.sizes, "max_rounds": settings.max_rounds,
@@ -243,19 +246,28 @@ def _finish(judged: Judged, loop: _Loop, sides: Mapping[str, Side], settings: Se
     out(f"perfguard ab: {verdict_count(verdicts)}")
     if judgement.unread:
         out(f"perfguard ab: not accepted: {judgement.unread}")
+    for refused in judgement.refused:
+        out(f"perfguard ab: not accepted: {steps.refused_line(refused, accepted_file)}")
     for change in judgement.spent:
-        out(f"perfguard ab: {steps.spent_line(change, acceptances.path_in(settings.baselines), base=True)}")
+        out(f"perfguard ab: {steps.spent_line(change, accepted_file, base=True)}")
     accept = steps.accept_line(judgement.accept, Invocation(baselines=settings.baselines, report=str(report_dir)), paired=True)
     if accept:
         out(accept)
     status = 1 if judgement.failing else 0
+
+    def strict_line(line: str) -> int:
+        """A line of what the head does not run; under --strict it fails the run (the status it gives)."""
+        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{line}"
+            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
+        return 1 if settings.strict else 0
+
     gone = sorted({v.case_id for v in verdicts if v.status == "missing"})
     if gone:
-        out(f"perfguard ab: {'strict: ' if settings.strict else ''}{len(gone)} case(s) ran on the base but not on the head "
-            f"(skipped, deselected, renamed or removed there): not judged: {', '.join(gone)}"
-            + ("; this fails the run" if settings.strict else "; --strict fails the run on them"))
-        if settings.strict:
-            status = max(status, 1)
+        status = max(status, strict_line(f"{len(gone)} case(s) ran on the base but not on the head (skipped, deselected, "
+                                         f"renamed or removed there): not judged: {', '.join(gone)}"))
+    unmeasured_entries = [] if isinstance(accepted, BaselineError) else unmeasured(accepted, judged.head.results)
+    if unmeasured_entries:
+        status = max(status, strict_line(steps.unmeasured_line(unmeasured_entries, accepted_file)))
     return status
 
 

@@ -4,7 +4,7 @@ comparison's verdicts, by one sequence:
 1. a case whose time looks regressed is measured again, where the caller can measure (the gate hands
    in `confirm`; analysis/remeasure.py says what the measurements decide);
 2. the acceptance file's entries are applied (analysis/acceptance.py); a file that cannot be read
-   accepts nothing, and the judgement says why;
+   accepts nothing, and the judgement says why, as it names each entry past its bound;
 3. each time that moved gets where it moved: the kernels or operators behind it (analysis/moved.py), where
    the caller hands in the results it was compared with;
 4. the one pass/fail rule says what fails (analysis/decide.py), and which of it one command accepts.
@@ -19,9 +19,11 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 from perfguard.analysis import acceptance, decide, moved
+from perfguard.analysis.acceptance import Refused
 from perfguard.analysis.remeasure import time_regressed
 from perfguard.errors import BaselineError
 from perfguard.model import AcceptedChange, Acceptances, CaseResult, Verdict
+from perfguard.model.acceptance import FILE_NAME
 
 # Measures a case again from a fresh setup and settles its verdicts (the gate's plugin/measurer.py):
 # (its first result, its verdicts) -> (the result it keeps, the settled verdicts).
@@ -37,27 +39,31 @@ class Judgement:
     failing: tuple[Verdict, ...]  # what fails the run, each verdict its own why
     accept: tuple[str, ...]  # the cases one command accepts (report/steps.accept_line): those a regression fails
     spent: tuple[AcceptedChange, ...]  # acceptance entries whose change the baseline (or the base) holds already
+    refused: tuple[Refused, ...] = ()  # acceptance entries past their bound: they accept nothing
     unread: str | None = None  # why nothing was accepted: the acceptance file could not be read
 
 
 def judge(results: Iterable[CaseResult], verdicts: Iterable[Verdict], accepted: Acceptances | BaselineError, *,
           fail_inconclusive: bool = False, updating: bool = False, confirm: Confirm | None = None,
-          before: Mapping[str, CaseResult] | None = None) -> Judgement:
+          before: Mapping[str, CaseResult] | None = None, accepted_file: str = FILE_NAME) -> Judgement:
     """The judgement of a run's (or a case's) `results` on the verdicts of their comparison.
     `updating`: the run writes its figures into the baseline (--perfguard-update); its verdicts are against
     the baseline it replaces, so nothing is re-measured and nothing fails. `before`: the results they were
-    compared with, by case (the baseline's, the base's), for where a time moved."""
+    compared with, by case (the baseline's, the base's), for where a time moved. `accepted_file`: the
+    acceptance file `accepted` came from, as the run names it (a verdict it judged names it)."""
     results, verdicts = list(results), list(verdicts)
     if confirm is not None and not updating:
         results, verdicts = _confirmed(results, verdicts, confirm)
     spent: list[AcceptedChange] = []
+    refused: list[Refused] = []
     if not isinstance(accepted, BaselineError):
-        verdicts, spent = acceptance.apply(verdicts, accepted, {r.id: r.device for r in results})
+        applied = acceptance.apply(verdicts, accepted, {r.id: r.device for r in results}, accepted_file)
+        verdicts, spent, refused = applied.verdicts, applied.spent, applied.refused
     if before is not None:
         verdicts = moved.attach(verdicts, before, {r.id: r for r in results})
     failing = () if updating else tuple(v for v in verdicts if decide.fails(v, fail_inconclusive=fail_inconclusive))
     accept = {v.case_id for v in failing if v.status == "regressed" and any(s.action == "accept" for s in v.next_steps)}
-    return Judgement(tuple(results), tuple(verdicts), failing, tuple(sorted(accept)), tuple(spent),
+    return Judgement(tuple(results), tuple(verdicts), failing, tuple(sorted(accept)), tuple(spent), tuple(refused),
                      str(accepted) if isinstance(accepted, BaselineError) else None)
 
 

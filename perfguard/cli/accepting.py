@@ -3,7 +3,9 @@
 It writes the named cases' regressions of a run record (perfguard ab's head, or a gate run's) into
 `baselines/accepted-changes.json`, which the reviewer sees in the diff: case, metric, the accepted
 figure, the figure it was judged against, the reason and the revision. `perfguard ab` and main's gate
-read it (analysis/acceptance.py). For the baseline itself, `perfguard baseline accept` is the command.
+read it (analysis/acceptance.py), which accepts no figure more than `acceptance.FACTOR` times the
+baseline's: nor does this command write one. For the baseline itself, `perfguard baseline accept` is
+the command.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import argparse
 import datetime
 
-from perfguard import units
-from perfguard.analysis.counting import figure
+from perfguard.analysis import acceptance
 from perfguard.cli.common import add_option, command, read_record
 from perfguard.errors import ConfigError
-from perfguard.model import COUNTER_KINDS, AcceptedChange, names
+from perfguard.model import AcceptedChange, names
+from perfguard.report.commands import Invocation
+from perfguard.report.steps import amount
 
 
 def _accept(args: argparse.Namespace) -> int:
@@ -39,27 +42,24 @@ def _accept(args: argparse.Namespace) -> int:
         if not any(v.case_id == case_id for v in regressed):
             raise ConfigError(f"{names.shown(case_id)}: nothing regressed in {args.run}, so there is nothing to accept; "
                               "nothing was written")
+    for v in regressed:  # what the judge would refuse (analysis/acceptance.py), never written
+        if v.baseline is not None and (v.current or 0.0) > acceptance.bound(v.metric, v.baseline):
+            into_baseline = Invocation(baselines=str(args.baselines)).accept([v.case_id], record=str(args.run))
+            raise ConfigError(f"{names.shown(v.case_id)}: {v.metric} {amount(v.metric, v.baseline)} → "
+                              f"{amount(v.metric, v.current)} is more than the {acceptance.FACTOR}× of its baseline "
+                              f"that an acceptance file accepts; record it into the baseline with `{into_baseline}`; "
+                              "nothing was written")
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     reason = args.reason or "intended (perfguard accept)"
     changes = [AcceptedChange(case_id=v.case_id, metric=v.metric, device=devices[v.case_id], figure=float(v.current or 0.0),
                               baseline=v.baseline, reason=reason, commit=record.commit, accepted_at=now) for v in regressed]
     path = acceptances.add(args.baselines, changes)
     for c in changes:
-        print(f"accepted {names.shown(c.case_id)} {c.metric}: {_figure(c.metric, c.baseline)} → {_figure(c.metric, c.figure)} "
+        print(f"accepted {names.shown(c.case_id)} {c.metric}: {amount(c.metric, c.baseline)} → {amount(c.metric, c.figure)} "
               f"({reason}) in {path}")
     print(f"commit {path} with the change: the reviewer sees it in the diff, and perfguard ab and the gate accept "
           "these figures (and no more) from then on")
     return 0
-
-
-def _figure(metric: str, value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    if metric in COUNTER_KINDS:
-        return figure(metric, value)
-    if metric in ("peak_memory", "footprint", "retained_memory"):
-        return units.size(value)
-    return units.precise_duration(value)
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

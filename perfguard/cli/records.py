@@ -224,6 +224,7 @@ def _compare(args: argparse.Namespace) -> int:
     """Judged as the gate and ab judge (analysis/judgement.py), the acceptance file beside --baselines
     included; no accept command: neither record holds verdicts against what it would accept into."""
     from perfguard.analysis import decide, verdict
+    from perfguard.analysis.acceptance import unmeasured
     from perfguard.analysis.judgement import judge
     from perfguard.report import steps
     from perfguard.report.terminal import verdict_count
@@ -239,8 +240,9 @@ def _compare(args: argparse.Namespace) -> int:
         head_file=str(args.head),
         counter_allowance=args.counter_allowance,
     )
-    judged = judge(head.results, compared, acceptances.read(args.baselines), fail_inconclusive=args.fail_inconclusive,
-                   before={r.id: r for r in base.results})
+    accepted_file, accepted = acceptances.path_in(args.baselines), acceptances.read(args.baselines)
+    judged = judge(head.results, compared, accepted, fail_inconclusive=args.fail_inconclusive,
+                   before={r.id: r for r in base.results}, accepted_file=str(accepted_file))
     verdicts = decide.ordered(judged.verdicts)
     for v in verdicts:
         say(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
@@ -250,7 +252,11 @@ def _compare(args: argparse.Namespace) -> int:
     say(f"perfguard: {verdict_count(verdicts)}")
     if judged.unread:
         say(f"perfguard: not accepted: {judged.unread}")
-    say(*(f"perfguard: {steps.spent_line(c, acceptances.path_in(args.baselines), base=True)}" for c in judged.spent))
+    say(*(f"perfguard: not accepted: {steps.refused_line(r, accepted_file)}" for r in judged.refused))
+    say(*(f"perfguard: {steps.spent_line(c, accepted_file, base=True)}" for c in judged.spent))
+    gone = [] if isinstance(accepted, BaselineError) else unmeasured(accepted, head.results)
+    if gone:
+        say(f"perfguard: {steps.unmeasured_line(gone, accepted_file)}")
     return 1 if judged.failing else 0
 
 

@@ -2,21 +2,27 @@
 repository (`baselines/accepted-changes.json`), read by `perfguard ab` and by main's gate.
 
 Each entry names a case, a metric, the figure accepted (the head's, in the metric's unit: ms, bytes,
-or a count per call), the reason, and where it was measured. A verdict whose figure is within the
-accepted one reads `accepted` (analysis/acceptance.py); once the baseline holds it, the entry is spent.
+or a count per call), the reason, and where it was measured; one entry a device, case and metric
+(model/checks.py). A verdict whose figure is within the accepted one reads `accepted`
+(analysis/acceptance.py), unless the figure is far past the baseline's; once the baseline holds it, the
+entry is spent.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from perfguard.model.kinds import Metric
+
 ACCEPTANCE_SCHEMA = 1
+# Beside the baselines, and named so that no device slug (nvidia-h200, cpu-...) is it.
+FILE_NAME = "accepted-changes.json"
 
 
 @dataclasses.dataclass(frozen=True)
 class AcceptedChange:
     case_id: str
-    metric: str  # a TimeMetric, a memory metric or a CounterKind
+    metric: Metric
     device: str  # the device slug it was measured on
     figure: float  # the accepted figure, in the metric's unit
     baseline: float | None  # what it was judged against when accepted

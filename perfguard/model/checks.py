@@ -4,8 +4,8 @@ A slug that is a path, a trace that is a `javascript:` link, a date that is no d
 was not written by perfguard as it is, and is refused, with one line naming the file and the field,
 before anything is compared, written or rendered. The rules of single strings are schema.py's types
 (worded by `is_date` here and names.py); the rest, which no type can state, are here: how deep a
-free-form value nests, and what a baseline's case must be (a measurement a later run can be compared
-with).
+free-form value nests, what a baseline's case must be (a measurement a later run can be compared
+with), and that an acceptance file accepts a figure once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from perfguard.errors import BaselineError
 from perfguard.model import names
+from perfguard.model.acceptance import Acceptances
 from perfguard.model.records import CaseResult
 
 REFUSED = "was the file edited by hand? Restore it from version control"
@@ -71,3 +72,17 @@ def measured_case(result: CaseResult, where: str, advice: str = REFUSED) -> None
     if not judged.samples_ms:
         raise BaselineError(f"{where}: its {result.judged_metric} keeps no samples; a baseline keeps its newest "
                             f"run's samples; {advice}")
+
+
+def one_entry_each(accepted: Acceptances, where: str) -> None:
+    """An acceptance file accepts each device's case and metric once (`perfguard accept` replaces an entry):
+    two entries for one, which a merge of two pull requests' files leaves, say two things, whatever their
+    figures; else a BaselineError beginning with `where`."""
+    seen = set()
+    for c in accepted.changes:
+        key = (c.device, c.case_id, c.metric)
+        if key in seen:
+            raise BaselineError(f"{where}: two entries accept the {c.metric} of {names.shown(c.case_id)} on {c.device}; "
+                                "keep the one that was reviewed and remove the other (`perfguard accept` writes one "
+                                "entry a case and metric)")
+        seen.add(key)

@@ -26,7 +26,7 @@ from perfguard.errors import BaselineError
 from perfguard.model import layout, schema
 from perfguard.model.acceptance import ACCEPTANCE_SCHEMA, Acceptances
 from perfguard.model.baseline import BaselineEntry, BaselineFile, Calibration
-from perfguard.model.checks import REFUSED, free_form, measured_case
+from perfguard.model.checks import REFUSED, free_form, measured_case, one_entry_each
 from perfguard.model.names import shown
 from perfguard.model.records import (SAMPLE_DIGITS, SCHEMA_VERSION, SHOWN_ONLY, CaseResult, DeviceInfo, RunRecord,
                                      round_sig)
@@ -176,15 +176,14 @@ def loads_baseline(text: str | bytes, source: str) -> BaselineFile:
 
 
 def loads_acceptances(text: str | bytes, source: str) -> Acceptances:
-    """An acceptance file (model/acceptance.py), read as strictly as a record."""
+    """An acceptance file (model/acceptance.py), read as strictly as a record: each figure a figure of its
+    metric, one entry a device, case and metric. How far its figures may lie from the baseline's is the
+    judge's to say (analysis/acceptance.py), which reads the baseline."""
     data = _utf8(text)
     _check_version(data, source, ACCEPTANCE_SCHEMA, "an acceptance file, written with `perfguard accept`")
     decoded = _decoded(_ACCEPTANCES, data, source)
     accepted = _built(decoded, Acceptances)
-    for change in accepted.changes:
-        if change.figure < 0:
-            raise BaselineError(f"{source}: the accepted figure of {shown(change.case_id)} {shown(change.metric)} is "
-                                f"{change.figure!r}, not a figure perfguard measures; {REFUSED}")
+    one_entry_each(accepted, source)
     _same_keys(data, decoded, source)
     return accepted
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import msgspec
 
 from perfguard.model import checks, names
+from perfguard.model.acceptance import AcceptedChange
 from perfguard.model.baseline import RunSummary
 from perfguard.model.measured import ByteSplit, Memory, Profile, TimeSplit
 from perfguard.model.records import CaseResult, TimeSummary
@@ -50,6 +51,8 @@ FLOORS: dict[tuple[type, str], tuple[float, bool]] = {
     (TimeSplit, "other_ms"): (0, False),
     (ByteSplit, "named_bytes"): (0, False),
     (ByteSplit, "other_bytes"): (0, False),
+    (AcceptedChange, "figure"): (0, False),  # times, sizes and counts: none is negative
+    (AcceptedChange, "baseline"): (0, False),
 }
 # The user's values and perfguard's settings, not figures: kept as parsed, bounded by checks.free_form.
 FREE_FORM = ("params", "options", "fingerprint")
@@ -92,7 +95,7 @@ def hook(kind: type, value: Any) -> Any:
 def _rule_type(cls: type, name: str) -> type | None:
     if name in DATE_FIELDS:
         return Instant
-    if name == "slug" or (cls is CaseResult and name == "device"):
+    if name == "slug" or (cls in (CaseResult, AcceptedChange) and name == "device"):
         return Slug
     if (cls, name) == (Profile, "trace"):
         return ReportLink

@@ -223,6 +223,10 @@ class Verdict:
     where: Where | None = None  # a time that moved: the kernels (operators) behind it
     status_in: str | None = None  # a missing case's status in this run ("error", "smoke"), None: it did not run
     accepted_reason: str | None = None  # an accepted change: the reason its acceptance gives
+    # Where an acceptance entry judged it (accepted, or regressed past it): the most the entry accepts, in
+    # the metric's unit (analysis/acceptance.ceiling), and the acceptance file, as the run names it.
+    accepted_ceiling: float | None = None
+    accepted_file: str | None = None
 
     @property
     def compared(self) -> bool:

@@ -58,7 +58,15 @@ class Baselines:
         """The device's file as a verdict names it: relative to the rootdir where it lies under it."""
         from perfguard.store import path_for
 
-        path = path_for(self.folder, device.slug)
+        return self._shown(path_for(self.folder, device.slug))
+
+    def accepted_label(self) -> str:
+        """The acceptance file as a verdict and the run's end name it, as `label` names a baseline."""
+        from perfguard.store.acceptances import path_in
+
+        return self._shown(path_in(self.folder))
+
+    def _shown(self, path: Path) -> str:
         try:
             return str(path.relative_to(self.root))
         except ValueError:

@@ -150,15 +150,18 @@ class Measurer:
 
         confirm = functools.partial(self._confirm, measure, compare) if self.options.confirm else None
         judged = judge([result], compare(result), self.baselines.accepted(), fail_inconclusive=self.options.fail_inconclusive,
-                       updating=self.options.update, confirm=confirm, before={result.id: entry.result} if entry else {})
+                       updating=self.options.update, confirm=confirm, before={result.id: entry.result} if entry else {},
+                       accepted_file=self.baselines.accepted_label())
         (result,) = judged.results
         item.user_properties.append((VERDICTS_KEY, [to_jsonable(v) for v in judged.verdicts]))
         regressed = any(v.status == "regressed" for v in judged.verdicts)
         if not judged.failing:
             return result, None, regressed, None
         lines = [f"{result.id}: {words.line(v, self.invocation)}" for v in judged.failing]
-        # An acceptance file that cannot be read accepts nothing, and a failure says why it did not.
-        unread = [f"{result.id}: not accepted: {judged.unread}"] if judged.unread else []
+        # An acceptance file that cannot be read accepts nothing, nor does an entry past its bound: a failure
+        # says why it was not accepted.
+        refused = [steps.refused_line(r, self.baselines.accepted_label()) for r in judged.refused]
+        unread = [f"{result.id}: not accepted: {why}" for why in ([judged.unread] if judged.unread else []) + refused]
         accept = steps.accept_line(judged.accept, self.invocation)
         moved = next((v for v in judged.failing if v.where is not None), None)
         return result, "\n".join(lines + unread + ([accept] if accept else [])), regressed, moved

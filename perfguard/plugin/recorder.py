@@ -154,14 +154,19 @@ class Recorder:
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
+        from perfguard.analysis.judgement import judge
         from perfguard.analysis.series import Admission
 
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
         # old runs describe other code, or this run is off, and mixed in it would read as noise.
         run = self.options.invocation
-        # The cases the acceptance file names (a reviewed pull request) start their new series with no force.
+        # The cases the acceptance file names (a reviewed pull request) start their new series with no force;
+        # not one whose entry is past its bound (analysis/acceptance.py), which accepts nothing.
         accepted = self.baselines.accepted()
-        named = {c.case_id: c.reason for c in accepted.changes} if not isinstance(accepted, BaselineError) else {}
+        named = {}
+        if not isinstance(accepted, BaselineError):
+            refused = {r.change.case_id for r in judge(self.results.values(), verdicts, accepted, updating=True).refused}
+            named = {c.case_id: c.reason for c in accepted.changes if c.case_id not in refused}
         admission = Admission(
             force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named,
             remedy=lambda case_id: f"if the change is intended, accept it: `{run.accept([case_id])}`")
@@ -217,7 +222,6 @@ class Recorder:
         from perfguard.report import steps
         from perfguard.report.commands import Invocation
         from perfguard.report.terminal import summary
-        from perfguard.store.acceptances import path_in
 
         def write(text: str, **style: bool) -> None:
             # Every line through perfguard.inert: case ids, device names and messages are data.
@@ -248,15 +252,19 @@ class Recorder:
         if self.record is not None:
             # The whole run's judgement, for what is said once: the accept command and what the acceptance
             # file did. Its cases were judged one by one as they ran (the measurer): its verdicts are the record's.
+            where = self.baselines.accepted_label()
             judged = judge(self.record.results, self.record.verdicts, self.baselines.accepted(),
-                           fail_inconclusive=self.options.fail_inconclusive, updating=self.options.update)
+                           fail_inconclusive=self.options.fail_inconclusive, updating=self.options.update,
+                           accepted_file=where)
             accept = steps.accept_line(judged.accept, Invocation.of(self.record.options))
             if accept:
                 write(accept, bold=True)
             if judged.unread:
                 write(f"perfguard: not accepted: {judged.unread}", yellow=True)
+            for refused in judged.refused:
+                write(f"perfguard: not accepted: {steps.refused_line(refused, where)}", yellow=True)
             for change in judged.spent:
-                write(f"perfguard: {steps.spent_line(change, path_in(self.options.baselines_arg))}", yellow=True)
+                write(f"perfguard: {steps.spent_line(change, where)}", yellow=True)
         for line in self.admission_lines:
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:
@@ -278,6 +286,14 @@ class Recorder:
         if left_out and not interrupted:
             facts.append(Fact(f"{len(left_out)} baseline case(s) not selected in this run "
                               "(-k, -m, --deselect or the test paths): not compared"))
+        accepted = self.baselines.accepted()
+        if not interrupted and not isinstance(accepted, BaselineError):
+            from perfguard.analysis.acceptance import unmeasured
+            from perfguard.report.steps import unmeasured_line
+
+            gone = unmeasured(accepted, self.results.values())
+            if gone:
+                facts.append(Fact(unmeasured_line(gone, self.baselines.accepted_label())))
         return facts
 
     def _attempt(self, write: Callable[[], Any], path: Path) -> bool:

@@ -37,9 +37,9 @@ class Invocation:
         """Record this run's figures in the baseline (routine: a run outside its series is not added)."""
         return _join(["pytest", "--perfguard", "--perfguard-update", *self._baselines_flag("--perfguard-baselines")])
 
-    def accept(self, case_ids: Iterable[str]) -> str:
-        """Accept the named cases' changes from this run's record into the baseline (a new series)."""
-        record = f"{self.report.rstrip('/')}/perfguard.json"
+    def accept(self, case_ids: Iterable[str], record: str | None = None) -> str:
+        """Accept the named cases' changes from this run's record (or `record`) into the baseline (a new series)."""
+        record = record or f"{self.report.rstrip('/')}/perfguard.json"
         cases = [arg for case_id in sorted(set(case_ids)) for arg in ("--case", case_id)]
         return _join(["perfguard", "baseline", "accept", record, *cases, *self._baselines_flag()])
 

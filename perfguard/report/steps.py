@@ -1,7 +1,8 @@
 """A verdict's next steps in words (model/verdicts.py NextStep): the commands and declarations that
 would act on it or decide it, each command with the run's own folders (report/commands.py); and of a
 judgement (analysis/judgement.py), the run's one line that accepts every change that failed it and the
-acceptance entries that are spent. report/words.py says them after what was seen.
+acceptance entries that are spent, refused or name no case the run measured. report/words.py says
+them after what was seen.
 """
 
 from __future__ import annotations
@@ -10,18 +11,28 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from perfguard import units
+from perfguard.analysis.acceptance import FACTOR, Refused
+from perfguard.analysis.counting import figure
 from perfguard.analysis.noise import OWN_RUNS
-from perfguard.model import COUNTER_KINDS, COUNTER_LABELS, TIME_METRICS, AcceptedChange, NextStep, Verdict, names
+from perfguard.model import (COUNTER_KINDS, COUNTER_LABELS, MEMORY_METRICS, TIME_METRICS, AcceptedChange, NextStep, Verdict,
+                             names)
 from perfguard.report.commands import Invocation
 
 DEFAULT = Invocation()
 
 
+def amount(metric: str, value: float | None) -> str:
+    """A figure of `metric` in its unit: "20.00 ms", "1.0 MiB", "6"."""
+    if value is None:
+        return "n/a"
+    if metric in COUNTER_KINDS:
+        return figure(metric, value)
+    return units.size(value) if metric in MEMORY_METRICS else units.precise_duration(value)
+
+
 def new_remedy(run: Invocation = DEFAULT) -> str:
     """How to record cases not in the baseline yet, as the run's own command."""
     return f"record them with `{run.update()}` (several runs make their tolerances tight)"
-
-
 
 
 def said(v: Verdict, run: Invocation = DEFAULT) -> list[str]:
@@ -119,3 +130,22 @@ def spent_line(change: AcceptedChange, where: Path | str, *, base: bool = False)
     perfguard ab, compare) the base holds already."""
     holds = "the base holds it already" if base else "the baseline holds it now"
     return f"{where}: the accepted {change.metric} of {names.shown(change.case_id)} is spent: {holds}; remove the entry"
+
+
+def refused_line(refused: Refused, where: Path | str) -> str:
+    """An acceptance file's entry past its bound (a judgement's `refused`): it accepts nothing."""
+    c = refused.change
+    return (f"{where}: the entry for the {c.metric} of {names.shown(c.case_id)} on {c.device} accepts "
+            f"{amount(c.metric, c.figure)}, more than {FACTOR}× the baseline's {amount(c.metric, refused.baseline)} "
+            f"(at most {amount(c.metric, refused.bound)}): refused, it accepts nothing; write the measured figure "
+            "with `perfguard accept`, or record a change that large into the baseline with `perfguard baseline accept`")
+
+
+def unmeasured_line(changes: Sequence[AcceptedChange], where: Path | str, named: int = 5) -> str:
+    """The acceptance file's entries for a case of this run's devices that it did not measure, one line:
+    they accept nothing here."""
+    entries = [f"{c.metric} of {names.shown(c.case_id)} on {c.device}" for c in changes]
+    more = f" and {len(entries) - named} more" if len(entries) > named else ""
+    return (f"{where}: {len(entries)} {'entry' if len(entries) == 1 else 'entries'} for a case this run did not "
+            f"measure (removed, renamed, skipped or not selected), accepting nothing: {', '.join(entries[:named])}{more}; "
+            "remove the entries of cases that are gone")

@@ -41,13 +41,23 @@ def detail(v: Verdict, run: Invocation = DEFAULT) -> str:
         if v.compared:
             text += f" against {v.baseline_file or ('the base' if v.paired else 'the baseline')}"
             text += f" ({_bound(v)})"
-    said = [s for s in (_held(v), _remeasured(v), *steps.said(v, run)) if s]
-    if v.accepted_reason is not None:
-        said.append(f"accepted: {shown(v.accepted_reason, 200)}")
+    said = [s for s in (_held(v), _remeasured(v), *steps.said(v, run), _accepted(v)) if s]
     text += "".join(f"; {s}" for s in said)
     if v.env_mismatch:
         text += f"; environment differs from the {'base' if v.paired else 'baseline'}: {', '.join(v.env_mismatch)}"
     return text
+
+
+def _accepted(v: Verdict) -> str:
+    """What an acceptance entry accepted of it: "accepted up to 2.090 ms by baselines/accepted-changes.json:
+    'fused'", or, for a regression past it, how much that was. A record written before a verdict kept the
+    ceiling says the reason alone."""
+    if v.accepted_ceiling is None:
+        return f"accepted: {shown(v.accepted_reason, 200)}" if v.accepted_reason is not None else ""
+    most = steps.amount(v.metric, v.accepted_ceiling)
+    if v.status == "accepted":
+        return f"accepted up to {most} by {v.accepted_file}: {shown(v.accepted_reason, 200)}"
+    return f"more than the {most} that {v.accepted_file} accepts"
 
 
 def _bound(v: Verdict) -> str:

@@ -11,15 +11,14 @@ from pathlib import Path
 from perfguard.errors import BaselineError
 from perfguard.files import project_of, writable, write_atomic
 from perfguard.model import AcceptedChange, Acceptances, dumps, loads_acceptances
-# ACCEPTED_NAME: named so that no device slug (nvidia-h200, cpu-...) is it; list_files leaves it out.
-from perfguard.store.baselines import ACCEPTED_NAME
+from perfguard.model.acceptance import FILE_NAME
 from perfguard.store.lock import LockTimeout, held
 
 LOCK_TIMEOUT_S = 60.0
 
 
 def path_in(directory: Path | str) -> Path:
-    return Path(directory) / ACCEPTED_NAME
+    return Path(directory) / FILE_NAME
 
 
 def load(directory: Path | str) -> Acceptances:
@@ -50,7 +49,7 @@ def add(directory: Path | str, changes: list[AcceptedChange]) -> Path:
     writable(path, BaselineError, within=project)  # before its lock is made there
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with held(path.with_name(f"{ACCEPTED_NAME}.lock"), LOCK_TIMEOUT_S):
+        with held(path.with_name(f"{FILE_NAME}.lock"), LOCK_TIMEOUT_S):
             accepted = load(directory)  # inside the lock, and refused whole if it is not a valid file
             for change in changes:
                 accepted = accepted.with_change(change)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from perfguard import defaults
 from perfguard.errors import BaselineError
+from perfguard.model.acceptance import FILE_NAME  # the acceptance file beside the baselines, not one of them
 from perfguard.model.checks import REFUSED
 from perfguard.model import (
     MAX_RUNS_PER_CASE,
@@ -46,8 +47,6 @@ from perfguard.model import (
 )
 from perfguard.files import followed, project_of, refuse_file_for_folder, temp_prefix, writable, write_atomic
 from perfguard.store.lock import LockTimeout, held
-
-ACCEPTED_NAME = "accepted-changes.json"  # store/acceptances.py's file, beside the baselines and not one of them
 
 # Long enough for another worker's update (a few MB of JSON) to finish; short enough that a stuck
 # holder turns into an error a person sees rather than a CI job that hangs.
@@ -82,7 +81,7 @@ def list_files(directory: Path | str) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob("*.json") if not p.name.startswith(".") and p.name != ACCEPTED_NAME)
+    return sorted(p for p in directory.glob("*.json") if not p.name.startswith(".") and p.name != FILE_NAME)
 
 
 def load(directory: Path | str, device_or_slug: DeviceInfo | str) -> BaselineFile | None:
