@@ -98,6 +98,17 @@ def test_the_table_shows_each_judged_figures_change_beside_what_the_gate_detects
     assert "+22.8%" in row
 
 
+def test_a_row_a_count_failed_says_which_metric_beside_the_times_change():
+    # Its time inconclusive at +7.8%, its ATen operators regressed: the row does not read as a time regression.
+    time = dataclasses.replace(verdict("c", "inconclusive"), change_pct=7.8)
+    ops = dataclasses.replace(verdict("c", "regressed"), metric="aten_ops", baseline=1.0, current=4.0, change_pct=300.0)
+    lines = [line for line, _ in summary([result("c", 1.0)], (), RunRecord("now", "0", verdicts=(time, ops)))]
+    assert lines[1].split()[:2] == ["c", "regressed:"] and lines[1].split()[2] == "aten_ops" and "+7.8%" in lines[1]
+    slower = dataclasses.replace(verdict("d", "regressed"), change_pct=7.8)  # the time itself: nothing added
+    lines = [line for line, _ in summary([result("d", 1.0)], (), RunRecord("now", "0", verdicts=(slower, ops)))]
+    assert lines[1].split()[:2] == ["d", "regressed"] and "aten_ops" not in lines[1]
+
+
 def test_new_cases_get_the_hint_to_record_them_once_per_run():
     verdicts = tuple(dataclasses.replace(verdict(c, "new"), change_pct=None) for c in "abc")
     lines = [line for line, _ in summary([result(c, 1.0) for c in "abc"], (), RunRecord("now", "0", verdicts=verdicts))]

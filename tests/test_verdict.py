@@ -176,6 +176,20 @@ def test_more_runs_of_a_stable_case_narrow_what_the_gate_can_see(rng):
     assert detect[0] > detect[1] > detect[2]
 
 
+def test_a_series_of_one_run_says_its_spread_is_assumed_and_that_more_runs_decide_it(rng):
+    from perfguard.report.terminal import _detects
+
+    v = latency(compare_case(run_of(1.0, rng), entry([1.0], rng), host="host-a"))
+    assert v.status == "inconclusive" and v.noise.runs == 1
+    line = words.line(v)
+    assert "judged by this host's 1 run: one run shows no spread of its own, so ±" in line and "is assumed until more runs measure it" in line
+    assert "to decide it: 6 baseline runs (it has 1)" in line  # as many as the prior's spread needs
+    assert _detects(v) == "1 run"  # the table: not hundreds of percent read as measured
+    # A spread the threshold cannot be reached under by any number of runs: enough runs to measure it.
+    wide = latency(compare_case(run_of(1.0, rng), entry([1.0], rng), host="host-a", threshold_pct=0.01))
+    assert "to decide it: 3 baseline runs (it has 1)" in words.line(wide)
+
+
 def test_ten_percent_speedup_is_an_improvement_suggesting_an_update(rng):
     v = latency(compare_case(run_of(0.9, rng), entry([1.0, 1.001, 0.999], rng), host="host-a"))
     assert v.status == "improved" and "--perfguard-update" in words.line(v)

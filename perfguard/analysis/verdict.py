@@ -269,6 +269,8 @@ def decidable(est: Noise, threshold: float) -> tuple[NextStep, ...]:
     if est.judged_by == "fleet":
         ways.append(NextStep("own_runs", noise.OWN_RUNS))
     needed = noise.runs_needed(est, threshold)
+    if needed is None and est.runs < noise.OWN_RUNS:  # too few runs to show their spread: enough that they do
+        needed = noise.OWN_RUNS
     if needed is not None:
         ways.append(NextStep("more_runs", needed))
     ways.append(NextStep("ab"))

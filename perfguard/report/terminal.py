@@ -54,11 +54,11 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         rows.append(
             (
                 r.id,
-                status.get(r.id, "-"),
+                _status(status.get(r.id, "-"), gate.get(r.id), [v for v in verdicts if v.case_id == r.id]),
                 (ROUGH if rough(r) else "") + units.duration(r.judged_time.median_ms),
                 f"±{r.judged_time.ci_half_width_pct:.2f}%",
                 _change(gate.get(r.id)),
-                f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
+                _detects(gate.get(r.id)),
                 units.duration(r.median_of("caller_time")) if r.judged_metric != "caller_time" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
@@ -76,6 +76,26 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
     if rows:
         lines += fitting.fit((*COLUMNS, "card") if cards else COLUMNS, rows, width).lines()
     return lines + errors
+
+
+def _status(status: str, gate: Verdict | None, verdicts: list[Verdict]) -> str:
+    """The case's status, and where another metric than the time beside it gave it, which: the row's change
+    is the time's, and a row that reads "regressed +7.8%" when a count failed it says the time did."""
+    if gate is None or gate.status == status:
+        return status
+    by = [v.metric for v in verdicts if v.status == status and v is not gate]
+    return f"{status}: {by[0]}" + (f" +{len(by) - 1}" if len(by) > 1 else "") if by else status
+
+
+def _detects(verdict: Verdict | None) -> str:
+    """The smallest change the gate catches; "1 run" where one baseline run judged it: its spread is the
+    prior's, not measured, and a figure of hundreds of percent would read as measured (its line says more)."""
+    if verdict is None or verdict.detectable_pct is None:
+        return "-"
+    n = verdict.noise
+    if n is not None and n.runs == 1 and not verdict.paired:
+        return "1 run"
+    return f"{verdict.detectable_pct:.1f}%"
 
 
 def _change(verdict: Verdict | None) -> str:

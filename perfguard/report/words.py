@@ -100,7 +100,8 @@ def _noise(v: Verdict) -> str:
         said = (f"round-to-round spread ±{n.spread_pct:.2f}%{floor} over {units.plural(n.runs, 'round')}, "
                 "paired on one card")
     else:
-        said = f"judged by {judges(n)}, run-to-run spread ±{n.spread_pct:.2f}%"
+        said = (f"judged by {judges(n)}: one run shows no spread of its own, so ±{n.spread_pct:.2f}% is assumed "
+                 "until more runs measure it" if n.runs == 1 else f"judged by {judges(n)}, run-to-run spread ±{n.spread_pct:.2f}%")
         if n.card_pct:
             said += f", ±{n.card_pct:.1f}% {n.source} to {n.source}"
         if n.floor_pct:
