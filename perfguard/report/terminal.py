@@ -58,7 +58,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 (ROUGH if rough(r) else "") + units.duration(r.judged_time.median_ms),
                 f"±{r.judged_time.ci_half_width_pct:.2f}%",
                 _change(gate.get(r.id)),
-                f"{gate[r.id].detectable_pct:.1f}%" if r.id in gate and gate[r.id].detectable_pct is not None else "-",
+                words.noise_pct(gate[r.id].noise.detectable_pct, gate[r.id].noise) if r.id in gate and gate[r.id].noise else "-",
                 units.duration(r.median_of("caller_time")) if r.judged_metric != "caller_time" else "-",
                 _change(caller.get(r.id)),
                 units.percent(m.launch_overhead_share if m else None),
