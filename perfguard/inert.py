@@ -47,25 +47,36 @@ def printable(text: object, keep: str = "") -> str:
     """`text` as a field shows it: each character a terminal would act on, or not show, or that NFC would
     change, written as its escape, and a space at either end as `\\x20`; the characters in `keep` (a
     page's line breaks) stay as they are."""
-    out = _shown(str(text), keep)
-    if out[:1] != " " and out[-1:] != " ":
-        return out
-    core = out.lstrip(" ")
-    lead, core = len(out) - len(core), core.rstrip(" ")
-    return "\\x20" * lead + core + "\\x20" * (len(out) - lead - len(core))
+    text = str(text)
+    # Nearly every string is printable and NFC, both checked in C: a report's 5,280 cases hold a million.
+    if text.isprintable() and text[:1] != " " and text[-1:] != " " and _nfc(text):
+        return text
+    return _ends(_shown(text, keep), start=True)
 
 
 def _shown(text: str, keep: str) -> str:
     """`text` with each character that is not printable, or that NFC would change, as its escape."""
-    # Nearly every string is printable and NFC, both checked in C: a report's 5,280 cases hold a million.
-    if text.isprintable() and unicodedata.is_normalized("NFC", text):
+    if text.isprintable() and _nfc(text):
         return text
     out = []
     for part in _clusters(text):
-        changed = not unicodedata.is_normalized("NFC", part)  # its letters kept, its marks shown
+        changed = not _nfc(part)  # its letters kept, its marks shown
         out += [_code(c) if c not in keep and (not c.isprintable() or (changed and not c.isascii())) else c
                 for c in part]
     return "".join(out)
+
+
+def _nfc(text: str) -> bool:
+    return text.isascii() or unicodedata.is_normalized("NFC", text)  # ASCII is: its flag, read at once
+
+
+def _ends(text: str, start: bool) -> str:
+    """`text` with each space at its end, and at its start where `start`, as `\\x20`."""
+    if text[-1:] != " " and (text[:1] != " " or not start):
+        return text
+    core = text.rstrip(" ")
+    body = core.lstrip(" ") if start else core
+    return "\\x20" * (len(core) - len(body)) + body + "\\x20" * (len(text) - len(core))
 
 
 def _clusters(text: str) -> list[str]:
@@ -92,10 +103,7 @@ def in_page(value: object) -> object:
 def line(text: object) -> str:
     """`text` as one inert line (see the module's docstring): its spaces at the start are the line's
     indent, those at its end shown."""
-    out = _shown(str(text), "")
-    if out[-1:] == " ":
-        core = out.rstrip(" ")
-        out = core + "\\x20" * (len(out) - len(core))
+    out = _ends(_shown(str(text), ""), start=False)
     if _COMMAND_START.match(out):
         out = "\\" + out
     return out.replace(_LEGACY_COMMAND, "##\\[")

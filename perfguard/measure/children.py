@@ -76,40 +76,20 @@ class Started:
             return tuple(f"{p.name} (pid {p.pid})" for p in sorted(multiprocessing.active_children(), key=lambda p: p.pid)
                          if p.pid is not None and p.pid not in self.pids)
         new = {pid: stat for pid in _pids() - self.pids if (stat := _stat(pid)) is not None and stat[0] not in _ENDED}
-        lines = _Lines(new)
-        mark = f"{MARK}={self.mark}".encode()
-        for pid in new:
-            if _marked(pid, mark) or lines.descends(pid, os.getpid()):
-                lines.add(pid)
-        for pid in nvml.compute_pids(self.gpu) - self.gpu_pids:
-            if pid in new and _mine(pid):
-                lines.add(pid)
-        return lines.named()
+        me, mark = os.getpid(), f"{MARK}={self.mark}".encode()
+        gpu = nvml.compute_pids(self.gpu) - self.gpu_pids
+        found = [pid for pid in sorted(new)
+                 if (new[_chain(pid, new)[-1]][1] == me or _marked(pid, mark) or (pid in gpu and _mine(pid)))
+                 and not any(_torchs(p) for p in _chain(pid, new))]
+        return tuple(f"{_command(pid, new[pid][2])} (pid {pid})" for pid in found)
 
 
-class _Lines:
-    """The new processes found to be the case's, less torch's compile workers and what they started."""
-
-    def __init__(self, new: dict[int, tuple[str, int, str]]):
-        self.new = new
-        self.found: set[int] = set()
-
-    def chain(self, pid: int) -> list[int]:
-        """`pid` and its ancestors among the new processes, nearest first."""
-        out = [pid]
-        while (parent := self.new[out[-1]][1]) in self.new and len(out) <= len(self.new):
-            out.append(parent)
-        return out
-
-    def descends(self, pid: int, root: int) -> bool:
-        return self.new[self.chain(pid)[-1]][1] == root
-
-    def add(self, pid: int) -> None:
-        if not any(_torchs(p) for p in self.chain(pid)):
-            self.found.add(pid)
-
-    def named(self) -> tuple[str, ...]:
-        return tuple(f"{_command(pid, self.new[pid][2])} (pid {pid})" for pid in sorted(self.found))
+def _chain(pid: int, new: dict[int, tuple[str, int, str]]) -> list[int]:
+    """`pid` and its ancestors among the processes new since the case began, nearest first."""
+    out = [pid]
+    while (parent := new[out[-1]][1]) in new and len(out) <= len(new):
+        out.append(parent)
+    return out
 
 
 # Inductor's pool of compile workers: started by a case's first compile, kept for the process by torch
