@@ -127,10 +127,11 @@ class CaseInstance:
 
     @property
     def id(self) -> str:
-        # Printable, whatever the name and values hold: the id is printed by pytest, not only by perfguard.
+        # Printable, whatever the name and values hold, and unlike any other id (inert.py: a space at an
+        # end, a form NFC would change): the id is printed by pytest, not only by perfguard.
         if not self.params:
-            return inert.line(self.spec.name)
-        return inert.line(f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]")
+            return inert.line(inert.printable(self.spec.name))
+        return inert.line(inert.printable(f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]"))
 
     @property
     def kwargs(self) -> dict[str, Any]:

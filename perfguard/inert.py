@@ -14,6 +14,14 @@ none of these, so applying it to whole lines changes only what came from data.
 The same `printable` makes these characters visible on every other surface: the Markdown (each field,
 then its own escaping: report/markdown.py) and the HTML report (`in_page`, each value before jinja2's
 autoescape: report/html.py), where a raw U+202E would reverse the text after it on screen.
+
+Two texts that differ must not look alike either (a baseline or a record can hold `mul[n=4096]` and
+`mul[n=4096] ` as two cases, and the gate keeps them apart): so a character that Unicode's NFC would
+change, with the marks it would join, is shown as its escape (`e\\u0301` beside NFC's `é`, the
+angstrom sign `\\u212b` beside `Å`), every space but " " already is (a no-break space `\\xa0`, U+2007,
+U+3000), and a " " at either end of a field (a table's cell, a Markdown field, an HTML value), where
+padding, a code span or the page's layout hides it, is `\\x20`; at the end of a line too. A case id is
+made so where it is declared (perfguard/case.py), so that pytest's lines show it so as well.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import unicodedata
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -35,12 +44,51 @@ _LEGACY_COMMAND = "##["
 
 
 def printable(text: object, keep: str = "") -> str:
-    """`text` with each character a terminal would act on, or not show, written as its escape; the
-    characters in `keep` (a page's line breaks) stay as they are."""
+    """`text` as a field shows it: each character a terminal would act on, or not show, or that NFC would
+    change, written as its escape, and a space at either end as `\\x20`; the characters in `keep` (a
+    page's line breaks) stay as they are."""
     text = str(text)
-    if text.isprintable():  # nearly every string, checked in C: a report's 5,280 cases hold a million
+    # Nearly every string is printable and NFC, both checked in C: a report's 5,280 cases hold a million.
+    if text.isprintable() and text[:1] != " " and text[-1:] != " " and _nfc(text):
         return text
-    return "".join(c if c in keep else _escape(c) for c in text)
+    return _ends(_shown(text, keep), start=True)
+
+
+def _shown(text: str, keep: str) -> str:
+    """`text` with each character that is not printable, or that NFC would change, as its escape."""
+    if text.isprintable() and _nfc(text):
+        return text
+    out = []
+    for part in _clusters(text):
+        changed = not _nfc(part)  # its letters kept, its marks shown
+        out += [_code(c) if c not in keep and (not c.isprintable() or (changed and not c.isascii())) else c
+                for c in part]
+    return "".join(out)
+
+
+def _nfc(text: str) -> bool:
+    return text.isascii() or unicodedata.is_normalized("NFC", text)  # ASCII is: its flag, read at once
+
+
+def _ends(text: str, start: bool) -> str:
+    """`text` with each space at its end, and at its start where `start`, as `\\x20`."""
+    if text[-1:] != " " and (text[:1] != " " or not start):
+        return text
+    core = text.rstrip(" ")
+    body = core.lstrip(" ") if start else core
+    return "\\x20" * (len(core) - len(body)) + body + "\\x20" * (len(text) - len(core))
+
+
+def _clusters(text: str) -> list[str]:
+    """`text` in the runs NFC treats as one: a character with the combining marks after it, and Hangul
+    jamo that compose into a syllable."""
+    parts: list[str] = []
+    for c in text:
+        if parts and (unicodedata.combining(c) or len(unicodedata.normalize("NFC", parts[-1][-1] + c)) < 2):
+            parts[-1] += c
+        else:
+            parts.append(c)
+    return parts
 
 
 def in_page(value: object) -> object:
@@ -53,8 +101,9 @@ def in_page(value: object) -> object:
 
 
 def line(text: object) -> str:
-    """`text` as one inert line (see the module's docstring)."""
-    out = printable(text)
+    """`text` as one inert line (see the module's docstring): its spaces at the start are the line's
+    indent, those at its end shown."""
+    out = _ends(_shown(str(text), ""), start=False)
     if _COMMAND_START.match(out):
         out = "\\" + out
     return out.replace(_LEGACY_COMMAND, "##\\[")
@@ -65,9 +114,7 @@ def lines(text: object) -> str:
     return "\n".join(line(part) for part in str(text).split("\n"))
 
 
-def _escape(c: str) -> str:
-    if c.isprintable():
-        return c
+def _code(c: str) -> str:
     if c in _NAMED:
         return _NAMED[c]
     code = ord(c)

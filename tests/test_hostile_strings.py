@@ -34,6 +34,7 @@ from perfguard.report.html import render_html
 from perfguard.report.markdown import render_markdown
 
 from report_page import panels, sections
+from report_page import rows as page_rows
 from report_page import text as page_text
 from test_bad_input import failure_lines
 from test_report_render import H200
@@ -254,3 +255,72 @@ def test_a_cases_failure_line_keeps_the_whole_message_of_its_exception_escaped(t
     if mode == "measure":  # the record's error begins with the same line, the user's frames below it
         error = loads_record((tmp_path / "reports" / "perfguard.json").read_text(), "record").results[0].error
         assert error.splitlines()[0] == whole
+
+
+# --- 5. ids that look alike read apart -------------------------------------------------------------
+
+# Each id as every surface shows it: two ids that differ never look alike (issue 46, item 7). A space at
+# either end, where a table's padding, a code span or a page's layout hides it; each Unicode space but
+# " "; a form NFC would change (a decomposed é, the angstrom sign) beside its composed twin.
+LOOKALIKES = {
+    "mul[n=4096]": "mul[n=4096]",
+    "mul[n=4096] ": "mul[n=4096]\\x20",
+    " mul[n=4096]": "\\x20mul[n=4096]",
+    "mul[n=4096]\u00a0": "mul[n=4096]\\xa0",
+    "mul[n=4096]\u2007": "mul[n=4096]\\u2007",
+    "mul[n=4096]\u202f": "mul[n=4096]\\u202f",
+    "mul[n=4096]\u3000": "mul[n=4096]\\u3000",
+    "mul[x=caf\u00e9]": "mul[x=caf\u00e9]",
+    "mul[x=cafe\u0301]": "mul[x=cafe\\u0301]",
+    "mul[x=\u00c5]": "mul[x=\u00c5]",
+    "mul[x=\u212b]": "mul[x=\\u212b]",
+}
+
+
+def test_ids_that_look_alike_read_apart_on_every_surface(tmp_path, capsys):
+    from perfguard.report.terminal import table
+
+    ok = [CaseResult(id=i, name="mul", status="ok", device=CPU.slug, timer="host-clock", timings={"gpu_time": timing(SAMPLES)})
+          for i in LOOKALIKES]
+    verdicts = [Verdict(i, "gpu_time", "regressed", 0.3, 0.5, 66.7, 5.0, None, reason="outside", time=TIME) for i in LOOKALIKES]
+    record = RunRecord(created_at=WHEN, perfguard_version="0.1.0", devices=(CPU,), results=tuple(ok), verdicts=tuple(verdicts))
+    run, baselines = tmp_path / "run.json", tmp_path / "baselines"
+    run.write_text(dumps(record))
+    assert main(["baseline", "accept", str(run), "--baselines", str(baselines)]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "show", "--baselines", str(baselines)]) == 0
+    shown = [line[2:].split("  ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith(("  mul", "  \\x20mul"))]
+    assert sorted(shown) == sorted(LOOKALIKES.values())  # `perfguard baseline show`: a row a case, each its own
+    cells = [line.split("  ")[0] for line in table(record.results, record.devices)]  # the pytest summary's table
+    assert set(LOOKALIKES.values()) <= set(cells)
+    assert sorted(page_rows(render_html([record]))) == sorted(LOOKALIKES.values())  # the HTML report's rows
+    md = render_markdown([record])
+    assert all(f"`{s}`" in md for s in LOOKALIKES.values())  # its code spans, in the list and the table
+    for text in (md, page_text(render_html([record]))):
+        assert "\u0301" not in text and "\u212b" not in text
+
+
+LOOKALIKE_CASES = """
+    from perfguard import perf_case
+
+    @perf_case(name="mul")
+    def plain(device):
+        raise ValueError("boom")
+
+    @perf_case(name="mul ")
+    def trailing(device):
+        raise ValueError("boom")
+
+    @perf_case(params={"x": ["caf\\u00e9", "cafe\\u0301"]})
+    def accent(x, device):
+        raise ValueError("boom")
+"""
+
+
+def test_declared_ids_that_look_alike_read_apart_in_their_failure_lines(tmp_path, run_pytest):
+    # The id is made so where it is declared: pytest's own lines (FAILED ..., the section's title) carry it too.
+    (tmp_path / "test_alike.py").write_text(textwrap.dedent(LOOKALIKE_CASES))
+    result = run_pytest(tmp_path)
+    result.assert_outcomes(failed=4)
+    for case_id in ("mul", "mul\\x20", "accent[x=caf\u00e9]", "accent[x=cafe\\u0301]"):
+        assert failure_lines(result, case_id)[0] == f"{case_id}: setup raised ValueError: boom"

@@ -135,6 +135,14 @@ def test_a_line_that_would_command_the_runner_is_escaped_visibly():
     assert inert.line("median 1.0 µs ±0.2% → 3 × faster…") == "median 1.0 µs ±0.2% → 3 × faster…"
 
 
+def test_a_field_shows_its_end_spaces_and_a_line_its_last_ones_its_indent_kept():
+    # A line's indent is perfguard's own; a space at its end, or at a field's ends, is only ever data that
+    # would look like the same text without it (issue 46, item 7).
+    assert inert.line("  left out: mul ") == "  left out: mul\\x20"
+    assert inert.printable(" mul  ") == "\\x20mul\\x20\\x20" and inert.printable("   ") == "\\x20" * 3
+    assert inert.printable("a b") == inert.line("a b") == "a b"
+
+
 def test_the_pytest_summary_and_its_missing_lines_are_inert(tmp_path, run_pytest, write_baseline):
     # A case declared with a hostile name, one that errors quoting it, and a baseline case whose id is
     # hostile and that did not run (its `missing` line).

@@ -169,6 +169,25 @@ def test_a_noisy_case_says_what_it_cannot_see_instead_of_failing(rng):
     assert "wider than the 1% threshold, so a change of 1% would pass unseen" in words.line(v) and "to decide it: " in words.line(v)
 
 
+def test_a_tolerance_past_the_widest_decided_is_inconclusive_at_that_bound_and_says_why(rng):
+    # Runs a factor of 400 apart (issue 46, item 9): an unchanged run and one 250 times slower are both
+    # within what that noise allows; no figure past the bound is kept or printed.
+    from perfguard.cli.baseline_view import case_view, row
+
+    base = entry([1.0, 20.0, 400.0], rng)
+    for ms in (1.0, 5000.0):
+        v = latency(compare_case(result([ms] * 100), base, host="host-a"))
+        assert (v.status, v.reason) == ("inconclusive", "unbounded") and v.tolerance_pct == v.detectable_pct == 1000.0
+    assert words.line(v) == (
+        "gpu_time inconclusive: 20.00 ms → 5.000 s (+24900.0%): too few runs to decide: the tolerance would be past ±1000% "
+        "(judged by this host's 3 runs, run-to-run spread ±189.47%) against the baseline (threshold 1%); to decide it: "
+        "`perfguard ab`, base and head measured by turns on one card")
+    assert row(case_view("c", base, 1.0, card="host-a"), {})[4:6] == ("past ±1000%", "past 1000%")  # baseline show
+    # A case that asks for a threshold past the bound is decided by it.
+    lenient = latency(compare_case(run_of(4.0, rng), entry([1.0, 1.001, 0.999], rng), host="host-a", threshold_pct=2000))
+    assert (lenient.status, lenient.tolerance_pct) == ("same", 2000.0)
+
+
 def test_more_runs_of_a_stable_case_narrow_what_the_gate_can_see(rng):
     medians = runs_with_spread(rng, 8, 0.001)
     detect = [latency(compare_case(run_of(1.0, rng), entry(medians[:k], rng), host="host-a")).detectable_pct

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from test_left_processes import SUITE as LEFT_SUITE
-from test_left_processes import check_the_line, check_the_results, kill
+from test_left_processes import check_the_lines, check_the_results, kill, pids_of
 
 from perfguard.model import loads_record, to_jsonable
 
@@ -56,7 +56,7 @@ CONTROLLER_PROBE = textwrap.dedent(
 
 
 NAPS = [f"nap[ms={ms}]" for ms in (1, 2, 3, 4)]
-LEFT = ["after_it", "leaves_a_child", "waits_for_its_child"]
+LEFT = ["after_it", "leaves_a_child", "leaves_a_grandchild", "leaves_a_new_session", "waits_for_its_child"]
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +115,13 @@ def test_each_worker_measures_with_the_threads_omp_num_threads_asks_for(two_work
     assert record.options["cpu_threads"] == 2
 
 
-def test_a_child_a_workers_case_left_running_is_one_line_and_named_in_the_result_it_sent(two_workers):
+def test_a_process_a_workers_case_left_running_is_one_line_and_named_in_the_result_it_sent(two_workers):
+    # The other worker's cases ran beside it, their own processes started at the same moments: none is
+    # blamed for another's.
     path, result, record = two_workers
-    [pid] = [int(p) for p in (path / "pids.txt").read_text().split()]
-    check_the_line(result, pid)
-    check_the_results({r.id: r for r in record.results}, pid)
+    pids = pids_of(path / "pids.txt")
+    check_the_lines(result, pids)
+    check_the_results({r.id: r for r in record.results}, pids)
 
 
 def test_version_strings_leave_as_plain_str():

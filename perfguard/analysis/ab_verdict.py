@@ -75,7 +75,7 @@ def _verdict(v: Verdict, p: paired.Paired, base_rounds: Sequence[RunRecord], hea
                         for reason in r.telemetry.throttle_reasons or ("throttled",)})
     status, reason = decide.decide(decide.Evidence(
         change_pct=p.change_pct, tolerance_pct=p.tolerance_pct, reach_pct=p.detectable_pct,
-        threshold_pct=p.threshold_pct, throttle_explains=bool(throttled)))
+        threshold_pct=p.threshold_pct, throttle_explains=bool(throttled), past_bound=p.past_bound))
     steps: tuple[NextStep, ...] = ()
     if status == "regressed":
         steps = (NextStep("accept"),)
@@ -88,7 +88,7 @@ def _verdict(v: Verdict, p: paired.Paired, base_rounds: Sequence[RunRecord], hea
         else:
             steps = (NextStep("lock_clocks" if gpu else "quieten"),) + ((NextStep("more_rounds", needed),) if needed else ())
     noise = Noise(runs=p.rounds, spread_pct=p.spread_pct, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
-                  floored=p.floored)
+                  floored=p.floored, past_bound=p.past_bound)
     evidence = TimeEvidence(noise=noise, paired=True, throttled_in=("rounds",) if reason == "throttled" else (),
                             throttle_reasons=tuple(throttled) if reason == "throttled" else ())
     return dataclasses.replace(v, status=status, reason=reason, next_steps=steps, baseline=p.base_ms, current=p.head_ms,

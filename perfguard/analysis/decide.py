@@ -8,7 +8,8 @@ large a change the comparison could have missed:
   the change; this run's own median too imprecise to say on which side of T it lies);
 - `regressed` / `improved`: the change is past ±T;
 - `inconclusive`: within ±T, but a change of the threshold's size would have been caught less often
-  than `Rule.same_power` says `same` needs: it could have hidden in the noise;
+  than `Rule.same_power` says `same` needs: it could have hidden in the noise; or T itself is past the
+  bound (`MAX_TOLERANCE_PCT`), where nothing can be decided;
 - `same`: within ±T, and a change of the threshold's size would have been caught.
 
 The gate and ab differ in one named parameter, `same_power` (docs/gate.md): the gate's tolerance is
@@ -44,6 +45,23 @@ class Rule:
 GATE = Rule(same_power=0.5)
 AB = Rule(same_power=0.95)
 
+# The widest tolerance a time is decided by, %: a time eleven times another. Past it (and past the
+# threshold, where a case asks for a wider one), the runs or rounds cannot tell a change of any size
+# that matters from their noise: the time is `inconclusive` (reason `unbounded`), never `same`, `regressed`
+# or `improved`, and its tolerance and smallest detectable change are kept at the bound. Two rounds of a
+# wide spread gave `perfguard ab` a tolerance of ±6.7e45% (issue 46), the gate's tiny cases on a host the
+# baseline has not seen one of thousands of % (an absolute offset of 0.02 ms on a 1 µs call).
+MAX_TOLERANCE_PCT = 1000.0
+
+
+def bounded(tolerance_pct: float, detectable_pct: float, threshold_pct: float) -> tuple[float, float, bool]:
+    """A time's tolerance and smallest detectable change as its verdict keeps them, and whether the
+    tolerance is past the bound (NaN and inf are): then both are the bound, and nothing is decided."""
+    bound = max(MAX_TOLERANCE_PCT, threshold_pct)
+    if tolerance_pct <= bound:
+        return tolerance_pct, detectable_pct, False  # D adds less spread than T holds: as a ratio, under T's squared
+    return bound, bound, True
+
 
 @dataclasses.dataclass(frozen=True)
 class Evidence:
@@ -57,6 +75,7 @@ class Evidence:
     own_pct: float = 0.0  # this run's own 95% half-width of its median (ab: 0, its rounds carry it)
     enough_samples: bool = True
     throttle_explains: bool = False  # a throttled clock could account for a slowdown of this size
+    past_bound: bool = False  # the tolerance is past the bound (`bounded`): nothing can be decided
 
 
 def decide(e: Evidence) -> tuple[VerdictStatus, Reason]:
@@ -64,6 +83,8 @@ def decide(e: Evidence) -> tuple[VerdictStatus, Reason]:
     change, tol, own = e.change_pct, e.tolerance_pct, e.own_pct
     if not e.enough_samples:
         return "unstable", "few_samples"
+    if e.past_bound:
+        return "inconclusive", "unbounded"
     if e.throttle_explains and change > tol:
         return "unstable", "throttled"
     if change - own > tol:

@@ -9,6 +9,7 @@ of the baseline's k runs (on the log scale, where a change is a ratio):
     s²   = (PRIOR_WEIGHT·s0² + (k-1)·s_runs²) / (PRIOR_WEIGHT + k-1)   the run-to-run spread
     sp   = √(s²·(1 + 1/k) + card²)                                      a new run against the runs' centre
     T    = max(threshold, t·sp + floor)                                  the tolerance: past it, the verdict moves
+                                                                         (past decide's bound, nothing is decided)
     D    = T + Z_POWER·sp                                                the smallest slowdown caught 19 times in 20
 
 - s0 is a prior per kind of case (priors.PRIOR_PCT, from the H200's A/A runs, by roofline bound), raised to
@@ -56,7 +57,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perfguard import units
-from perfguard.analysis import priors
+from perfguard.analysis import decide, priors
 from perfguard.model import BaselineEntry, CaseResult, LeftOut, Noise, RunSummary, TimeMetric
 from perfguard.model.names import shown
 
@@ -156,13 +157,15 @@ def estimate(
     centre = statistics.median(medians)
     floor = 0.0 if seen or not unseen_offset else 100.0 * priors.absolute_ms(current, metric) / centre
     tolerance = max(threshold_pct, alarm_quantile(k) * predicted + floor)
+    tolerance, detectable, past = decide.bounded(tolerance, tolerance + Z_POWER * predicted, threshold_pct)
     return Noise(
         runs=k,
         spread_pct=spread,
         predicted_pct=predicted,
         floor_pct=floor,
         tolerance_pct=tolerance,
-        detectable_pct=tolerance + Z_POWER * predicted,
+        detectable_pct=detectable,
+        past_bound=past,
         centre_ms=centre,
         card_pct=card,
         judged_by="own" if by_own else "fleet",

@@ -24,8 +24,9 @@ machine. With n rounds, d̄ their mean and s their standard deviation:
   is `same`: the user said 0.3% does not matter.
 - improved: d̄ < -T, symmetrically.
 - same: within ±T and D ≤ threshold: a change of the threshold's size would have been caught, and none
-  was. inconclusive: within ±T but D > threshold: the rounds so far could not have seen such a change.
-  perfguard ab adds rounds to inconclusive cases while its budget lasts.
+  was. inconclusive: within ±T but D > threshold: the rounds so far could not have seen such a change;
+  or T past decide.MAX_TOLERANCE_PCT (two rounds of a wide spread), where nothing is decided and T and
+  D are kept at that bound. perfguard ab adds rounds to inconclusive cases while its budget lasts.
 
 Why Student's t, one-sided, at n-1 degrees of freedom (as noise.py's): s comes from only a few rounds
 (3 to a dozen), and is itself uncertain; the normal quantile would take it as exact and, at 4 rounds,
@@ -89,6 +90,7 @@ class Paired:
     detectable_pct: float  # D
     threshold_pct: float
     status: Status
+    past_bound: bool = False  # T was past decide's bound: T and D are that bound, and nothing is decided
 
     @property
     def decided(self) -> bool:
@@ -115,12 +117,13 @@ def judge(base_ms: Sequence[float], head_ms: Sequence[float], threshold_pct: flo
     s = max(s, floor if floored else 0.0, resolution)
     tolerance, detectable = limits(s, n, threshold_pct)
     change = 100.0 * (head / base - 1.0)
+    tolerance_pct, detectable_pct, past = decide.bounded(_ratio(tolerance), _ratio(detectable), threshold_pct)
     # The one rule of every verdict word (analysis/decide.py), at ab's power for `same`.
-    status, _ = decide.decide(decide.Evidence(change_pct=change, tolerance_pct=_ratio(tolerance),
-                                              reach_pct=_ratio(detectable), threshold_pct=threshold_pct))
-    return Paired(rounds=n, base_ms=base, head_ms=head, change_pct=change,
-                  spread_pct=s / math.sqrt(2.0), floored=floored, tolerance_pct=_ratio(tolerance),
-                  detectable_pct=_ratio(detectable), threshold_pct=threshold_pct, status=status)  # type: ignore[arg-type]
+    status, _ = decide.decide(decide.Evidence(change_pct=change, tolerance_pct=tolerance_pct, reach_pct=detectable_pct,
+                                              threshold_pct=threshold_pct, past_bound=past))
+    return Paired(rounds=n, base_ms=base, head_ms=head, change_pct=change, spread_pct=s / math.sqrt(2.0), floored=floored,
+                  tolerance_pct=tolerance_pct, detectable_pct=detectable_pct, threshold_pct=threshold_pct,
+                  past_bound=past, status=status)  # type: ignore[arg-type]
 
 
 def limits(s: float, n: int, threshold_pct: float) -> tuple[float, float]:
@@ -131,15 +134,10 @@ def limits(s: float, n: int, threshold_pct: float) -> tuple[float, float]:
     return tolerance, tolerance + quantile(POWER, n - 1) * se
 
 
-# A change of 1000 log-% is a factor of 22,000: past any a comparison is for. Two rounds of a wide spread
-# gave a smallest detectable change of e^800 (inf), which the record was written with and could not be
-# read back with (its bound, model/schema.py: 1e18).
-MAX_LOG_PCT = 1000.0
-
-
 def _ratio(log_pct: float) -> float:
-    """A change in log-% as a ratio's: 100·ln(1.01) = 0.995 reads 1.0%; at most MAX_LOG_PCT's."""
-    return 100.0 * math.expm1(min(log_pct, MAX_LOG_PCT) / 100.0)
+    """A change in log-% as a ratio's: 100·ln(1.01) = 0.995 reads 1.0%. expm1 overflows past e^709 (two
+    rounds of a wide spread reached e^800): a figure past e^100 is far past decide's bound, which holds it."""
+    return 100.0 * math.expm1(min(log_pct, 10_000.0) / 100.0)
 
 
 def needs_round(paired: Paired, most: int) -> bool:

@@ -180,7 +180,7 @@ class Admission:
             if est is None:
                 continue
             change = 100.0 * (value / est.centre_ms - 1.0)
-            if abs(change) > est.tolerance_pct:
+            if abs(change) > est.tolerance_pct and not est.past_bound:  # past the bound, the gate decides nothing
                 return (f"{metric} {change:+.1f}% from the centre of {noise.judges(est)}, "
                         f"outside its tolerance of ±{est.tolerance_pct:.1f}%")
         return ""

@@ -222,7 +222,7 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
     status, reason = decide.decide(decide.Evidence(
         change_pct=change, tolerance_pct=est.tolerance_pct, reach_pct=reach(est, decide.GATE), threshold_pct=threshold,
         own_pct=own, enough_samples=once or len(samples) >= MIN_SAMPLES or (summary is not None and summary.n >= MIN_SAMPLES),
-        throttle_explains=explains))
+        throttle_explains=explains, past_bound=est.past_bound))
     if status == "regressed" and metric == "caller_time" and _compiled(current, entry.result):
         # A compiled call's host time (dynamo's guards and frame) moved 170-448 µs between processes
         # on an H200 while its GPU time stayed at 24.0-24.7 µs (issue 32): a few runs cannot bound it.
@@ -274,7 +274,8 @@ def decidable(est: Noise, threshold: float) -> tuple[NextStep, ...]:
     if needed is not None:
         ways.append(NextStep("more_runs", needed))
     ways.append(NextStep("ab"))
-    ways.append(NextStep("threshold", math.ceil(est.tolerance_pct)))
+    if not est.past_bound:  # past the bound, no threshold decides it
+        ways.append(NextStep("threshold", math.ceil(est.tolerance_pct)))
     return tuple(ways)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from perfguard import units
 from perfguard.analysis import noise
 from perfguard.model import TIME_LABELS, BaselineEntry, BaselineFile, CaseResult, Noise, RunSummary, names
+from perfguard.report import words
 
 # The stand-in's source when no --card is named: no run of a baseline comes from it.
 UNSEEN = "a card not in the baseline"
@@ -106,8 +107,8 @@ def row(view: CaseView, letters: dict[str, str]) -> tuple[str, ...]:
     if est is None:
         figures = ("-", "-", "-", "-", f"0/{len(e.runs)}", "no run measured it")
     else:
-        figures = (units.precise_duration(est.centre_ms), f"±{est.spread_pct:.2f}%", f"±{est.tolerance_pct:.1f}%",
-                   f"{est.detectable_pct:.1f}%", f"{est.runs}/{len(e.runs)}",
+        figures = (units.precise_duration(est.centre_ms), f"±{est.spread_pct:.2f}%", words.noise_pct(est.tolerance_pct, est, "±"),
+                   words.noise_pct(est.detectable_pct, est), f"{est.runs}/{len(e.runs)}",
                    f"{'its own' if est.judged_by == 'own' else 'fleet'}, {units.plural(est.sources, est.source)}")
     return (view.case_id, TIME_LABELS.get(view.metric, view.metric), *figures, cards, e.recorded_at, (e.commit or "-")[:12])
 

@@ -24,7 +24,7 @@ from perfguard import inert
 from perfguard.case import CaseInstance, call_kwargs
 from perfguard.errors import MeasurementError, first_line
 from perfguard.measure import compiling
-from perfguard.measure.children import Children
+from perfguard.measure.children import Started
 from perfguard.measure.torch_state import TorchState
 from perfguard.model import DeviceInfo
 
@@ -40,28 +40,30 @@ class Left:
 def case_scope(case_id: str, device: DeviceInfo) -> Iterator[Left]:
     """An NVTX range named after the case, the case's GPU memory released when it ends, and torch's
     global settings put back as they were; yields a `Left` that then names the settings restored and
-    the child processes the case left running."""
+    the processes the case left running (measure/children.py)."""
     cuda = device.kind == "cuda"
     live = torch.cuda.memory_allocated() if cuda else 0
     before = TorchState.now()
-    children = Children.now()
+    started = Started.begin(device.uuid if cuda else None)
     left = Left()
     try:
         with nvtx(case_id, cuda):
             yield left
     finally:
-        # The error path has already dropped every reference (see guard), and reference counting
-        # frees a finished case's tensors; only a reference cycle (the user's, or an exception's)
-        # leaves GPU memory behind. A full collection costs 0.1 s with torch loaded (4 s of a
-        # 32-case suite on the H200), so it runs only then. Then the cached blocks go back, so the
-        # next case starts from the same state.
-        if cuda:
-            torch.cuda.synchronize()
-            if torch.cuda.memory_allocated() > live:
-                gc.collect()
-            torch.cuda.empty_cache()
-        left.settings.extend(before.restore())
-        left.processes.extend(children.left())
+        try:
+            # The error path has already dropped every reference (see guard), and reference counting
+            # frees a finished case's tensors; only a reference cycle (the user's, or an exception's)
+            # leaves GPU memory behind. A full collection costs 0.1 s with torch loaded (4 s of a
+            # 32-case suite on the H200), so it runs only then. Then the cached blocks go back, so the
+            # next case starts from the same state.
+            if cuda:
+                torch.cuda.synchronize()
+                if torch.cuda.memory_allocated() > live:
+                    gc.collect()
+                torch.cuda.empty_cache()
+            left.settings.extend(before.restore())
+        finally:  # the case's mark leaves the environment whatever happened
+            left.processes.extend(started.end())
 
 
 @contextlib.contextmanager

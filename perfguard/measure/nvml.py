@@ -70,6 +70,13 @@ def uuids() -> list[str]:
     return found
 
 
+def compute_pids(h: Any) -> frozenset[int]:
+    """The pids of the processes holding the GPU for compute (as this machine's pid namespace numbers
+    them where it is the driver's); empty without NVML or a handle."""
+    found = _ask("nvmlDeviceGetComputeRunningProcesses", h) if h is not None else None
+    return frozenset(p.pid for p in found or ())
+
+
 def index(h: Any) -> int | None:
     """The GPU's index as nvidia-smi numbers it (NVML, PCI order), whatever CUDA_VISIBLE_DEVICES says."""
     return _ask("nvmlDeviceGetIndex", h) if h is not None else None

@@ -24,6 +24,7 @@ Reason = Literal[
     "outside",  # a time or a size moved past its tolerance (regressed / improved)
     "within",  # within its tolerance, and the gate could have seen a change of the threshold's size (same)
     "blind",  # within its tolerance, but a change of the threshold's size could have hidden in it (inconclusive)
+    "unbounded",  # its tolerance is past the widest any time is decided by (analysis/decide.py): nothing is (inconclusive)
     "no_spread",  # perfguard ab: measured in fewer than two rounds a side, so no spread to judge by (inconclusive)
     "few_samples",  # too few samples for a median (unstable)
     "throttled",  # measured while the clock was throttled, which may account for the change (unstable)
@@ -100,6 +101,7 @@ class Noise:
     tolerance_pct: float  # T: a change past it is regressed / improved
     detectable_pct: float  # D: the smallest slowdown the comparison catches 19 times in 20
     floored: bool = False  # ab: the spread is a prior's floor, rounds being few
+    past_bound: bool = False  # T was past the widest tolerance decided by (analysis/decide.py): T and D are that bound
     # The baseline's runs (the gate's; None in a verdict written before schema 7, which did not keep them):
     predicted_pct: float | None = None  # sp: of this run's median against the runs' centre
     centre_ms: float | None = None  # the median of the judged runs' medians

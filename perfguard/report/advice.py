@@ -149,8 +149,8 @@ def run_line(record: RunRecord) -> str | None:
 
 def case_lines(results: Iterable[CaseResult]) -> list[str]:
     """What the cases did that their figures do not show: outputs nobody checked (NaN or inf among them),
-    torch settings a case changed and left changed (perfguard put them back after it), child processes
-    a case left running, and memory breakdowns that could not name a tenth of their peak."""
+    torch settings a case changed and left changed (perfguard put them back after it), processes a
+    case started and left running, and memory breakdowns that could not name a tenth of their peak."""
     results = sorted(results, key=lambda r: r.id)
     ran = [r for r in results if r.outputs]
     lines = []
@@ -171,11 +171,11 @@ def case_lines(results: Iterable[CaseResult]) -> list[str]:
     lines += [f"{_named(ids)} changed torch's {', '.join(state)} and left it so; perfguard restored it after "
               + ("the case" if len(ids) == 1 else "each case") for state, ids in settings.items()]
     left = [r for r in results if r.left_processes]
-    lines += [f"{r.id} left {len(r.left_processes)} child process(es) running: {', '.join(r.left_processes)}; "
+    lines += [f"{r.id} left {len(r.left_processes)} process(es) running: {', '.join(r.left_processes)}; "
               "they take the machine from every case after it: end them in the case (terminate and wait, "
               "or a with-block)" for r in left[:NAMED]]
     if len(left) > NAMED:
-        lines.append(f"{len(left) - NAMED} more case(s) left child processes running: "
+        lines.append(f"{len(left) - NAMED} more case(s) left processes running: "
                      f"{_named([r.id for r in left[NAMED:]])}")
     unnamed = [(r.id, line) for r in results if (line := unnamed_line(r))]
     lines += [line for _, line in unnamed[:NAMED]]

@@ -116,16 +116,17 @@ def gate(entry: Entry) -> list[tuple[str, str]]:
     items = [
         ("baseline runs", str(n.runs)),
         ("run-to-run spread", f"±{n.spread_pct:.2f}% (1 s.d.)"),
-        ("tolerance", f"±{n.tolerance_pct:.1f}% (threshold {v.threshold_pct:g}%)"),
-        ("detects", f"{n.detectable_pct:.1f}% slowdowns, 19 times in 20"),
+        ("tolerance", f"{words.noise_pct(n.tolerance_pct, n, '±')} (threshold {v.threshold_pct:g}%)"),
+        ("detects", f"{words.noise_pct(n.detectable_pct, n)} slowdowns, 19 times in 20"),
     ]
     if v.time is not None and v.time.remeasured_ms:
         measured = ", ".join(units.duration(ms) for ms in (v.current, *v.time.remeasured_ms) if ms is not None)
         items.append(("measurements", f"{measured} ({'confirmed' if v.time.confirmed else 'not confirmed'})"))
     caller = entry.verdict("caller_time")
     if caller is not None and caller.noise is not None:
-        items.append(("caller's time", f"{caller.status}: {caller.change_pct:+.1f}% against ±{caller.noise.tolerance_pct:.1f}%, "
-                      f"detects {caller.noise.detectable_pct:.1f}%" if caller.change_pct is not None else caller.status))
+        c = caller.noise
+        items.append(("caller's time", f"{caller.status}: {caller.change_pct:+.1f}% against {words.noise_pct(c.tolerance_pct, c, '±')}, "
+                      f"detects {words.noise_pct(c.detectable_pct, c)}" if caller.change_pct is not None else caller.status))
     return items
 
 

@@ -90,12 +90,12 @@ def _status(status: str, gate: Verdict | None, verdicts: list[Verdict]) -> str:
 def _detects(verdict: Verdict | None) -> str:
     """The smallest change the gate catches; "1 run" where one baseline run judged it: its spread is the
     prior's, not measured, and a figure of hundreds of percent would read as measured (its line says more)."""
-    if verdict is None or verdict.detectable_pct is None:
+    n = verdict.noise if verdict is not None else None
+    if n is None:
         return "-"
-    n = verdict.noise
-    if n is not None and n.runs == 1 and not verdict.paired:
+    if n.runs == 1 and not verdict.paired:
         return "1 run"
-    return f"{verdict.detectable_pct:.1f}%"
+    return words.noise_pct(n.detectable_pct, n)
 
 
 def _change(verdict: Verdict | None) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 from perfguard import units
 from perfguard.analysis.decide import STATUS_ORDER, case_status, rank
 from perfguard.model import TIME_METRICS, CaseResult, DeviceInfo, RunRecord, Verdict
+from perfguard.report import words
 
 STATUS_LABEL = {"measured": "not compared"}
 
@@ -200,7 +201,7 @@ def detects(v: Verdict | None) -> str:
     """The smallest slowdown the gate catches for a case now, and over how many baseline runs: "1.8% · 5 runs"."""
     if v is None or v.noise is None:
         return "n/a"
-    return f"{v.noise.detectable_pct:.1f}% · {units.plural(v.noise.runs, 'run')}"
+    return f"{words.noise_pct(v.noise.detectable_pct, v.noise)} · {units.plural(v.noise.runs, 'run')}"
 
 
 def ci_text(result: CaseResult | None) -> str:

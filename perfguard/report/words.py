@@ -18,7 +18,7 @@ from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
 from perfguard.analysis.moved import change
 from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
 from perfguard.analysis.noise import judges
-from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, MovedRow, TimeEvidence, Verdict, Where
+from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, MovedRow, Noise, TimeEvidence, Verdict, Where
 from perfguard.model.names import shown
 from perfguard.report import steps
 from perfguard.report.commands import Invocation
@@ -110,7 +110,20 @@ def _noise(v: Verdict) -> str:
             said += f", {units.plural(len(n.left_out), 'run')} far from the others left out (" + ", ".join(
                 f"{shown(r.recorded_at)} on {shown(r.source or 'an unknown machine')}: {r.change_pct:+.1f}%"
                 for r in n.left_out) + ")"
-    return said + f"; smallest detectable change {n.detectable_pct:.1f}%"
+    return said + ("" if n.past_bound else f"; smallest detectable change {n.detectable_pct:.1f}%")
+
+
+def noise_pct(pct: float, n: Noise, sign: str = "") -> str:
+    """A tolerance or smallest detectable change of `n` as every surface shows it: "±2.3%", or where the
+    tolerance went past the widest decided by (analysis/decide.py), that bound: "past ±1000%"."""
+    return f"past {sign}{pct:g}%" if n.past_bound else f"{sign}{pct:.1f}%"
+
+
+def _unbounded(v: Verdict) -> str:
+    if v.noise is None:  # no rule gives it so (a hand-edited record)
+        return _plain(v)
+    return (f"{_figures(v)}: too few {'rounds' if v.paired else 'runs'} to decide: the tolerance would be "
+            f"{noise_pct(v.noise.tolerance_pct, v.noise, '±')} ({_noise(v)})")
 
 
 def _outside(v: Verdict) -> str:
@@ -218,7 +231,7 @@ _TIME: dict[str, Callable[[Verdict], str]] = {
     "outside": _outside, "within": _within, "blind": _blind, "few_samples": lambda v: f"{_figures(v)} from too few samples to decide",
     "throttled": _throttled, "imprecise": _imprecise, "not_confirmed": _outside, "did_not_run": _missing,
     "not_measured": _missing, "not_in_baseline": _new_case, "kind_not_in_baseline": _new_kind, "no_spread": _no_spread,
-    "accepted": _outside, "compiled_host": _compiled_host,
+    "accepted": _outside, "compiled_host": _compiled_host, "unbounded": _unbounded,
 }
 def _bytes(v: Verdict) -> str:
     return _retained(v) if v.metric == "retained_memory" else _sizes(v)
