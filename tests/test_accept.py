@@ -102,7 +102,7 @@ def test_the_intended_change_fails_on_its_counter_and_its_time_and_prints_one_co
     assert failed.ret == 1, failed.outlines[-30:]
     text = "\n".join(failed.outlines)
     assert f"{CHANGED}: aten_ops regressed: ATen operators per call" in text and "+1 × aten::neg" in text
-    assert f"{CHANGED}: gpu_time regressed: " in text
+    assert f"{CHANGED}: host_time regressed: " in text
     assert accepted["command"] == f"perfguard baseline accept reports/perfguard.json --case '{CHANGED}'"
     assert text.count(accepted["command"]) >= 2  # in the case's failure, and once in the perfguard summary
 
@@ -178,7 +178,7 @@ def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_
     # Each line an acceptance decided says the most it accepted, and from which file (issue 46, 3).
     accepted_by = "by baselines/accepted-changes.json: 'a fused epilogue'"
     assert f"{CHANGED}: aten_ops accepted: " in text and f"; accepted up to 6 {accepted_by}" in text
-    assert re.search(rf"{re.escape(CHANGED)}: gpu_time accepted: .*; accepted up to \d+\.\d+ ms {accepted_by}", text)
+    assert re.search(rf"{re.escape(CHANGED)}: host_time accepted: .*; accepted up to \d+\.\d+ ms {accepted_by}", text)
     update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
     assert update.ret == 0 and f"{CHANGED}: accepted (a fused epilogue): its series starts again" in "\n".join(update.outlines)
     (path,) = store.list_files(tmp_path / "baselines")
@@ -205,7 +205,7 @@ def test_the_gate_refuses_an_entry_past_its_bound_and_names_one_for_a_case_it_di
     (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
     gate = run_pytest(tmp_path, *MEASURE)
     text = "\n".join(gate.outlines)
-    assert gate.ret == 1 and f"{CHANGED}: gpu_time regressed: " in text, text[-3000:]
+    assert gate.ret == 1 and f"{CHANGED}: host_time regressed: " in text, text[-3000:]
     refused = (f"not accepted: baselines/accepted-changes.json: the entry for the gpu_time of '{CHANGED}' on {slug} "
                "accepts 100.0 s, more than 10× the baseline's 20.00 ms (at most 200.0 ms): refused, it accepts nothing; ")
     assert f"{CHANGED}: {refused}" in text and f"perfguard: {refused}" in text  # in its failure, and at the run's end
