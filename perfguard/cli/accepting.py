@@ -38,8 +38,10 @@ def _accept(args: argparse.Namespace) -> int:
     for case_id in args.case:
         for metric in args.metric or ():
             if not any(v.case_id == case_id and words.name(v) == metric for v in regressed):
-                raise ConfigError(f"{names.shown(case_id)}: {names.shown(metric)} did not regress in {args.run}, so there "
-                                  "is nothing of it to accept; nothing was written")
+                did = sorted({words.name(v) for v in record.verdicts if v.case_id == case_id and v.status == "regressed"})
+                raise ConfigError(f"{names.shown(case_id)}: {names.shown(metric)} did not regress in {args.run}"
+                                  + (f" ({', '.join(did)} did)" if did else "")
+                                  + ", so there is nothing of it to accept; nothing was written")
         if not any(v.case_id == case_id for v in regressed):
             raise ConfigError(f"{names.shown(case_id)}: nothing regressed in {args.run}, so there is nothing to accept; "
                               "nothing was written")

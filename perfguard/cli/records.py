@@ -182,8 +182,10 @@ def _named_changes(args: argparse.Namespace, runs_by_slug: dict[str, list[tuple[
     for metric in args.metric or ():
         unmoved = [case for case in args.case if case in changed and metric not in changed[case]]
         if unmoved:
+            named = sorted({m for case in unmoved for m in changed[case]})
             raise ConfigError(f"{', '.join(names.shown(c) for c in unmoved)}: {names.shown(metric)} did not change against "
-                              f"{args.baselines}, so there is nothing of it to accept; nothing was written")
+                              f"{args.baselines}" + (f" ({', '.join(named)} did)" if named else "")
+                              + ", so there is nothing of it to accept; nothing was written")
     # The run's commit is kept beside the reason, in the run summary that begins the new series.
     return {case: reason for case in args.case if changed.get(case)}
 
