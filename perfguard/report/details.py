@@ -102,8 +102,9 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         run.append(("status", r.status))
     if r.threshold is not None or r.memory_threshold is not None:
         run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
-    named = [(shown_metric(r.judged_metric, r.regime), latency), ("gate", gate(entry)), ("throughput", throughput), ("host and launch", launch),
-             ("work per call", work.section(r)), ("memory", memory), ("clocks", clocks), ("run", run)]
+    # The judged time's section is named for what measured it: gpu_time, caller_time, a CPU's host_time.
+    named = [(shown_metric(r.judged_metric, r.regime), latency), ("gate", gate(entry)), ("throughput", throughput),
+             ("host and launch", launch), ("work per call", work.section(r)), ("memory", memory), ("clocks", clocks), ("run", run)]
     return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
 
 
