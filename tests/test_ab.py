@@ -140,7 +140,7 @@ def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, on_tw
     out, _, verdicts = on_two_shards
     assert out.returncode == 1, out.stdout + out.stderr
     assert verdicts["nap"] == "regressed"
-    assert "nap: gpu_time regressed" in out.stdout and "against base HEAD~1" in out.stdout
+    assert "nap: host_time regressed" in out.stdout and "against base HEAD~1" in out.stdout
     head = loads_record((repo / "reports" / "perfguard.json").read_text(), "head")
     base = loads_record((repo / "reports" / "perfguard-base.json").read_text(), "base")
     heads, bases = ({r.id: r for r in record.results} for record in (head, base))
@@ -153,7 +153,7 @@ def test_a_case_that_got_slower_since_the_base_is_reported_regressed(repo, on_tw
 def test_unchanged_cases_are_same_once_their_rounds_can_tell(on_two_shards):
     out, _, verdicts = on_two_shards
     assert verdicts["steady"] == "same" and verdicts["steady_tight"] == "same", out.stdout
-    assert "steady_tight: gpu_time" not in out.stdout  # a `same` verdict gets no line of its own
+    assert "steady_tight: host_time" not in out.stdout  # a `same` verdict gets no line of its own
 
 
 def test_rounds_alternate_sides_and_only_the_undecided_case_runs_again(on_two_shards):
@@ -194,7 +194,7 @@ def test_a_budget_spent_leaves_the_undecided_cases_inconclusive_not_same(repo, i
     assert set(statuses(repo).values()) == {"inconclusive"}
     assert len(launched) == 4  # two rounds a side, no third
     assert "would overrun the budget" in out.stdout and "3 inconclusive" in out.stdout
-    assert "steady_tight: gpu_time inconclusive" in out.stdout and "--budget" in out.stdout
+    assert "steady_tight: host_time inconclusive" in out.stdout and "--budget" in out.stdout
 
 
 def test_a_round_that_measures_nothing_stops_with_one_line_and_removes_the_worktree(repo, inner_args, forked):
@@ -303,7 +303,7 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         done = subprocess.run([sys.executable, "-m", "perfguard.cli", *argv[1:]], cwd=repo, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "accepted 'nap' gpu_time: " in done.stdout and accepted.is_file()
+        assert "accepted 'nap' host_time: " in done.stdout and accepted.is_file()
         written = json.loads(accepted.read_text())
         entry = written["changes"][0]
         assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "gpu_time", "intended (perfguard accept)")
@@ -313,7 +313,7 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         again, _ = ab_forked(repo, inner_args, forked)
         assert again.returncode == 0, again.stdout + again.stderr
         assert statuses(repo)["nap"] == "accepted"
-        assert "nap: gpu_time accepted: " in again.stdout
+        assert "nap: host_time accepted: " in again.stdout
         assert "; accepted up to " in again.stdout and "by baselines/accepted-changes.json: 'intended (perfguard accept)'" in again.stdout
         assert "to accept these changes" not in again.stdout
         assert (f"perfguard ab: baselines/accepted-changes.json: 1 entry for a case this run did not measure (removed, "

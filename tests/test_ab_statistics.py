@@ -141,6 +141,20 @@ def test_two_rounds_of_a_wide_spread_are_inconclusive_with_a_bounded_tolerance_a
     assert "past ±1000%" in words.line(by_case["wild"]) and "e+" not in words.line(by_case["wild"])
 
 
+@pytest.mark.parametrize(("regime", "timer", "name"), [("host-clock", "host-clock", "host_time"), ("device", "cuda-events", "gpu_time")])
+@pytest.mark.parametrize("n", [1, 5])
+def test_abs_verdicts_name_the_time_by_what_measured_it_decided_or_not(regime, timer, name, n):
+    # Issue 47, item 3: one round a side gives no spread (no_spread), five decide it; either way a CPU's time is
+    # named host_time, as every surface names it, and a GPU's gpu_time.
+    def timed(median: float) -> CaseResult:
+        return dataclasses.replace(result("c", median), regime=regime, timer=timer)
+
+    bases, heads = [record(timed(1.0 + 0.0001 * k)) for k in range(n)], [record(timed(1.2 + 0.0001 * k)) for k in range(n)]
+    (v,) = [v for v in judge_rounds(bases, heads).verdicts if v.metric == "gpu_time"]
+    assert v.reason == ("no_spread" if n == 1 else "outside") and v.kind_of_time == regime
+    assert words.line(v).startswith(f"{name} {v.status}: ")
+
+
 def test_a_slowdown_measured_while_throttled_is_unstable_not_regressed():
     bases = [record(result("c", 1.0 + 0.0001 * k)) for k in range(5)]
     heads = [record(result("c", 1.2 + 0.0001 * k, throttled=k == 2, throttle_reasons=("hw_slowdown",) if k == 2 else ()))

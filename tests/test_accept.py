@@ -102,7 +102,7 @@ def test_the_intended_change_fails_on_its_counter_and_its_time_and_prints_one_co
     assert failed.ret == 1, failed.outlines[-30:]
     text = "\n".join(failed.outlines)
     assert f"{CHANGED}: aten_ops regressed: ATen operators per call" in text and "+1 × aten::neg" in text
-    assert f"{CHANGED}: gpu_time regressed: " in text
+    assert f"{CHANGED}: host_time regressed: " in text
     assert accepted["command"] == f"perfguard baseline accept reports/perfguard.json --case '{CHANGED}'"
     assert text.count(accepted["command"]) >= 2  # in the case's failure, and once in the perfguard summary
 
@@ -162,6 +162,31 @@ def test_a_bad_accept_is_one_line_and_changes_nothing(accepted, args, says, monk
     assert accepted["baseline"].read_bytes() == before
 
 
+def test_a_cpus_time_is_accepted_by_the_name_its_lines_give_it(tmp_path, run_pytest, recorded, monkeypatch, capsys):
+    # Issue 47, item 3: on a CPU every line calls the time host_time, so --metric takes that name (the files keep
+    # the key gpu_time); a name that did not change is refused with the names that did.
+    from perfguard import cli
+
+    copy_of(recorded, tmp_path)
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    assert run_pytest(tmp_path, *MEASURE).ret == 1
+    monkeypatch.chdir(tmp_path)
+    (path,) = store.list_files(tmp_path / "baselines")
+    before, acceptances = path.read_bytes(), tmp_path / "baselines" / "accepted-changes.json"
+    for command in (["accept"], ["baseline", "accept"]):
+        assert cli.main([*command, "reports/perfguard.json", "--case", CHANGED, "--metric", "gpu_time"]) == 2
+    nothing = "so there is nothing of it to accept; nothing was written"
+    assert capsys.readouterr().err.splitlines() == [
+        f"perfguard: '{CHANGED}': 'gpu_time' did not regress in reports/perfguard.json (aten_ops, host_time did), {nothing}",
+        f"perfguard: '{CHANGED}': 'gpu_time' did not change against baselines (aten_ops, host_time did), {nothing}"]
+    assert path.read_bytes() == before and not acceptances.exists()
+    assert cli.main(["accept", "reports/perfguard.json", "--case", CHANGED, "--metric", "host_time"]) == 0
+    assert capsys.readouterr().out.startswith(f"accepted '{CHANGED}' host_time: 20.00 ms → 40.00 ms ")
+    assert [c["metric"] for c in json.loads(acceptances.read_text())["changes"]] == ["gpu_time"]
+    assert cli.main(["baseline", "accept", "reports/perfguard.json", "--case", CHANGED, "--metric", "host_time"]) == 0
+    assert store.load_file(path).cases[CHANGED].runs[0].accepted == "accepted with perfguard baseline accept"
+
+
 def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_entry_is_spent(tmp_path, run_pytest, recorded):
     # A pull request accepted its change with `perfguard accept` (the file in its diff); after the merge,
     # main's gate passes it, main's update starts the case's new series without force, and the next run
@@ -178,7 +203,7 @@ def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_
     # Each line an acceptance decided says the most it accepted, and from which file (issue 46, 3).
     accepted_by = "by baselines/accepted-changes.json: 'a fused epilogue'"
     assert f"{CHANGED}: aten_ops accepted: " in text and f"; accepted up to 6 {accepted_by}" in text
-    assert re.search(rf"{re.escape(CHANGED)}: gpu_time accepted: .*; accepted up to \d+\.\d+ ms {accepted_by}", text)
+    assert re.search(rf"{re.escape(CHANGED)}: host_time accepted: .*; accepted up to \d+\.\d+ ms {accepted_by}", text)
     update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
     assert update.ret == 0 and f"{CHANGED}: accepted (a fused epilogue): its series starts again" in "\n".join(update.outlines)
     (path,) = store.list_files(tmp_path / "baselines")
@@ -205,7 +230,7 @@ def test_the_gate_refuses_an_entry_past_its_bound_and_names_one_for_a_case_it_di
     (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
     gate = run_pytest(tmp_path, *MEASURE)
     text = "\n".join(gate.outlines)
-    assert gate.ret == 1 and f"{CHANGED}: gpu_time regressed: " in text, text[-3000:]
+    assert gate.ret == 1 and f"{CHANGED}: host_time regressed: " in text, text[-3000:]
     refused = (f"not accepted: baselines/accepted-changes.json: the entry for the gpu_time of '{CHANGED}' on {slug} "
                "accepts 100.0 s, more than 10× the baseline's 20.00 ms (at most 200.0 ms): refused, it accepts nothing; ")
     assert f"{CHANGED}: {refused}" in text and f"perfguard: {refused}" in text  # in its failure, and at the run's end

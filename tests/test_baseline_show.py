@@ -97,3 +97,19 @@ def test_show_of_a_card_no_run_came_from_is_one_line_and_exit_2(capsys):
     assert err.startswith("perfguard: no run of nvidia-h200's baseline comes from a card or host 'not-a-card'")
     assert err.count("\n") == 1
 
+
+
+def test_show_names_each_cases_judged_time_by_what_measured_it(tmp_path, capsys):
+    # Issue 47, item 3: a CPU's judged time is its host clock's time of a call ("host time"), though the file
+    # keeps it under gpu_time as a GPU's is kept; a GPU's reads as before.
+    from perfguard.analysis.stats import timing
+    from perfguard.model import CaseResult, DeviceInfo
+
+    cpu = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a", host="h")
+    add = CaseResult(id="add", name="add", status="ok", device=cpu.slug, timer="host-clock", regime="host-clock",
+                     timings={"gpu_time": timing([1.0 + 0.001 * i for i in range(20)])})
+    store.update(tmp_path, cpu, [add], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+    assert shown(capsys, tmp_path)[0]["add"]["time"] == "host time"
+    rows, _ = shown(capsys, COMMITTED.parent, "--device", "nvidia-h200")
+    assert {e.result.regime for e in store.load_file(COMMITTED).cases.values()} == {"device", "enqueue-bound"}
+    assert {row["time"] for row in rows.values()} == {"GPU time"}

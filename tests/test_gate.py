@@ -353,7 +353,7 @@ def test_a_baseline_case_that_did_not_run_is_missing_and_fails_nothing(gate):
     runs = gate["again"].stored().cases["retired"].runs
     assert retired.baseline == pytest.approx(sum(r.median_of("gpu_time") for r in runs) / 2, rel=1e-5)  # the centre of its 2 runs
     assert "retired" not in {r.id for r in run.record().results}
-    run.result.stdout.fnmatch_lines([f"retired: gpu_time missing: in {run.label} (* ms) but did not run"])
+    run.result.stdout.fnmatch_lines([f"retired: host_time missing: in {run.label} (* ms) but did not run"])
 
 
 def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it(gate):
@@ -371,7 +371,7 @@ def test_another_torch_in_the_baseline_is_shown_on_the_case_and_does_not_fail_it
 # --- a slowdown ---------------------------------------------------------------------------------------
 
 REGRESSED = re.compile(
-    r"^(?P<case>\S+): gpu_time regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
+    r"^(?P<case>\S+): host_time regressed: (?P<old>[\d.]+) ms → (?P<new>[\d.]+) ms \((?P<change>[+-][\d.]+)%\), "
     r"outside ±(?P<tolerance>[\d.]+)%: judged by this host's 2 runs, run-to-run spread ±[\d.]+%; smallest detectable change [\d.]+% "
     r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)\n"
     # every failure ends with the one command that accepts it, which works as printed (test_accept.py)
@@ -417,13 +417,13 @@ def test_the_failure_names_the_metric_both_figures_the_change_the_tolerance_and_
     # pytest's own short summary is cut off: it quotes the message whole only where $CI is set.
     out = run.result.stdout.str().partition("short test summary info")[0]
     assert out.count(message) == 1, out
-    assert f"slowed: regressed: gpu_time {float(match['change']):+.1f}%" in out
+    assert f"slowed: regressed: host_time {float(match['change']):+.1f}%" in out
 
 
 def test_a_slowdown_in_a_test_using_the_perf_fixture_fails_that_test_with_the_same_line(gate):
     run = gate["slowdown"]
     message = failure_text(run.result, "test_dozing")
-    assert REGRESSED.match(message) and message.startswith("test_dozing: gpu_time regressed: "), message
+    assert REGRESSED.match(message) and message.startswith("test_dozing: host_time regressed: "), message
     assert "Traceback" not in message and "perfguard/plugin" not in message
 
 
@@ -483,7 +483,7 @@ def test_an_update_refuses_a_run_outside_its_cases_tolerance_with_one_line_and_a
     lines = [line for line in run.result.outlines if line.startswith("perfguard: slowed: ")]
     assert len(lines) == 1, run.result.outlines
     assert re.fullmatch(
-        r"perfguard: slowed: the run of \S+ from this run not added: gpu_time \+300\.0% from the centre of this host's 2 runs, "
+        r"perfguard: slowed: the run of \S+ from this run not added: host_time \+300\.0% from the centre of this host's 2 runs, "
         r"outside its tolerance of ±[\d.]+%, so the code changed or the run is off; if the change is intended, accept it: "
         r"`perfguard baseline accept reports/perfguard.json --case slowed`", lines[0]), lines[0]
     assert not [line for line in run.result.outlines if line.startswith("perfguard: steady: ")]
@@ -492,7 +492,7 @@ def test_an_update_refuses_a_run_outside_its_cases_tolerance_with_one_line_and_a
 def test_a_forced_update_says_which_series_started_again(gate):
     run = gate["accepted"]
     (line,) = [line for line in run.result.outlines if line.startswith("perfguard: slowed: ")]
-    assert re.fullmatch(r"perfguard: slowed: its series starts again with 1 run from this run \(gpu_time \+300\.0% from the "
+    assert re.fullmatch(r"perfguard: slowed: its series starts again with 1 run from this run \(host_time \+300\.0% from the "
                         r"centre of this host's 2 runs, outside its tolerance of ±[\d.]+%: the code changed\); "
                         r"its 2 runs before dropped", line), line
 
@@ -511,7 +511,7 @@ def test_a_one_run_baseline_and_a_30_percent_slowdown_read_inconclusive_never_sa
         assert part in words.line(slowed), part
     assert verdict_line(run.result) == "verdicts: 0 regressed, 0 unstable, 5 inconclusive, 0 improved, 0 missing, 0 new, 1 same"
     # Five inconclusive verdicts: each one's line in the terminal, yellow like unstable ones.
-    run.result.stdout.fnmatch_lines(["slowed: gpu_time inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±*"])
+    run.result.stdout.fnmatch_lines(["slowed: host_time inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±*"])
     markdown = (run.path / "reports" / "perfguard.md").read_text()
     assert "### Inconclusive (5)" in markdown and "+30.0%" in markdown
     html = (run.path / "reports" / "perfguard.html").read_text()
@@ -523,7 +523,7 @@ def test_fail_inconclusive_fails_a_case_the_gate_cannot_see_with_its_line(gate, 
     run = gate[scenario]
     assert run.result.ret == pytest.ExitCode.TESTS_FAILED
     message = failure_text(run.result, "slowed")
-    assert message.startswith("slowed: gpu_time inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±"), message
+    assert message.startswith("slowed: host_time inconclusive: 20.00 ms → 26.00 ms (+30.0%), within ±"), message
     assert "to decide it: " in message
     if scenario == "blind_failing":  # every case whose tolerance is wider than its threshold fails; lenient's is not
         run.result.assert_outcomes(passed=1, failed=5)

@@ -325,7 +325,7 @@ def test_regressed_profiles_only_the_case_that_regressed(gate):
     # The profiler's own chatter on stderr ("USDT: ... profiler_start") stays out of the failure report.
     assert "Captured stderr" not in "\n".join(result.outlines), "\n".join(result.outlines)
     summary = (path / "reports" / "perfguard.md").read_text()
-    (line,) = [line for line in summary.splitlines() if line.startswith("- `slowed`: gpu\\_time regressed")]
+    (line,) = [line for line in summary.splitlines() if line.startswith("- `slowed`: host\\_time regressed")]
     assert "· top operator `aten::" in line and "self CPU time per call (trace `traces/slowed.json`)" in line
 
 

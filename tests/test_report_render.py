@@ -483,3 +483,50 @@ def test_what_many_cases_did_alike_is_one_line_that_names_five_of_them():
     assert line.endswith("perfguard restored it after each case")
     markdown = render_markdown([record(*cases)])
     assert len(markdown.encode("utf-8")) < LIMIT_BYTES and markdown.count("changed torch's") == 1
+
+
+# --- what a time is called (issue 47, item 3) ------------------------------------------------------
+
+# How each device times a case, and what every surface calls that time: a CPU's is the host clock's time of
+# a call ("host_time"), though its record keeps it under "gpu_time", as a GPU's is kept.
+TIMED = [(CPU, "host-clock", "host-clock", "host_time", "host time"), (H200, "device", "cuda-events", "gpu_time", "GPU time")]
+
+
+@pytest.mark.parametrize(("device", "regime", "timer", "name", "label"), TIMED, ids=["on-a-cpu", "on-an-h200"])
+def test_every_surface_names_a_time_by_what_measured_it(device, regime, timer, name, label, tmp_path, capsys):
+    from perfguard.analysis.verdict import compare_records
+    from perfguard.model import MovedRow, Where
+    from perfguard.report.terminal import summary
+
+    def run(medians: dict[str, float]) -> RunRecord:
+        results = [dataclasses.replace(result(case_id, device, median_ms=ms, flops=None), regime=regime, timer=timer)
+                   for case_id, ms in medians.items()]
+        return record(*results, devices=(device,))
+
+    base, head = run({"slowed": 0.5, "gone": 0.5}), run({"slowed": 5.0, "fresh": 0.5})
+    where = Where("operator", (MovedRow("aten::add", 0.5, 5.0, beyond_noise=True),), moved=4.5, noise_pct=5.0)
+    verdicts = tuple(dataclasses.replace(v, where=where) if v.case_id == "slowed" else v for v in compare_records(base, head))
+    head = dataclasses.replace(head, verdicts=verdicts)
+    times = {v.case_id: (v.metric, v.status) for v in verdicts if v.metric != "peak_memory"}
+    assert times == {"slowed": ("gpu_time", "regressed"), "gone": ("gpu_time", "missing"), "fresh": ("gpu_time", "new")}  # the key stays
+    (base_file := tmp_path / "base.json").write_text(dumps(base))
+    (head_file := tmp_path / "head.json").write_text(dumps(head))
+    page = render_html([head])
+    said = {}
+    said["terminal"] = "\n".join(line for line, _ in summary(head.results, head.devices, head, failed_above=True))
+    assert f"slowed: regressed: {name} +900.0%" in said["terminal"] and f"gone: {name} missing: " in said["terminal"]
+    said["markdown"] = render_markdown([head])
+    assert f"`slowed`: {name.replace('_', chr(92) + '_')} regressed: " in said["markdown"]
+    said["html"] = text(page)
+    assert f"{name} regressed: " in said["html"] and f"{name} missing: " in said["html"]
+    (panel,) = panels(page, "slowed")
+    assert [badge for _, badge, _ in panel["verdicts"]] == [name.replace("_", " "), "peak memory"]
+    assert name in sections(panel) and panel["moved"][0]["title"].startswith(f"where the {label} moved")
+    assert main(["show", str(head_file)]) == 0
+    said["show"] = capsys.readouterr().out
+    assert f"slowed: {name} regressed: " in said["show"]
+    assert main(["compare", str(base_file), str(head_file), "--baselines", str(tmp_path)]) == 1
+    said["compare"] = capsys.readouterr().out
+    assert f"slowed: {name} regressed: " in said["compare"] and f"gone: {name} missing: " in said["compare"]
+    other = r"host[ _]time" if device.kind == "cuda" else r"gpu[ _]time"
+    assert {surface: re.findall(other, words, re.I) for surface, words in said.items()} == dict.fromkeys(said, [])

@@ -61,7 +61,7 @@ def judge_rounds(
                          bound=case.metrics.bound if case.metrics else None, host_clock=case.timer == "host-clock")
         if p is None:
             verdicts.append(dataclasses.replace(v, status="inconclusive", reason="no_spread", next_steps=(NextStep("more_rounds"),),
-                                                time=TimeEvidence(paired=True)))
+                                                time=TimeEvidence(paired=True, kind_of_time=v.kind_of_time)))
             continue
         figures[v.case_id, v.metric] = p
         verdicts.append(_verdict(v, p, base_rounds, head_rounds, most_rounds, gpu=case.device_uuid is not None))
@@ -90,7 +90,8 @@ def _verdict(v: Verdict, p: paired.Paired, base_rounds: Sequence[RunRecord], hea
     noise = Noise(runs=p.rounds, spread_pct=p.spread_pct, tolerance_pct=p.tolerance_pct, detectable_pct=p.detectable_pct,
                   floored=p.floored, past_bound=p.past_bound)
     evidence = TimeEvidence(noise=noise, paired=True, throttled_in=("rounds",) if reason == "throttled" else (),
-                            throttle_reasons=tuple(throttled) if reason == "throttled" else ())
+                            throttle_reasons=tuple(throttled) if reason == "throttled" else (),
+                            kind_of_time=v.kind_of_time)
     return dataclasses.replace(v, status=status, reason=reason, next_steps=steps, baseline=p.base_ms, current=p.head_ms,
                                change_pct=p.change_pct, threshold_pct=p.threshold_pct, time=evidence)
 

@@ -36,7 +36,7 @@ from perfguard import defaults, units
 from perfguard.analysis import counting, memory_verdicts, noise, priors
 from perfguard.defaults import THRESHOLD_PCT
 # The types the rule speaks in are the store's too: model/baseline.py holds them, below both.
-from perfguard.model import Admitted, BaselineEntry, Candidate, CaseResult, RunSummary, Verdict, identity
+from perfguard.model import Admitted, BaselineEntry, Candidate, CaseResult, RunSummary, Verdict, identity, shown_metric
 from perfguard.model.names import shown
 
 # How far ahead of this machine's clock a run may be dated: runners' clocks disagree by seconds, not
@@ -132,7 +132,7 @@ class Admission:
             centre = sorted(medians)[len(medians) // 2] if medians else 0.0
             for j in sorted(off):
                 i = measured[j]
-                far.setdefault(i, f"{metric} {noise.describe_run(fresh[i].summary, metric, centre)}")
+                far.setdefault(i, f"{shown_metric(metric, newest.regime)} {noise.describe_run(fresh[i].summary, metric, centre)}")
         for i, why in sorted(far.items()):
             self.lines.append(f"{case_id}: {why}, from {fresh[i].origin}, left out: far from the others")
         return [c for i, c in enumerate(fresh) if i not in far]
@@ -181,7 +181,7 @@ class Admission:
                 continue
             change = 100.0 * (value / est.centre_ms - 1.0)
             if abs(change) > est.tolerance_pct and not est.past_bound:  # past the bound, the gate decides nothing
-                return (f"{metric} {change:+.1f}% from the centre of {noise.judges(est)}, "
+                return (f"{shown_metric(metric, c.result.regime)} {change:+.1f}% from the centre of {noise.judges(est)}, "
                         f"outside its tolerance of ±{est.tolerance_pct:.1f}%")
         return ""
 

@@ -83,12 +83,13 @@ def compare_case(
         metric = entry.result.judged_metric
         return [_Context(declared.id, baseline_file).verdict(
             metric, "missing", "not_measured" if current else "did_not_run", threshold,
-            baseline=_centre(entry, metric), status_in=current.status if current else None)]
+            baseline=_centre(entry, metric), status_in=current.status if current else None,
+            time=TimeEvidence(kind_of_time=entry.result.regime or None))]
     metric = current.judged_metric
     if entry is None:
         return [_Context(declared.id, baseline_file).verdict(
             metric, "new", "not_in_baseline", threshold, current=median_ms(current, metric),
-            next_steps=(NextStep("record"),))]
+            next_steps=(NextStep("record"),), time=TimeEvidence(kind_of_time=current.regime or None))]
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
     for name in noise.judged_times(current, entry.result):
@@ -207,7 +208,7 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
         if metric != current.judged_metric:
             return None
         return ctx.verdict(metric, "new", "kind_not_in_baseline", threshold, current=median_ms(current, metric),
-                           time=TimeEvidence(regimes=regimes, kind_of_time=now), next_steps=(NextStep("record"),))
+                           time=TimeEvidence(regimes=regimes, kind_of_time=now or None), next_steps=(NextStep("record"),))
     summary, samples = _time_of(current, metric)
     old, new = est.centre_ms, median_ms(current, metric)
     change = 100.0 * (new / old - 1.0)
@@ -231,7 +232,7 @@ def _time(ctx: _Context, metric: TimeMetric, current: CaseResult, entry: Baselin
     reasons = sorted({r for t in (entry.result.telemetry, current.telemetry) if t for r in t.throttle_reasons}) \
         if reason == "throttled" else []
     evidence = TimeEvidence(noise=est, own_half_width_pct=own, throttled_in=throttled if reason == "throttled" else (),
-                            throttle_reasons=tuple(reasons), regimes=regimes)
+                            throttle_reasons=tuple(reasons), regimes=regimes, kind_of_time=now or None)
     return ctx.verdict(metric, status, reason, threshold, old, new, change, next_steps=_steps(status, reason, est, threshold),
                        time=evidence)
 

@@ -17,6 +17,7 @@ from perfguard.analysis import acceptance
 from perfguard.cli.common import add_option, command, read_record
 from perfguard.errors import ConfigError
 from perfguard.model import AcceptedChange, names
+from perfguard.report import words
 from perfguard.report.commands import Invocation
 from perfguard.report.steps import amount
 
@@ -33,19 +34,21 @@ def _accept(args: argparse.Namespace) -> int:
     if unknown:
         raise ConfigError(f"no case {', '.join(names.shown(c) for c in unknown)} in {args.run}; see `perfguard show {args.run}`")
     regressed = [v for v in record.verdicts if v.case_id in args.case and v.status == "regressed"
-                 and (not args.metric or v.metric in args.metric)]
+                 and (not args.metric or words.name(v) in args.metric)]
     for case_id in args.case:
         for metric in args.metric or ():
-            if not any(v.case_id == case_id and v.metric == metric for v in regressed):
-                raise ConfigError(f"{names.shown(case_id)}: {names.shown(metric)} did not regress in {args.run}, so there "
-                                  "is nothing of it to accept; nothing was written")
+            if not any(v.case_id == case_id and words.name(v) == metric for v in regressed):
+                did = sorted({words.name(v) for v in record.verdicts if v.case_id == case_id and v.status == "regressed"})
+                raise ConfigError(f"{names.shown(case_id)}: {names.shown(metric)} did not regress in {args.run}"
+                                  + (f" ({', '.join(did)} did)" if did else "")
+                                  + ", so there is nothing of it to accept; nothing was written")
         if not any(v.case_id == case_id for v in regressed):
             raise ConfigError(f"{names.shown(case_id)}: nothing regressed in {args.run}, so there is nothing to accept; "
                               "nothing was written")
     for v in regressed:  # what the judge would refuse (analysis/acceptance.py), never written
         if v.baseline is not None and (v.current or 0.0) > acceptance.bound(v.metric, v.baseline):
             into_baseline = Invocation(baselines=str(args.baselines)).accept([v.case_id], record=str(args.run))
-            raise ConfigError(f"{names.shown(v.case_id)}: {v.metric} {amount(v.metric, v.baseline)} → "
+            raise ConfigError(f"{names.shown(v.case_id)}: {words.name(v)} {amount(v.metric, v.baseline)} → "
                               f"{amount(v.metric, v.current)} is more than the {acceptance.FACTOR}× of its baseline "
                               f"that an acceptance file accepts; record it into the baseline with `{into_baseline}`; "
                               "nothing was written")
@@ -54,8 +57,8 @@ def _accept(args: argparse.Namespace) -> int:
     changes = [AcceptedChange(case_id=v.case_id, metric=v.metric, device=devices[v.case_id], figure=float(v.current or 0.0),
                               baseline=v.baseline, reason=reason, commit=record.commit, accepted_at=now) for v in regressed]
     path = acceptances.add(args.baselines, changes)
-    for c in changes:
-        print(f"accepted {names.shown(c.case_id)} {c.metric}: {amount(c.metric, c.baseline)} → {amount(c.metric, c.figure)} "
+    for c, v in zip(changes, regressed, strict=True):
+        print(f"accepted {names.shown(c.case_id)} {words.name(v)}: {amount(c.metric, c.baseline)} → {amount(c.metric, c.figure)} "
               f"({reason}) in {path}")
     print(f"commit {path} with the change: the reviewer sees it in the diff, and perfguard ab and the gate accept "
           "these figures (and no more) from then on")
@@ -68,7 +71,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     accept.add_argument("run", metavar="RUN.json", help="the run record that failed (perfguard ab's reports/perfguard.json)")
     accept.add_argument("--case", metavar="ID", action="append", help="a case whose change is intended (repeatable)")
     accept.add_argument("--metric", metavar="METRIC", action="append",
-                        help="only this figure of the case (latency, kernels, ...); an error if it did not regress")
+                        help="only this figure of the case, as its verdict's line names it (gpu_time, host_time on a CPU, "
+                        "kernels, ...); an error if it did not regress")
     accept.add_argument("--reason", metavar="TEXT", help="why the change is intended, kept in the file")
     add_option(accept, "perfguard-baselines")
     accept.set_defaults(command=_accept)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from perfguard import units
 from perfguard.analysis import noise
-from perfguard.model import TIME_LABELS, BaselineEntry, BaselineFile, CaseResult, Noise, RunSummary, names
+from perfguard.model import BaselineEntry, BaselineFile, CaseResult, Noise, RunSummary, names, time_label
 from perfguard.report import words
 
 # The stand-in's source when no --card is named: no run of a baseline comes from it.
@@ -37,6 +37,11 @@ class CaseView:
     metric: str
     threshold_pct: float
     estimate: Noise | None
+
+    @property
+    def label(self) -> str:
+        """The judged time in words, by how the case was timed: "GPU time", on a CPU "host time"."""
+        return time_label(self.metric, self.entry.result.regime)
 
     @property
     def without_metric(self) -> int:
@@ -110,7 +115,7 @@ def row(view: CaseView, letters: dict[str, str]) -> tuple[str, ...]:
         figures = (units.precise_duration(est.centre_ms), f"±{est.spread_pct:.2f}%", words.noise_pct(est.tolerance_pct, est, "±"),
                    words.noise_pct(est.detectable_pct, est), f"{est.runs}/{len(e.runs)}",
                    f"{'its own' if est.judged_by == 'own' else 'fleet'}, {units.plural(est.sources, est.source)}")
-    return (view.case_id, TIME_LABELS.get(view.metric, view.metric), *figures, cards, e.recorded_at, (e.commit or "-")[:12])
+    return (view.case_id, view.label, *figures, cards, e.recorded_at, (e.commit or "-")[:12])
 
 
 def left_out_lines(views: Sequence[CaseView]) -> list[str]:
@@ -124,7 +129,7 @@ def left_out_lines(views: Sequence[CaseView]) -> list[str]:
                          "the others' median), far from the others")
         if v.without_metric:
             lines.append(f"{v.case_id}: left out {units.plural(v.without_metric, 'run')} that did not measure "
-                         f"{TIME_LABELS.get(v.metric, v.metric)}")
+                         f"{v.label}")
     return lines
 
 

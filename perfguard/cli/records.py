@@ -176,14 +176,16 @@ def _named_changes(args: argparse.Namespace, runs_by_slug: dict[str, list[tuple[
                 entry = baseline.cases.get(r.id) if baseline else None
                 if entry is None:
                     continue
-                moved = {v.metric for v in compare_case(r, entry, current_fingerprint=devices[slug].fingerprint())
+                moved = {words.name(v) for v in compare_case(r, entry, current_fingerprint=devices[slug].fingerprint())
                          if v.status in ("regressed", "improved", "unstable") or v.metric in COUNTER_KINDS}
                 changed.setdefault(r.id, set()).update(moved)
     for metric in args.metric or ():
         unmoved = [case for case in args.case if case in changed and metric not in changed[case]]
         if unmoved:
+            named = sorted({m for case in unmoved for m in changed[case]})
             raise ConfigError(f"{', '.join(names.shown(c) for c in unmoved)}: {names.shown(metric)} did not change against "
-                              f"{args.baselines}, so there is nothing of it to accept; nothing was written")
+                              f"{args.baselines}" + (f" ({', '.join(named)} did)" if named else "")
+                              + ", so there is nothing of it to accept; nothing was written")
     # The run's commit is kept beside the reason, in the run summary that begins the new series.
     return {case: reason for case in args.case if changed.get(case)}
 
@@ -308,7 +310,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     accept.add_argument("--restart", action="store_true",
                         help="drop the accepted cases' earlier runs: the code changed on purpose")
     accept.add_argument("--metric", action="append", metavar="METRIC",
-                        help="with --case: the figure whose change is accepted (latency, kernels, ...); an error if it did not change")
+                        help="with --case: the figure whose change is accepted, as its verdict's line names it (gpu_time, "
+                        "host_time on a CPU, kernels, ...); an error if it did not change")
     accept.add_argument("--reason", metavar="TEXT", help="with --case: why the change is intended, kept in the baseline")
     merge = command(actions, "merge", "fold baseline files of this GPU model from other hosts into its baseline")
     merge.add_argument("files", metavar="FILE.json", nargs="+",

@@ -39,8 +39,11 @@ from perfguard.model.kinds import (
     MEMORY_METRICS,
     MemoryMetric,
     Metric,
+    Regime,
+    shown_metric,
     TIME_LABELS,
     TIME_METRICS,
+    time_label,
     TimeMetric,
 )
 from perfguard.model.measured import (
@@ -69,7 +72,6 @@ from perfguard.model.records import (
     TimeSummary,
     MAX_BASELINE_SAMPLES,
     MAX_STORED_SAMPLES,
-    Regime,
     REGIMES,
     RunRecord,
     round_sig,
@@ -180,8 +182,10 @@ __all__ = [
     "loads_record",
     "round_sig",
     "run_summary",
+    "shown_metric",
     "thin_samples",
     "tally",
     "thin_timings",
+    "time_label",
     "to_jsonable",
 ]

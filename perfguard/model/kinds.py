@@ -17,13 +17,32 @@ from typing import Literal
 #   never part of the timed calls (perfguard/measure/compiling.py).
 TimeMetric = Literal["gpu_time", "caller_time", "busy_time", "compile_cold", "compile_warm"]
 TIME_METRICS: tuple[TimeMetric, ...] = typing.get_args(TimeMetric)
+# How a case's judged figure is taken (perfguard/measure/timers.py; records.REGIMES says each in words).
+Regime = Literal["device", "enqueue-bound", "caller", "host-clock"]
+# A kind of time as every surface names it, where how it was taken makes its key a wrong name: on a CPU
+# (the regime "host-clock") the device's time is the host clock's time of a call, so it reads "host_time"
+# ("host time": not "CPU time", which is the process's user + system time). Records, baselines and
+# acceptance files keep the key "gpu_time" (a new key would be a schema, and a migration).
+SHOWN_AS: dict[tuple[str, str], str] = {("gpu_time", "host-clock"): "host_time"}
 TIME_LABELS: dict[str, str] = {
     "gpu_time": "GPU time",
+    "host_time": "host time",
     "caller_time": "the caller's time",
     "busy_time": "GPU busy time",
     "compile_cold": "compile time (cold caches)",
     "compile_warm": "compile time (warm caches)",
 }
+
+
+def shown_metric(metric: str, regime: str | None) -> str:
+    """A figure's name as it is shown, by how it was taken: "host_time" for a CPU's "gpu_time", else its key."""
+    return SHOWN_AS.get((metric, regime or ""), metric)
+
+
+def time_label(metric: str, regime: str | None) -> str:
+    """A kind of time in words, by how it was taken: "GPU time", or on a CPU "host time"."""
+    name = shown_metric(metric, regime)
+    return TIME_LABELS.get(name, name)
 
 
 # A case's memory, deterministic for one case on one software stack (analysis/memory_verdicts.py): a

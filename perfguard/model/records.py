@@ -10,7 +10,7 @@ import statistics
 import typing
 from typing import Any, Literal
 
-from perfguard.model.kinds import TimeMetric
+from perfguard.model.kinds import Regime, TimeMetric
 from perfguard.model.measured import Counters, Memory, MemoryBreakdown, Metrics, Profile, Telemetry
 from perfguard.model.verdicts import Verdict
 
@@ -136,11 +136,10 @@ class Timing:
     samples_ms: tuple[float, ...] = ()
 
 
-# How a case's judged figure is taken (perfguard/measure/timers.py), and what it is, for the reports.
-Regime = Literal["device", "enqueue-bound", "caller", "host-clock"]
 # Where the host, not the GPU, sets the pace of a call (a call that waits for the GPU itself, or a CPU's):
 # where its judged time goes is the host's operators' (Counters.op_time, analysis/moved.py).
 HOST_BOUND: tuple[Regime, ...] = ("caller", "host-clock")
+# What each way of taking a case's judged figure (a Regime) is, for the reports.
 REGIMES: dict[str, str] = {
     "device": "GPU time per call: calls queued behind a device-side wait, the host keeps ahead of the GPU",
     "enqueue-bound": "GPU time per call, each call queued whole behind a device-side wait: the host's "

@@ -9,7 +9,7 @@ import dataclasses
 import typing
 from typing import Literal
 
-from perfguard.model.kinds import Metric
+from perfguard.model.kinds import Metric, Regime
 
 # Every verdict status, most pressing first: the order every renderer lists them in.
 # "inconclusive": the change is within its tolerance, but a change of the threshold's size could have
@@ -127,7 +127,9 @@ class TimeEvidence:
     throttled_in: tuple[str, ...] = ()  # "baseline", "run", "rounds": where the clock was throttled
     throttle_reasons: tuple[str, ...] = ()
     regimes: tuple[str, ...] = ()  # (the baseline's, this run's) when the time was taken another way
-    kind_of_time: str | None = None  # for a new figure: how this run timed it (a Regime)
+    # How the time was taken: this run's regime (a missing case's: the baseline's), which names what was
+    # measured (kinds.shown_metric: a CPU's host clock); None in a record written before verdicts kept it.
+    kind_of_time: Regime | None = None
     # Medians (ms) of the re-measurements of a case that first looked regressed; `confirmed` says
     # whether they agreed (None: not re-measured). `not_remeasured`: why a case that looked regressed was
     # not: "spent" (the run's allowance of re-measured cases), or "failed" (with `remeasure_error`).
@@ -249,6 +251,11 @@ class Verdict:
     def detectable_pct(self) -> float | None:
         """The smallest slowdown the comparison catches 19 times in 20; None where no noise gave one."""
         return self.noise.detectable_pct if self.noise else None
+
+    @property
+    def kind_of_time(self) -> Regime | None:
+        """How a time was taken (TimeEvidence.kind_of_time), which names it; None for other metrics."""
+        return self.time.kind_of_time if self.time else None
 
     @property
     def paired(self) -> bool:

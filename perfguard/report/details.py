@@ -13,7 +13,7 @@ from typing import Any
 from perfguard import units
 from perfguard.analysis.memory_verdicts import leaks
 from perfguard.analysis.moved import change
-from perfguard.model import REGIMES, TIME_LABELS, MovedRow, Profile, Verdict, names
+from perfguard.model import REGIMES, MovedRow, Profile, Verdict, names, shown_metric
 from perfguard.report import view, words, work
 from perfguard.report.advice import LAUNCH_ADVICE
 from perfguard.report.view import Entry
@@ -102,8 +102,9 @@ def sections(entry: Entry) -> list[tuple[str, list[tuple[str, str]]]]:
         run.append(("status", r.status))
     if r.threshold is not None or r.memory_threshold is not None:
         run.append(("thresholds", f"latency {_pct(r.threshold)}, memory {_pct(r.memory_threshold)}"))
-    named = [("gpu_time", latency), ("gate", gate(entry)), ("throughput", throughput), ("host and launch", launch),
-             ("work per call", work.section(r)), ("memory", memory), ("clocks", clocks), ("run", run)]
+    # The judged time's section is named for what measured it: gpu_time, caller_time, a CPU's host_time.
+    named = [(shown_metric(r.judged_metric, r.regime), latency), ("gate", gate(entry)), ("throughput", throughput),
+             ("host and launch", launch), ("work per call", work.section(r)), ("memory", memory), ("clocks", clocks), ("run", run)]
     return [(title, items if any(v != NA for _, v in items) else [("", "n/a on this device")]) for title, items in named]
 
 
@@ -168,7 +169,7 @@ def where_tables(entry: Entry) -> list[dict[str, Any]]:
         head = [h.format(by=kind.nouns[0], calls=kind.calls) for h in WHERE_HEAD]
         if kind.calls is None:  # bytes at the peak: no launches
             head, rows = [head[0], *head[2:]], [[row[0], *row[2:]] for row in rows]
-        tables.append({"title": f"where the {TIME_LABELS.get(v.metric, v.metric.replace('_', ' '))} moved, by {kind.nouns[0]} ({kind.what})",
+        tables.append({"title": f"where the {words.label(v)} moved, by {kind.nouns[0]} ({kind.what})",
                        "line": words.where_line(v), "head": head, "rows": rows})
     return tables
 

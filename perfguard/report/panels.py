@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfguard import units
-from perfguard.report import charts, view, work
+from perfguard.report import charts, view, words, work
 from perfguard.report.details import (
     breakdown,
     breakdown_missing,
@@ -32,7 +32,7 @@ def panel(device: Device, entry: Entry | None, *, multi: bool, several: bool) ->
     view_: dict[str, Any] = {"device": device.info.name} if multi else {}
     if entry is None:
         return {**view_, "absent": True}
-    view_["verdicts"] = [[v.status, v.metric.replace("_", " "), message(v)] for v in entry.verdicts]
+    view_["verdicts"] = [[v.status, words.name(v).replace("_", " "), message(v)] for v in entry.verdicts]
     r = entry.result
     if r is not None and r.error:
         view_["error"] = r.error

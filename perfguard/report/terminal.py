@@ -184,9 +184,9 @@ def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:
 
 def _moved(v: Verdict) -> str:
     if v.change_pct is not None:
-        return f"{v.metric} {v.change_pct:+.1f}%"
+        return f"{words.name(v)} {v.change_pct:+.1f}%"
     if v.baseline is None or v.current is None:
-        return v.metric
+        return words.name(v)
     return f"{v.metric} {counting.figure(v.metric, v.baseline)} → {counting.figure(v.metric, v.current)}"
 
 

@@ -18,7 +18,8 @@ from perfguard.analysis.counting import SHOWN_NAMES, figure, short_name
 from perfguard.analysis.moved import change
 from perfguard.analysis.memory_verdicts import RETAINED_FLOOR_BYTES
 from perfguard.analysis.noise import judges
-from perfguard.model import COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_LABELS, TIME_METRICS, MovedRow, Noise, TimeEvidence, Verdict, Where
+from perfguard.model import (COMPILE_KINDS, COUNTER_KINDS, COUNTER_LABELS, TIME_METRICS, MovedRow, Noise, TimeEvidence, Verdict,
+                             Where, shown_metric, time_label)
 from perfguard.model.names import shown
 from perfguard.report import steps
 from perfguard.report.commands import Invocation
@@ -29,7 +30,17 @@ WHERE_WIDTH = 100  # a `where:` line fits a terminal of this many columns (the t
 
 def line(v: Verdict, run: Invocation = DEFAULT) -> str:
     """The verdict's whole line: "gpu_time regressed: 1.000 ms → 1.200 ms (+20.0%), outside ±2.0%: ..."."""
-    return f"{v.metric} {v.status}: {detail(v, run)}"
+    return f"{name(v)} {v.status}: {detail(v, run)}"
+
+
+def name(v: Verdict) -> str:
+    """The verdict's figure by what was measured: its metric, "host_time" for a CPU's device time."""
+    return shown_metric(v.metric, v.kind_of_time)
+
+
+def label(v: Verdict) -> str:
+    """The verdict's figure in words: "GPU time", "host time", "the caller's time", "peak memory"."""
+    return time_label(v.metric, v.kind_of_time) if v.metric in TIME_METRICS else v.metric.replace("_", " ")
 
 
 def detail(v: Verdict, run: Invocation = DEFAULT) -> str:
@@ -76,10 +87,11 @@ def _what(v: Verdict) -> str:
 
 
 def _figures(v: Verdict) -> str:
-    """"1.000 ms → 1.200 ms (+20.0%)", named when it is not the GPU time, with a change of how it was timed."""
+    """"1.000 ms → 1.200 ms (+20.0%)", named when it is not the device's time (the GPU's, a CPU's host time),
+    with a change of how it was timed."""
     text = f"{_ms(v.baseline)} → {_ms(v.current)}" + (f" ({v.change_pct:+.1f}%)" if v.change_pct is not None else "")
     if v.metric != "gpu_time":
-        text = f"{TIME_LABELS.get(v.metric, v.metric)} {text}"
+        text = f"{label(v)} {text}"
     regimes = v.time.regimes if v.time else ()
     if len(regimes) == 2:
         text += f", timed as {regimes[1]} (the baseline: {regimes[0]}), each figure judged against its own kind"
@@ -165,10 +177,10 @@ def _new_case(v: Verdict) -> str:
 
 
 def _new_kind(v: Verdict) -> str:
-    label = TIME_LABELS.get(v.metric, v.metric)
+    said = label(v)
     t = v.time or TimeEvidence()
     how = _figures(v).split(", ", 1)[1] if len(t.regimes) == 2 else f"timed as {t.kind_of_time}"
-    return f"{label} {_ms(v.current)}, {how}: the baseline holds no {label} to compare it with"
+    return f"{said} {_ms(v.current)}, {how}: the baseline holds no {said} to compare it with"
 
 
 def _plain(v: Verdict) -> str:
