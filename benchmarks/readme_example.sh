@@ -17,7 +17,8 @@ python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/gate.log
 echo '$ pytest --perfguard test_ops.py   # with the extra copy'
 PERFGUARD_EXAMPLE_CLONE=1 python3 -m pytest -q -p no:cacheprovider --perfguard test_ops.py >"$out/slow.log" 2>&1; echo "exit $?"
 cat "$out/slow.log"
-accept=$(sed -n 's/^perfguard: to accept these changes: `\(.*\)`$/\1/p' "$out/slow.log" | tail -n 1)
+# The summary's accept command: its own line or the next (lines are wrapped to the terminal; a command never is).
+accept=$(tr '\n' ' ' <"$out/slow.log" | grep -o 'to accept these changes into the baseline: *`[^`]*`' | tail -n 1 | sed 's/^[^`]*`\(.*\)`$/\1/')
 echo "\$ $accept"
 eval "$accept" >"$out/accept.log" 2>&1; echo "exit $?"; cat "$out/accept.log"
 echo '$ pytest --perfguard test_ops.py   # the accepted change'

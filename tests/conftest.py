@@ -29,6 +29,20 @@ INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:b
 TIMEOUT_S = 300  # for one inner run; a few seconds is usual
 
 
+# The terminal perfguard sees here is wide: it fits its table and wraps its lines to the terminal's width
+# (COLUMNS, else 80 where the output is no terminal), and most tests read what a line says, whole. The
+# tests of the fitting and the wrapping set a width of their own (test_terminal_width.py).
+WIDE = "1000"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's terminal reporter is made
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.get_plugin("terminalreporter") is not None:
+        writer = config.get_terminal_writer()
+        writer.fullwidth = writer.fullwidth  # pytest's own lines keep this terminal's width
+    os.environ["COLUMNS"] = WIDE  # for perfguard, in this process and every one it starts
+
+
 @pytest.fixture(scope="session")
 def forked():
     """forked_pytest.py: processes forked from one that has imported torch; its server stops at the end."""

@@ -296,9 +296,9 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         assert out.returncode == 1 and statuses(repo)["nap"] == "regressed", out.stdout
         assert f"perfguard ab: not accepted: {accepted}: " in out.stdout
         accepted.unlink()
-        match = re.search(r"^perfguard: to accept these changes: `(?P<command>.+)`$", out.stdout, re.M)
+        match = re.search(r"^perfguard: to accept these changes in this pull request: `(?P<command>.+)`$", out.stdout, re.M)
         assert match, out.stdout
-        assert match["command"] == "perfguard accept reports/perfguard.json --case nap"
+        assert match["command"] == "perfguard pr accept reports/perfguard.json --case nap"
         argv = shlex.split(match["command"])
         done = subprocess.run([sys.executable, "-m", "perfguard.cli", *argv[1:]], cwd=repo, capture_output=True, text=True,
                               timeout=120)
@@ -306,7 +306,7 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         assert "accepted 'nap' host_time: " in done.stdout and accepted.is_file()
         written = json.loads(accepted.read_text())
         entry = written["changes"][0]
-        assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "gpu_time", "intended (perfguard accept)")
+        assert (entry["case_id"], entry["metric"], entry["reason"]) == ("nap", "gpu_time", "intended (perfguard pr accept)")
         # An entry for a case the head does not run accepts nothing, and is named (issue 46, 3).
         written["changes"].append({**entry, "case_id": "ghost"})
         accepted.write_text(json.dumps(written))
@@ -314,7 +314,7 @@ def test_an_intended_regression_is_accepted_by_the_printed_command_and_ab_then_p
         assert again.returncode == 0, again.stdout + again.stderr
         assert statuses(repo)["nap"] == "accepted"
         assert "nap: host_time accepted: " in again.stdout
-        assert "; accepted up to " in again.stdout and "by baselines/accepted-changes.json: 'intended (perfguard accept)'" in again.stdout
+        assert "; accepted up to " in again.stdout and "by baselines/accepted-changes.json: 'intended (perfguard pr accept)'" in again.stdout
         assert "to accept these changes" not in again.stdout
         assert (f"perfguard ab: baselines/accepted-changes.json: 1 entry for a case this run did not measure (removed, "
                 f"renamed, skipped or not selected), accepting nothing: gpu_time of 'ghost' on {entry['device']}; remove "
@@ -329,7 +329,7 @@ def test_an_accept_that_names_no_case_or_a_case_that_did_not_regress_writes_noth
     for args, says in ((["reports/perfguard.json"], "name the case(s) whose change is intended with --case ID"),
                        (["reports/perfguard.json", "--case", "steady"], "'steady': nothing regressed in"),
                        (["reports/perfguard.json", "--case", "nap", "--metric", "kernels"], "'nap': 'kernels' did not regress")):
-        status = cli.main(["accept", *args])
+        status = cli.main(["pr", "accept", *args])
         err = capsys.readouterr().err
         assert status == 2 and says in err and len(err.splitlines()) == 1, err
         assert not (repo / "baselines" / "accepted-changes.json").exists()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from perfguard import store
+from test_terminal_width import too_wide
 
 MEASURE = ("--perfguard", "--perfguard-budget", "0.1")
 
@@ -52,7 +53,7 @@ SUITE = """
         return lambda: time.sleep(0.02)
 """
 CHANGED = "matmul[n=512]"
-ACCEPT = re.compile(r"^perfguard: to accept these changes: `(?P<command>.+)`$", re.M)
+ACCEPT = re.compile(r"^perfguard: to accept these changes into the baseline: `(?P<command>.+)`$", re.M)
 
 
 def perfguard_command(command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -144,9 +145,34 @@ def test_a_routine_update_does_not_take_in_a_counted_regression(tmp_path, run_py
     assert path.read_bytes() == before
 
 
+def test_at_80_columns_the_runs_end_is_wrapped_and_its_command_still_works_as_printed(tmp_path, run_pytest, recorded):
+    """Issue 47, item 11: the lines under pytest's summary ran to 414 characters at 80 columns. Wrapped,
+    the accept command is on a line of its own, whole, and runs as printed."""
+    copy_of(recorded, tmp_path)
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    failed = run_pytest(tmp_path, *MEASURE, env={"COLUMNS": "80"})
+    assert failed.ret == 1, failed.outlines[-30:]
+    start = failed.outlines.index(next(line for line in failed.outlines if re.fullmatch(r"=+ perfguard =+", line)))
+    end = next(n for n in range(start + 1, len(failed.outlines)) if failed.outlines[n].startswith("="))
+    section = failed.outlines[start + 1:end]
+    assert not too_wide(section, 80), section
+    said = section.index("perfguard: to accept these changes into the baseline:")
+    command = section[said + 1].strip().strip("`")
+    assert command == f"perfguard baseline accept reports/perfguard.json --case '{CHANGED}'"
+    done = perfguard_command(command, tmp_path)
+    assert done.returncode == 0 and f"{CHANGED}: accepted" in done.stdout, done.stdout + done.stderr
+    assert run_pytest(tmp_path, *MEASURE).ret == 0
+
+
 @pytest.mark.parametrize(("args", "says"), [
-    (["--metric", "gpu_time"], "--metric and --reason say what of a named case to accept: name the case(s) with --case ID"),
-    (["--case", "nope"], "no case nope in"),
+    (["--metric", "gpu_time"], "--metric and --reason say what of a named case to accept: name the case(s) with --case ID "
+                               "(the ids are in `perfguard show reports/perfguard.json`)"),
+    # A case the record does not hold: the record named, its closest ids offered, no placeholder (issue 47, 8).
+    (["--case", "nope"], "perfguard: reports/perfguard.json: no case 'nope'; `perfguard show reports/perfguard.json` "
+                         "lists its cases; nothing was written"),
+    (["--case", "matmul[n=521]"], "perfguard: reports/perfguard.json: no case 'matmul[n=521]' (did you mean "
+                                  "'matmul[n=512]'?); `perfguard show reports/perfguard.json` lists its cases; "
+                                  "nothing was written"),
     (["--case", "steady", "--metric", "aten_ops"], "'steady': 'aten_ops' did not change against baselines"),
 ])
 def test_a_bad_accept_is_one_line_and_changes_nothing(accepted, args, says, monkeypatch, capsys):
@@ -188,13 +214,13 @@ def test_a_cpus_time_is_accepted_by_the_name_its_lines_give_it(tmp_path, run_pyt
 
 
 def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_entry_is_spent(tmp_path, run_pytest, recorded):
-    # A pull request accepted its change with `perfguard accept` (the file in its diff); after the merge,
+    # A pull request accepted its change with `perfguard pr accept` (the file in its diff); after the merge,
     # main's gate passes it, main's update starts the case's new series without force, and the next run
     # says the entry is spent.
     copy_of(recorded, tmp_path)
     (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
     assert run_pytest(tmp_path, *MEASURE).ret == 1
-    done = perfguard_command(f"perfguard accept reports/perfguard.json --case '{CHANGED}' --reason 'a fused epilogue'", tmp_path)
+    done = perfguard_command(f"perfguard pr accept reports/perfguard.json --case '{CHANGED}' --reason 'a fused epilogue'", tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "baselines" / "accepted-changes.json").is_file()
     gate = run_pytest(tmp_path, *MEASURE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -281,12 +282,47 @@ def test_accept_writes_no_figure_the_gate_would_refuse(tmp_path, rng, capsys):
     huge = Verdict(case_id="b", metric="gpu_time", status="regressed", baseline=0.5, current=5.5, change_pct=1000.0,
                    threshold_pct=1.0, baseline_file="baselines/x.json", reason="outside")
     run = record(tmp_path / "run.json", result("b", rng, 11.0), verdicts=(huge,))
-    assert main(["accept", str(run), "--case", "b", "--baselines", str(tmp_path / "b")]) == 2
+    assert main(["pr", "accept", str(run), "--case", "b", "--baselines", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"perfguard: 'b': gpu_time 500.0 µs → 5.500 ms is more than the 10× of its baseline that an acceptance "
                    f"file accepts; record it into the baseline with `perfguard baseline accept {run} --case b "
                    f"--baselines={tmp_path / 'b'}`; nothing was written")
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("argv", [["pr", "accept"], ["baseline", "accept"]])
+def test_an_unknown_case_is_one_line_naming_the_record_and_the_closest_ids(tmp_path, rng, capsys, argv):
+    """Issue 47, item 8: an id the record does not hold (a typo, an id of another parameter) gets the ids
+    closest to it, as a declaration's keyword typo does, and the command that lists them, in one line
+    with no placeholder; nothing is written."""
+    run = record(tmp_path / "run.json", *(result(f"vector_add[n={n}]", rng) for n in (1024, 4096)), result("softmax", rng))
+    folder = tmp_path / "b"
+    for asked, offered in (("vector_add[n=1204]", " (did you mean 'vector_add[n=1024]' or 'vector_add[n=4096]'?)"),
+                           ("sofmtax", " (did you mean 'softmax'?)"), ("layer_norm", "")):
+        assert main([*argv, str(run), "--case", "softmax", "--case", asked, "--baselines", str(folder)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == (f"perfguard: {run}: no case {asked!r}{offered}; `perfguard show {run}` lists its cases; "
+                                     "nothing was written\n")
+    assert not folder.exists()
+
+
+def test_the_old_accept_spelling_names_the_new_command_and_runs_nothing(tmp_path, rng, capsys):
+    """Issue 47, item 10: `perfguard accept` (the pull request's acceptance file) and `perfguard baseline
+    accept` (the baseline) had names that did not say which file each writes. The first is `perfguard pr
+    accept` now, and the old spelling is one line with the command as it is now spelt, never a second way."""
+    slower = Verdict(case_id="b", metric="gpu_time", status="regressed", baseline=0.5, current=0.6, change_pct=20.0,
+                     threshold_pct=1.0, baseline_file="baselines/x.json", reason="outside")
+    run = record(tmp_path / "run.json", result("b", rng), verdicts=(slower,))
+    folder = tmp_path / "b"
+    assert main(["accept", str(run), "--case", "b", "--reason", "a fused epilogue", "--baselines", str(folder)]) == 2
+    out, err = capsys.readouterr()
+    now = f"perfguard pr accept {run} --case b --reason 'a fused epilogue' --baselines {folder}"
+    assert out == "" and err == ("perfguard: `perfguard accept` is now `perfguard pr accept` (it writes the acceptance file a "
+                                 "pull request commits; `perfguard baseline accept` writes the baseline): "
+                                 f"`{now}`\n")
+    assert not folder.exists()
+    assert main(shlex.split(now)[1:]) == 0  # the command as it is spelt now, as a shell splits it
+    assert "'b' gpu_time" in capsys.readouterr().out and (folder / "accepted-changes.json").is_file()
 
 
 def test_compare_of_a_missing_or_corrupt_record_is_one_line_and_exit_2(tmp_path, rng, capsys):

@@ -124,7 +124,7 @@ def test_two_entries_for_one_case_and_metric_in_an_acceptance_file_are_refused(t
     with pytest.raises(BaselineError) as refused:
         loads_acceptances(text, "b/accepted-changes.json")
     assert str(refused.value) == (f"b/accepted-changes.json: two entries accept the kernels of 'mul' on {CPU.slug}; keep "
-                                  "the one that was reviewed and remove the other (`perfguard accept` writes one entry a "
+                                  "the one that was reviewed and remove the other (`perfguard pr accept` writes one entry a "
                                   "case and metric)")
     # One entry a device: the same case and metric measured on two cards are two changes.
     other = loads_acceptances(json.dumps({"changes": [entry(6.0), entry(second, "nvidia-h200")], "schema_version": 1}), "b")

@@ -375,7 +375,7 @@ REGRESSED = re.compile(
     r"outside ±(?P<tolerance>[\d.]+)%: judged by this host's 2 runs, run-to-run spread ±[\d.]+%; smallest detectable change [\d.]+% "
     r"against (?P<file>\S+) \(threshold (?P<threshold>[\d.]+)%\); confirmed by 2 re-measurements \(.+\)\n"
     # every failure ends with the one command that accepts it, which works as printed (test_accept.py)
-    r"perfguard: to accept these changes: `perfguard baseline accept \S+ --case (?P=case)`$"
+    r"perfguard: to accept these changes into the baseline: `perfguard baseline accept \S+ --case (?P=case)`$"
 )
 
 

@@ -145,3 +145,16 @@ def test_a_card_the_baseline_has_not_seen_gets_one_line_for_its_times_on_every_s
     assert not [line for line in lines if line.startswith("op[n=") and "inconclusive:" in line]
     assert "this card is not in the baseline for 40 cases" in render_markdown([record])
     assert "this card is not in the baseline for 40 cases" in render_html([record])
+
+
+def test_a_verdicts_where_line_is_indented_under_it_and_wraps_under_itself():
+    # Its indent was escaped as a field's edge spaces, `\x20\x20where: …`, in `perfguard show` and pytest's summary.
+    from perfguard.model.verdicts import MovedRow, Where
+
+    moved = dataclasses.replace(verdict("b", "regressed"), current=2.0, change_pct=100.0, reason="outside",
+                                where=Where("kernel", (MovedRow("gemm", 1.0, 2.0, 1.0, 1.0, True),), 1.0, 4.0))
+    wide = [line for line, _ in summary([result("b", 2.0)], (), RunRecord("now", "0", verdicts=(moved,)), width=1000)]
+    assert "  where: gemm 1.000 ms → 2.000 ms (+100%, 100% of the change)" in wide
+    narrow = [line for line, _ in summary([result("b", 2.0)], (), RunRecord("now", "0", verdicts=(moved,)), width=40)]
+    at = narrow.index("  where: gemm 1.000 ms → 2.000 ms")
+    assert narrow[at + 1] == "    (+100%, 100% of the change)"

@@ -1,8 +1,10 @@
-"""The terminal table fits the terminal: no row wraps at 80 or 100 columns, a wider one shows more."""
+"""The terminal table fits the terminal: no row wraps at 80 or 100 columns, a wider one shows more; every
+other line of the run's end is wrapped to the width, never inside a command in backticks."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from perfguard.analysis.metrics import complete
 from perfguard.analysis.stats import timing
 from perfguard.cli import main
 from perfguard.model import CaseResult, DeviceInfo, Metrics, RunRecord, dumps
-from perfguard.report.fitting import KEPT
+from perfguard.report.fitting import KEPT, wrap
 from perfguard.report.terminal import COLUMNS, table
 
 COMMITTED = Path(__file__).parents[1] / "baselines" / "nvidia-h200.json"
@@ -98,3 +100,58 @@ def test_perfguard_show_reads_the_width_from_columns(runs, tmp_path, monkeypatch
         lines = capsys.readouterr().out.splitlines()
         _, body, _ = split(lines[: 2 + len(runs["h200"].results)])
         assert max(map(len, body)) <= width
+
+
+# A line may be longer than the width only when it is one thing that is not broken: its indent, then a
+# word or a command in backticks (with what is glued to it, "`...`;").
+UNBROKEN = re.compile(r" *(?:`[^`]*`|[^\s`])+")
+
+
+def too_wide(lines: list[str], width: int) -> list[str]:
+    return [line for line in lines if len(line) > width and not UNBROKEN.fullmatch(line)]
+
+
+ACCEPT = "`perfguard baseline accept reports/perfguard.json --case 'add[n=1]'`"
+
+
+@pytest.mark.parametrize(("line", "width", "lines"), [
+    ("verdicts: 0 regressed", 80, ["verdicts: 0 regressed"]),
+    # A command that does not fit after the words goes to the next line whole.
+    (f"perfguard: to accept these changes into the baseline: {ACCEPT}", 80,
+     ["perfguard: to accept these changes into the baseline:", f"  {ACCEPT}"]),
+    # Longer than the width, it stands alone, unbroken; what is glued to it stays with it.
+    (f"a: regressed; accept it: {ACCEPT}; or rerun", 40, ["a: regressed; accept it:", f"  {ACCEPT};", "  or rerun"]),
+    # Continuation lines are indented past the line's own indent.
+    ("  where: aten::mm 2.342 ms → 5.374 ms (+129%, 18% of the change); 38 more moved", 40,
+     ["  where: aten::mm 2.342 ms → 5.374 ms", "    (+129%, 18% of the change); 38 more", "    moved"]),
+    # A word longer than the width is not cut.
+    ("#1 = " + "x" * 50 + " tail", 20, ["#1 =", "  " + "x" * 50, "  tail"]),
+    # The spaces inside a line (a status padded to a column) are kept where it is not broken.
+    ("same       add: gpu_time same", 80, ["same       add: gpu_time same"]),
+])
+def test_a_line_wraps_at_spaces_and_never_inside_a_command(line, width, lines):
+    assert wrap(line, width) == lines
+    assert not too_wide(lines, width)
+
+
+def words_from(lines: list[str], start: str) -> list[str]:
+    """The words of `lines` from the first that starts with `start`: what they say, however wrapped."""
+    first = next(n for n, line in enumerate(lines) if line.startswith(start))
+    return " ".join(lines[first:]).split()
+
+
+@pytest.mark.parametrize("kind", ["h200", "cpu"])
+def test_at_80_columns_show_and_compare_wrap_every_line_and_say_the_same(runs, kind, tmp_path, monkeypatch, capsys):
+    """Issue 47, item 11: the lines under the table ran to 414 characters at 80 columns."""
+    path = tmp_path / "run.json"
+    path.write_text(dumps(runs[kind]))
+    for argv, start in ((["show", str(path)], f"{len(runs[kind].verdicts)} verdicts"),
+                        (["compare", str(path), str(path)], "")):
+        said = {}
+        for width in (80, 1000):
+            monkeypatch.setenv("COLUMNS", str(width))
+            main(argv)
+            said[width] = capsys.readouterr().out.splitlines()
+        assert max(map(len, said[1000])) > 80, argv  # there was something to wrap
+        assert not too_wide(said[80], 80), argv
+        assert words_from(said[80], start) == words_from(said[1000], start), argv

@@ -6,7 +6,7 @@
     perfguard baseline show [--device SLUG] [--baselines DIR]
     perfguard baseline accept RUN.json [RUN.json ...] [--case ID ...] [--restart] [--keep-runs N] [--baselines DIR]
     perfguard baseline merge FILE.json [FILE.json ...] [--keep-runs N] [--baselines DIR]
-    perfguard accept RUN.json --case ID [--metric M] [--reason TEXT] [--baselines DIR]
+    perfguard pr accept RUN.json --case ID [--metric M] [--reason TEXT] [--baselines DIR]
     perfguard compare BASE.json HEAD.json [--threshold PCT] [--memory-threshold PCT] [--baselines DIR]
     perfguard report RUN.json [RUN.json ...] -o FILE.html [--markdown FILE.md]
     perfguard migrate FILE.json [FILE.json ...]
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -47,6 +48,12 @@ BROKEN_PIPE = 141
 # as they were made: a third of `perfguard baseline show`'s 1.8 s (benchmarks/scaling.py). Fewer, later
 # collections while a command runs, as mypy sets them for the same reason.
 COLLECTOR_THRESHOLDS = (100_000, 30, 30)
+# Commands renamed, and what they are now. The old spelling runs nothing (one way to do each thing): it
+# gets one line with the command as it is now spelt, the user's arguments kept. `perfguard accept`
+# wrote the pull request's acceptance file, and beside `perfguard baseline accept` its name did not
+# say which file: now `pr accept` and `baseline accept` do.
+RENAMED = {"accept": ("pr accept", "it writes the acceptance file a pull request commits; `perfguard baseline accept` "
+                                   "writes the baseline")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    if argv[:1] and argv[0] in RENAMED:
+        now, what = RENAMED[argv[0]]
+        say(f"perfguard: `perfguard {argv[0]}` is now `perfguard {now}` ({what}): "
+            f"`{shlex.join(['perfguard', *now.split(), *argv[1:]])}`", file=sys.stderr)
+        return 2
     pytest_args: list[str] = []
     if argv[:1] == ["ab"] and "--" in argv:  # everything after `--` is pytest's, untouched by argparse
         argv, pytest_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]

@@ -1,11 +1,12 @@
-"""`perfguard accept RUN.json --case ID`: a pull request's intended change, as a reviewed line.
+"""`perfguard pr accept RUN.json --case ID`: a pull request's intended change, as a reviewed line.
 
 It writes the named cases' regressions of a run record (perfguard ab's head, or a gate run's) into
 `baselines/accepted-changes.json`, which the reviewer sees in the diff: case, metric, the accepted
 figure, the figure it was judged against, the reason and the revision. `perfguard ab` and main's gate
 read it (analysis/acceptance.py), which accepts no figure more than `acceptance.FACTOR` times the
 baseline's: nor does this command write one. For the baseline itself, `perfguard baseline accept` is
-the command.
+the command: the two names say which file each writes (`perfguard accept`, which said neither, is
+refused with a line naming `perfguard pr accept`: cli/__init__.py's RENAMED).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import argparse
 import datetime
 
 from perfguard.analysis import acceptance
-from perfguard.cli.common import add_option, command, read_record
+from perfguard.cli.common import add_option, check_cases, command, read_record, show_command
 from perfguard.errors import ConfigError
 from perfguard.model import AcceptedChange, names
 from perfguard.report import words
@@ -27,12 +28,10 @@ def _accept(args: argparse.Namespace) -> int:
 
     if not args.case:
         raise ConfigError(f"name the case(s) whose change is intended with --case ID (the regressed ones are in "
-                          f"`perfguard show {args.run}`); nothing was written")
+                          f"`{show_command(args.run)}`); nothing was written")
     record = read_record(args.run)
     devices = {r.id: r.device for r in record.results}
-    unknown = [c for c in args.case if c not in devices]
-    if unknown:
-        raise ConfigError(f"no case {', '.join(names.shown(c) for c in unknown)} in {args.run}; see `perfguard show {args.run}`")
+    check_cases(args.case, devices, [args.run])
     regressed = [v for v in record.verdicts if v.case_id in args.case and v.status == "regressed"
                  and (not args.metric or words.name(v) in args.metric)]
     for case_id in args.case:
@@ -47,13 +46,13 @@ def _accept(args: argparse.Namespace) -> int:
                               "nothing was written")
     for v in regressed:  # what the judge would refuse (analysis/acceptance.py), never written
         if v.baseline is not None and (v.current or 0.0) > acceptance.bound(v.metric, v.baseline):
-            into_baseline = Invocation(baselines=str(args.baselines)).accept([v.case_id], record=str(args.run))
+            into_baseline = Invocation(baselines=str(args.baselines)).baseline_accept([v.case_id], [str(args.run)])
             raise ConfigError(f"{names.shown(v.case_id)}: {words.name(v)} {amount(v.metric, v.baseline)} → "
                               f"{amount(v.metric, v.current)} is more than the {acceptance.FACTOR}× of its baseline "
                               f"that an acceptance file accepts; record it into the baseline with `{into_baseline}`; "
                               "nothing was written")
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    reason = args.reason or "intended (perfguard accept)"
+    reason = args.reason or "intended (perfguard pr accept)"
     changes = [AcceptedChange(case_id=v.case_id, metric=v.metric, device=devices[v.case_id], figure=float(v.current or 0.0),
                               baseline=v.baseline, reason=reason, commit=record.commit, accepted_at=now) for v in regressed]
     path = acceptances.add(args.baselines, changes)
@@ -66,8 +65,12 @@ def _accept(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    accept = command(commands, "accept", "write a run's intended regressions into the acceptance file a reviewer sees",
-                     "For a pull request: perfguard ab and main's gate then pass the named cases at these figures.")
+    pr = command(commands, "pr", "accept a pull request's intended regressions in the acceptance file it commits",
+                 "The baseline itself is `perfguard baseline accept`'s.")
+    actions = pr.add_subparsers(title="actions", metavar="ACTION", required=True)
+    accept = command(actions, "accept", "write a run's intended regressions into baselines/accepted-changes.json, "
+                     "which the pull request commits and its reviewer sees",
+                     "perfguard ab and main's gate then pass the named cases at these figures (and no more).")
     accept.add_argument("run", metavar="RUN.json", help="the run record that failed (perfguard ab's reports/perfguard.json)")
     accept.add_argument("--case", metavar="ID", action="append", help="a case whose change is intended (repeatable)")
     accept.add_argument("--metric", metavar="METRIC", action="append",

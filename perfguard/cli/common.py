@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from perfguard import inert, options, parsers
 from perfguard.errors import BaselineError, ConfigError
-from perfguard.model import RunRecord, loads_record
+from perfguard.model import RunRecord, loads_record, names
+
+# At most this many known ids are offered for one that is not there (difflib's closest, as a declaration's
+# keyword typo is offered the keyword it meant: case.check_keywords).
+CLOSE_MATCHES = 3
 
 def read_text(path: Path, wanted: str) -> str:
     """The text of a file the command was given; a missing or unreadable one is one clear error naming it
@@ -36,6 +42,26 @@ def read_record(path: Path | str) -> RunRecord:
                       f"`perfguard baseline show --baselines {path.parent} --device {path.stem}`")
 
 
+def show_command(path: Path | str) -> str:
+    """The command that lists a record's cases, as a shell runs it."""
+    return shlex.join(["perfguard", "show", str(path)])
+
+
+def check_cases(named: Iterable[str], known: Collection[str], runs: Sequence[Path | str]) -> None:
+    """A ConfigError, one line, for the ids of `named` that no record of `runs` holds: each with the known
+    ids closest to it, and the command that lists a record's cases; nothing is written."""
+    missing = [case_id for case_id in dict.fromkeys(named) if case_id not in known]
+    if not missing:
+        return
+    said, ids = [], list(known)
+    for case_id in missing:
+        close = difflib.get_close_matches(case_id, ids, n=CLOSE_MATCHES)
+        said.append(names.shown(case_id) + (f" (did you mean {' or '.join(map(names.shown, close))}?)" if close else ""))
+    whose = "its" if len(runs) == 1 else "a record's"
+    raise ConfigError(f"{', '.join(map(str, runs))}: no case {', '.join(said)}; `{show_command(runs[0])}` lists "
+                      f"{whose} cases; nothing was written")
+
+
 def file_kind(text: str) -> str | None:
     """"baseline" or "record" when `text` is a JSON object shaped like one at the top, else None: for
     pointing a command given the other kind of file at the command that reads it."""
@@ -58,6 +84,14 @@ def say(*lines: object, file: Any = None) -> None:
     forged `verdicts: 0 regressed`), so it is shown as `\\n`, with the rest `inert.line` escapes."""
     for line in lines:
         print(inert.line(line), file=file)
+
+
+def tell(*lines: object) -> None:
+    """Print each of `lines` as `say` does, wrapped to the terminal's width as the table is fitted to it
+    (report/fitting.wrap): what `show`, `compare` and `ab` print. An error is one line, and `say`'s."""
+    from perfguard.report.fitting import wrap
+
+    say(*(part for line in lines for part in wrap(inert.line(line))))
 
 
 def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:

@@ -7,7 +7,7 @@ import signal
 import sys
 
 from perfguard import defaults, parsers, units
-from perfguard.cli.common import add_option, argument, columns, command
+from perfguard.cli.common import add_option, argument, columns, command, tell
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def _ab(args: argparse.Namespace) -> int:
                         threshold_pct=args.threshold, fail_inconclusive=args.fail_inconclusive,
                         counter_allowance=args.counter_allowance, baselines=args.baselines, strict=args.strict)
     try:
-        return run_ab(args.base, args.pytest_args, settings, report_dir=args.report)
+        return run_ab(args.base, args.pytest_args, settings, report_dir=args.report, out=tell)
     except KeyboardInterrupt:
         print("perfguard ab: interrupted; the base worktree was removed", file=sys.stderr)
         return 130
@@ -103,7 +103,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                help=f"the smallest latency change that matters, in percent (default: {defaults.THRESHOLD_PCT:g}, "
                "or the case's own)")
     add_option(ab, "perfguard-counter-allowance")
-    add_option(ab, "perfguard-baselines", help="the folder whose accepted-changes.json (`perfguard accept`) says which "
+    add_option(ab, "perfguard-baselines", help="the folder whose accepted-changes.json (`perfguard pr accept`) says which "
                "changes of the head are intended (default: baselines)")
     add_option(ab, "perfguard-report", help="folder for perfguard.json (head, with verdicts), perfguard-base.json and the "
                f"reports (default: {defaults.REPORT_DIR})")

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
 from perfguard import defaults, units
-from perfguard.cli.common import add_option, columns, command, file_kind, percent, read_record, say
+from perfguard.cli.common import (add_option, check_cases, columns, command, file_kind, percent, read_record, say,
+                                  show_command, tell)
 from perfguard.cli.record_runs import Intake, noting_origins, unfinished
 from perfguard.errors import BaselineError, ConfigError
 from perfguard.model import COUNTER_KINDS, BaselineFile, CaseResult, DeviceInfo, names
 from perfguard.report import words
+from perfguard.report.commands import Invocation
 
 
 def _show(args: argparse.Namespace) -> int:
     from perfguard.report.terminal import record_lines
 
-    say(*record_lines(read_record(args.run)))
+    say(*record_lines(read_record(args.run)))  # fitted and wrapped to the terminal's width already
     return 0
 
 
@@ -106,9 +107,7 @@ def _baseline_accept(args: argparse.Namespace) -> int:
 
     records = sorted(((path, read_record(path)) for path in args.runs), key=lambda pr: pr[1].created_at)
     wanted = set(args.case or ())
-    missing = sorted(wanted - {r.id for _, record in records for r in record.results})
-    if missing:
-        raise ConfigError(f"no case {', '.join(missing)} in {', '.join(args.runs)}; see `perfguard show RUN.json`")
+    check_cases(args.case or (), {r.id for _, record in records for r in record.results}, args.runs)
     runs_by_slug: dict[str, list[tuple[list[CaseResult], str | None, str, str | None]]] = {}
     origins: dict[str, list[str]] = {}
     devices: dict[str, DeviceInfo] = {}
@@ -137,13 +136,11 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         raise ConfigError(f"{', '.join(args.runs)}: no measured case to accept; run pytest --perfguard first")
     accepted = _named_changes(args, runs_by_slug, devices)
     lines: list[str] = []
+    run = Invocation(baselines=str(args.baselines))
     for slug, runs in sorted(runs_by_slug.items()):
         # One rule a file: its `added` and `not_added` are then this file's cases (a case id may be in two).
         admission = Admission(restart=args.restart, accepted=accepted,
-                              remedy=lambda case_id: "if the change is intended, name it: `" + shlex.join(
-                                  ["perfguard", "baseline", "accept", *args.runs, "--case", case_id,
-                                    *([f"--baselines={args.baselines}"] if str(args.baselines) != defaults.BASELINES_DIR else [])])
-                                  + "`")
+                              remedy=lambda case: f"if the change is intended, name it: `{run.baseline_accept([case], args.runs)}`")
         took: set[str] = set()  # the records a run joined a series from (before the cap of --keep-runs)
         path = update_runs(args.baselines, devices[slug], runs, keep_runs=args.keep_runs,
                            admit=noting_origins(admission, took), origins=origins[slug])
@@ -165,7 +162,7 @@ def _named_changes(args: argparse.Namespace, runs_by_slug: dict[str, list[tuple[
     if not args.case:
         if args.metric or args.reason:
             raise ConfigError("--metric and --reason say what of a named case to accept: name the case(s) with --case ID "
-                              "(the ids are in `perfguard show RUN.json`)")
+                              f"(the ids are in `{show_command(args.runs[0])}`)")
         return {}
     reason = args.reason or "accepted with perfguard baseline accept"
     changed: dict[str, set[str]] = {}
@@ -247,18 +244,18 @@ def _compare(args: argparse.Namespace) -> int:
                    before={r.id: r for r in base.results}, accepted_file=str(accepted_file))
     verdicts = decide.ordered(judged.verdicts)
     for v in verdicts:
-        say(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
+        tell(f"{v.status:<9}  {v.case_id}: {words.line(v)}")
         where = words.where_line(v)
         if where:
-            say(f"{'':<9}    {where}")
-    say(f"perfguard: {verdict_count(verdicts)}")
+            tell(f"{'':<9}    {where}")
+    tell(f"perfguard: {verdict_count(verdicts)}")
     if judged.unread:
-        say(f"perfguard: not accepted: {judged.unread}")
-    say(*(f"perfguard: not accepted: {steps.refused_line(r, accepted_file)}" for r in judged.refused))
-    say(*(f"perfguard: {steps.spent_line(c, accepted_file, base=True)}" for c in judged.spent))
+        tell(f"perfguard: not accepted: {judged.unread}")
+    tell(*(f"perfguard: not accepted: {steps.refused_line(r, accepted_file)}" for r in judged.refused))
+    tell(*(f"perfguard: {steps.spent_line(c, accepted_file, base=True)}" for c in judged.spent))
     gone = [] if isinstance(accepted, BaselineError) else unmeasured(accepted, head.results)
     if gone:
-        say(f"perfguard: {steps.unmeasured_line(gone, accepted_file)}")
+        tell(f"perfguard: {steps.unmeasured_line(gone, accepted_file)}")
     return 1 if judged.failing else 0
 
 
@@ -332,7 +329,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("--memory-threshold", metavar="PCT", type=percent, default=None,
                          help=f"peak-memory growth that counts, in percent (default: {defaults.MEMORY_THRESHOLD_PCT:g}, or the case's own)")
     add_option(compare, "perfguard-counter-allowance")
-    add_option(compare, "perfguard-baselines", help="the folder whose accepted-changes.json (`perfguard accept`) says which "
+    add_option(compare, "perfguard-baselines", help="the folder whose accepted-changes.json (`perfguard pr accept`) says which "
                "changes of the head are intended (default: baselines)")
     add_option(compare, "perfguard-fail-inconclusive", help="exit 1 on an inconclusive case too (its tolerance is wider "
                "than the threshold, so a change of the threshold's size would pass unseen)")

@@ -75,7 +75,7 @@ def measured_case(result: CaseResult, where: str, advice: str = REFUSED) -> None
 
 
 def one_entry_each(accepted: Acceptances, where: str) -> None:
-    """An acceptance file accepts each device's case and metric once (`perfguard accept` replaces an entry):
+    """An acceptance file accepts each device's case and metric once (`perfguard pr accept` replaces an entry):
     two entries for one, which a merge of two pull requests' files leaves, say two things, whatever their
     figures; else a BaselineError beginning with `where`."""
     seen = set()
@@ -83,6 +83,6 @@ def one_entry_each(accepted: Acceptances, where: str) -> None:
         key = (c.device, c.case_id, c.metric)
         if key in seen:
             raise BaselineError(f"{where}: two entries accept the {c.metric} of {names.shown(c.case_id)} on {c.device}; "
-                                "keep the one that was reviewed and remove the other (`perfguard accept` writes one "
+                                "keep the one that was reviewed and remove the other (`perfguard pr accept` writes one "
                                 "entry a case and metric)")
         seen.add(key)

@@ -180,7 +180,7 @@ def loads_acceptances(text: str | bytes, source: str) -> Acceptances:
     metric, one entry a device, case and metric. How far its figures may lie from the baseline's is the
     judge's to say (analysis/acceptance.py), which reads the baseline."""
     data = _utf8(text)
-    _check_version(data, source, ACCEPTANCE_SCHEMA, "an acceptance file, written with `perfguard accept`")
+    _check_version(data, source, ACCEPTANCE_SCHEMA, "an acceptance file, written with `perfguard pr accept`")
     decoded = _decoded(_ACCEPTANCES, data, source)
     accepted = _built(decoded, Acceptances)
     one_entry_each(accepted, source)

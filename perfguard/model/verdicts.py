@@ -51,7 +51,7 @@ RARE_STATUSES = ("accepted",)
 
 # What to do next, as data: each renders as a command or a declaration (report/words.py).
 Action = Literal[
-    "accept",  # `perfguard baseline accept RUN.json --case ID` (the gate) or `perfguard accept ...` (ab)
+    "accept",  # `perfguard baseline accept RUN.json --case ID` (the gate) or `perfguard pr accept ...` (ab)
     "record",  # `pytest --perfguard --perfguard-update`: a new case or figure, or an improvement
     "raise_budget",  # --perfguard-budget
     "rerun_idle",  # rerun on an idle, cool GPU

@@ -169,7 +169,7 @@ class Recorder:
             named = {c.case_id: c.reason for c in accepted.changes if c.case_id not in refused}
         admission = Admission(
             force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named,
-            remedy=lambda case_id: f"if the change is intended, accept it: `{run.accept([case_id])}`")
+            remedy=lambda case_id: f"if the change is intended, accept it: `{run.baseline_accept([case_id])}`")
         self.admission = admission
         self.admission_lines = admission.lines
         for slug, device in self._models().items():
@@ -221,20 +221,23 @@ class Recorder:
         from perfguard.analysis.judgement import judge
         from perfguard.report import steps
         from perfguard.report.commands import Invocation
-        from perfguard.report.terminal import summary
+        from perfguard.report.terminal import summary, wrapped
+
+        # The table fits pytest's own width (its terminal writer's, which honours COLUMNS): no row wraps,
+        # and every other line is wrapped to it.
+        width = self.config.get_terminal_writer().fullwidth
 
         def write(text: str, **style: bool) -> None:
             # Every line through perfguard.inert: case ids, device names and messages are data.
-            terminalreporter.write_line(inert.line(text), **style)
+            for part in wrapped([text], width):
+                terminalreporter.write_line(inert.line(part), **style)
 
         terminalreporter.section("perfguard")
         # The new cases' remedy is in the gate lines below (plugin/strict.py), with their names.
         # A regressed case's lines are in its failure above, unless an update keeps it from failing.
-        # The table fits pytest's own width (its terminal writer's, which honours COLUMNS): no row wraps.
-        width = self.config.get_terminal_writer().fullwidth
         for line, style in summary(self.results.values(), self.devices.values(), self.record, self.fits,
                                    new_hint=False, failed_above=not self.options.update, width=width):
-            write(line, **style)
+            terminalreporter.write_line(inert.line(line), **style)
         for fact in self.facts:
             if not fact.fails:
                 write(f"perfguard: {fact.line}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from perfguard import defaults
 
@@ -37,17 +37,19 @@ class Invocation:
         """Record this run's figures in the baseline (routine: a run outside its series is not added)."""
         return _join(["pytest", "--perfguard", "--perfguard-update", *self._baselines_flag("--perfguard-baselines")])
 
-    def accept(self, case_ids: Iterable[str], record: str | None = None) -> str:
-        """Accept the named cases' changes from this run's record (or `record`) into the baseline (a new series)."""
-        record = record or f"{self.report.rstrip('/')}/perfguard.json"
-        cases = [arg for case_id in sorted(set(case_ids)) for arg in ("--case", case_id)]
-        return _join(["perfguard", "baseline", "accept", record, *cases, *self._baselines_flag()])
+    def baseline_accept(self, case_ids: Iterable[str], records: Sequence[str] = ()) -> str:
+        """Accept the named cases' changes from this run's record (or `records`) into the baseline (a new series)."""
+        records = list(records) or [f"{self.report.rstrip('/')}/perfguard.json"]
+        return _join(["perfguard", "baseline", "accept", *records, *_cases(case_ids), *self._baselines_flag()])
 
-    def accept_change(self, case_ids: Iterable[str]) -> str:
+    def pr_accept(self, case_ids: Iterable[str]) -> str:
         """Write the named cases' changes of a pull request (perfguard ab's record) into the acceptance file."""
         record = f"{self.report.rstrip('/')}/perfguard.json"
-        cases = [arg for case_id in sorted(set(case_ids)) for arg in ("--case", case_id)]
-        return _join(["perfguard", "accept", record, *cases, *self._baselines_flag()])
+        return _join(["perfguard", "pr", "accept", record, *_cases(case_ids), *self._baselines_flag()])
+
+
+def _cases(case_ids: Iterable[str]) -> list[str]:
+    return [arg for case_id in sorted(set(case_ids)) for arg in ("--case", case_id)]
 
 
 def _join(argv: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""The terminal table fitted to the terminal's width: a row on one line, never wrapped.
+"""The run's end fitted to the terminal's width: the table's rows on one line each, never wrapped, and
+every other line wrapped (`wrap`).
 
 All sixteen columns of a GPU run take 185-211 characters, so at 100 columns every row wrapped onto two
 or three lines, and on a CPU seven of them are n/a in every row. So: a column that says nothing in any
@@ -6,6 +7,12 @@ row goes; a case id longer than a third of the width is shortened, its whole id 
 table; then columns go by PRIORITY, the least telling first, until the rest fit. Case, verdict and
 median always stay. The record, `perfguard show` in a wider terminal (COLUMNS=250), the HTML and the
 Markdown keep every figure.
+
+The lines under the table (what each verdict saw, the accept command, the notes) ran to 400 characters;
+at 80 columns a terminal broke them mid-word, and one line's end read as the next one's start. `wrap`
+breaks them at spaces, the continuation lines indented under their first, and never inside a command
+in backticks: copied from a terminal, a command broken in two runs its first half. A command longer than
+the width stands on a line of its own, whole.
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ NEEDED = ("change", "detects")
 ID_MIN = 24  # an id is never cut shorter: its name and the ends of its parameters
 MARK = "…"
 _PARAM_NAME = re.compile(r"(?<=[\[-])[A-Za-z_]\w*=")  # a parameter's name in a grid id, "hidden=" of "[hidden=1024]"
+# What `wrap` never breaks: a run of characters up to a space, a span in backticks (spaces and all)
+# counting as one character of it; a lone backtick is a character.
+_WORD = re.compile(r"(?:`[^`]*`|[^\s`])+|`")
+HANG = "  "  # a wrapped line's continuation, under its first line's text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +62,24 @@ class Fitted:
 def terminal_width() -> int:
     """The terminal's width: COLUMNS when set, else the terminal's, else 80 (shutil's rule)."""
     return shutil.get_terminal_size().columns
+
+
+def wrap(line: str, width: int | None = None) -> list[str]:
+    """`line` as lines of at most `width` characters (None: the terminal's), broken at spaces, each
+    continuation indented by HANG past the line's own indent. A word or a command in backticks longer than
+    the width is not broken: it stands alone on its line."""
+    width = terminal_width() if width is None else width
+    if len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" "))) + HANG
+    lines: list[str] = []
+    prefix, start, end = "", 0, 0  # the line being made: `prefix` + line[start:end]
+    for word in _WORD.finditer(line):
+        if end > start and len(prefix) + word.end() - start > width:
+            lines.append(prefix + line[start:end])
+            prefix, start = indent, word.start()
+        end = word.end()
+    return [*lines, prefix + line[start:end]]
 
 
 def fit(header: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> Fitted:

@@ -121,8 +121,9 @@ def accept_line(cases: Sequence[str], run: Invocation = DEFAULT, *, paired: bool
     that works as printed: into the baseline, or (`paired`: perfguard ab) into the acceptance file."""
     if not cases:
         return None
-    command = run.accept_change(cases) if paired else run.accept(cases)
-    return f"perfguard: to accept these changes: `{command}`"
+    if paired:
+        return f"perfguard: to accept these changes in this pull request: `{run.pr_accept(cases)}`"
+    return f"perfguard: to accept these changes into the baseline: `{run.baseline_accept(cases)}`"
 
 
 def spent_line(change: AcceptedChange, where: Path | str, *, base: bool = False) -> str:
@@ -138,7 +139,7 @@ def refused_line(refused: Refused, where: Path | str) -> str:
     return (f"{where}: the entry for the {c.metric} of {names.shown(c.case_id)} on {c.device} accepts "
             f"{amount(c.metric, c.figure)}, more than {FACTOR}× the baseline's {amount(c.metric, refused.baseline)} "
             f"(at most {amount(c.metric, refused.bound)}): refused, it accepts nothing; write the measured figure "
-            "with `perfguard accept`, or record a change that large into the baseline with `perfguard baseline accept`")
+            "with `perfguard pr accept`, or record a change that large into the baseline with `perfguard baseline accept`")
 
 
 def unmeasured_line(changes: Sequence[AcceptedChange], where: Path | str, named: int = 5) -> str:

@@ -72,10 +72,18 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
                 *([cards.get(r.id, "-")] if cards else []),
             )
         )
-    lines = [f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()]
+    width = fitting.terminal_width() if width is None else width
+    lines = wrapped((f"device: {d.name} ({d.slug})" for d in {d.slug: d for d in devices}.values()), width)
     if rows:
         lines += fitting.fit((*COLUMNS, "card") if cards else COLUMNS, rows, width).lines()
-    return lines + errors
+    return lines + wrapped(errors, width)
+
+
+def wrapped(lines: Iterable[str], width: int | None = None, indent: str = "") -> list[str]:
+    """Each of `lines` as shown (perfguard.inert: a line break in a record's text would start a line that
+    passes for perfguard's own, `verdicts: 0 regressed`), after `indent`, and wrapped to `width` (None: the
+    terminal's; fitting.wrap)."""
+    return [part for line in lines for part in fitting.wrap(indent + inert.printable(line), width)]
 
 
 def _status(status: str, gate: Verdict | None, verdicts: list[Verdict]) -> str:
@@ -116,13 +124,15 @@ def summary(
     cases, for a caller that says it itself (the pytest summary's gate lines, plugin/strict.py).
     `failed_above`: each regressed verdict's line is already in its case's failure (a pytest run that
     fails them), so a case's regressions are one line here, what moved and by how much. `width`: the
-    table's, as in `table`."""
+    terminal's (None: its own), which the table fits and every other line wraps to."""
     verdicts = record.verdicts if record else ()
     results, devices = list(results), list(devices)
-    lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in table(results, devices, verdicts, width)]
+    width = fitting.terminal_width() if width is None else width
+    rows = [(line, {}) for line in table(results, devices, verdicts, width)]
     status = run_line(record) if record else None
-    if status:
-        lines.insert(0, (status, {"red": True, "bold": True}))
+    top = [(status, {"red": True, "bold": True})] if status else []
+    lines: list[tuple[str, dict[str, bool]]] = []
+    under: set[int] = set()  # the lines said under the one before them (a verdict's where), indented
     for advice in (launch_line(results), regime_line(results), compile_line(results)):
         if advice:
             lines.append((advice, {"cyan": True}))
@@ -145,7 +155,8 @@ def summary(
             lines.append((f"{v.case_id}: {words.line(v, run)}", STYLE.get(v.status, {})))
             where = words.where_line(v)
             if where:
-                lines.append((f"  {where}", {}))
+                under.add(len(lines))
+                lines.append((where, {}))
         lines += [(line, STYLE["inconclusive"]) for line in inconclusive_lines(verdicts, run)]
         news = {v.case_id for v in verdicts if v.status == "new" and v.metric in TIME_METRICS}
         if news and new_hint:
@@ -160,9 +171,9 @@ def summary(
         for change in sorted({c for v in quiet for c in v.env_mismatch}):
             n = len({v.case_id for v in quiet if change in v.env_mismatch})
             lines.append((f"environment differs from the baseline for {n} more case(s): {change}", {"yellow": True}))
-    # Each line one line: a line break in a record's text (a device name, a case id) would otherwise start
-    # one that passes for perfguard's own (`verdicts: 0 regressed`) wherever the lines are printed.
-    return [(inert.printable(line), style) for line, style in lines]
+    return ([(part, style) for line, style in top for part in wrapped([line], width)] + rows
+            + [(part, style) for n, (line, style) in enumerate(lines)
+               for part in wrapped([line], width, fitting.HANG if n in under else "")])
 
 
 def verdict_count(verdicts: Sequence[Verdict]) -> str:

@@ -1,6 +1,6 @@
 """The acceptance file beside the baselines: `baselines/accepted-changes.json` (model/acceptance.py).
 
-Read by the gate and `perfguard ab`, written by `perfguard accept` only, under the baselines' lock and
+Read by the gate and `perfguard ab`, written by `perfguard pr accept` only, under the baselines' lock and
 by an atomic rename, as a baseline is; a file that cannot be read is never overwritten.
 """
 
