@@ -199,14 +199,14 @@ def test_a_cpus_time_is_accepted_by_the_name_its_lines_give_it(tmp_path, run_pyt
     monkeypatch.chdir(tmp_path)
     (path,) = store.list_files(tmp_path / "baselines")
     before, acceptances = path.read_bytes(), tmp_path / "baselines" / "accepted-changes.json"
-    for command in (["accept"], ["baseline", "accept"]):
+    for command in (["pr", "accept"], ["baseline", "accept"]):
         assert cli.main([*command, "reports/perfguard.json", "--case", CHANGED, "--metric", "gpu_time"]) == 2
     nothing = "so there is nothing of it to accept; nothing was written"
     assert capsys.readouterr().err.splitlines() == [
         f"perfguard: '{CHANGED}': 'gpu_time' did not regress in reports/perfguard.json (aten_ops, host_time did), {nothing}",
         f"perfguard: '{CHANGED}': 'gpu_time' did not change against baselines (aten_ops, host_time did), {nothing}"]
     assert path.read_bytes() == before and not acceptances.exists()
-    assert cli.main(["accept", "reports/perfguard.json", "--case", CHANGED, "--metric", "host_time"]) == 0
+    assert cli.main(["pr", "accept", "reports/perfguard.json", "--case", CHANGED, "--metric", "host_time"]) == 0
     assert capsys.readouterr().out.startswith(f"accepted '{CHANGED}' host_time: 20.00 ms → 40.00 ms ")
     assert [c["metric"] for c in json.loads(acceptances.read_text())["changes"]] == ["gpu_time"]
     assert cli.main(["baseline", "accept", "reports/perfguard.json", "--case", CHANGED, "--metric", "host_time"]) == 0
