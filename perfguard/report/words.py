@@ -350,6 +350,9 @@ def where_line(v: Verdict, trace: str | None = None) -> str | None:
     of = f"{len(w.rows)} {kind.nouns[len(w.rows) != 1]}"
     tail = f"; trace: {trace}" if trace else ""
     culprits = w.culprits
+    if v.change_pct and w.moved * v.change_pct < 0:
+        return (f"where: its {of} moved the other way in all ({_signed(w.moved, w.by)} a call): they do not say "
+                f"where this change came from{tail}")
     if not culprits:
         if kind.in_bytes:
             return f"where: spread over {of}, none by more than the allocator's rounding{tail}"
@@ -375,7 +378,10 @@ def row_figure(x: float, by: str) -> str:
 
 def row_change(row: MovedRow, by: str) -> str:
     """"+25.0 µs", "+512.0 MiB": a row's change."""
-    d = change(row)
+    return _signed(change(row), by)
+
+
+def _signed(d: float, by: str) -> str:
     return ("+" if d >= 0 else "−") + units.size(abs(d)) if ROW_KINDS[by].in_bytes else f"{d * 1e3:+.1f} µs"
 
 
