@@ -14,9 +14,8 @@ the parsers' names, not the parsers (benchmarks/unused_cost.py).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfguard import defaults
 
@@ -33,9 +32,11 @@ def escaped(help: str) -> str:
     return help.replace("%", "%%")
 
 
-@dataclasses.dataclass(frozen=True)
-class Option:
-    """One option. A flag (no `metavar`) takes no value and has no parser."""
+class Option(NamedTuple):
+    """One option. A flag (no `metavar`) takes no value and has no parser.
+
+    A NamedTuple, not a frozen dataclass: every pytest run builds this class, and a dataclass writes
+    and compiles its methods anew in each process (half a millisecond of every run, docs/development.md)."""
 
     name: str  # pytest's spelling without the dashes: "perfguard-threshold"
     help: str

@@ -634,11 +634,14 @@ def test_a_plain_run_makes_no_perfguard_state_imports_nothing_heavy_and_writes_n
 
 
 UNUSED_TEST = """
-    import sys
+    import dataclasses, sys
 
     def test_unused():
         loaded = sorted(m for m in sys.modules if m == "perfguard" or m.startswith("perfguard."))
         print("perfguard modules:", " ".join(loaded))
+        built = [f"{m}.{name}" for m in loaded for name, value in vars(sys.modules[m]).items()
+                 if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == m]
+        print("perfguard dataclasses:", " ".join(built))
 """
 # What a run that neither declares a case nor gives a perfguard option may import of perfguard: the
 # plugin and the option table it declares to pytest. Parsing the options (plugin/options.py) waits for
@@ -655,6 +658,42 @@ def test_a_run_that_uses_no_perfguard_imports_only_the_plugin_and_its_options(tm
     result.assert_outcomes(passed=1)
     [line] = [line for line in result.outlines if "perfguard modules:" in line]
     assert line.split("perfguard modules:")[1].split() == UNUSED_RUN_MODULES
+    # Nor does it build a dataclass: one writes and compiles its methods in every process, half a
+    # millisecond of every run (the option table's Option is a NamedTuple).
+    [line] = [line for line in result.outlines if "perfguard dataclasses:" in line]
+    assert line.split("perfguard dataclasses:")[1].split() == []
+
+
+HOOKS_TEST = """
+    def test_hooks(request):
+        manager = request.config.pluginmanager
+        ours = {name for name, _ in manager.list_name_plugin() if name == "perfguard" or name.startswith("perfguard-")}
+        hooks = {impl.function.__name__ for caller in vars(manager.hook).values() if hasattr(caller, "get_hookimpls")
+                 for impl in caller.get_hookimpls() if impl.plugin_name in ours}
+        print("perfguard hooks:", " ".join(sorted(hooks)))
+"""
+# The hooks a run that gives no perfguard option calls (pytest registers, and calls, every hook a plugin
+# holds): declaring the options, reading them, a perf case's collection, xdist's worker count (asked
+# before any configure). A run that gave one registers the rest where it sets up (plugin/run.py).
+UNUSED_RUN_HOOKS = ["pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_xdist_auto_num_workers"]
+RUN_END_HOOKS = {"pytest_configure_node", "pytest_runtestloop", "pytest_sessionfinish", "pytest_terminal_summary",
+                 "pytest_unconfigure", "pytest_xdist_setupnodes"}
+
+
+@pytest.mark.parametrize("args", [(), ("--perfguard-threshold=5",), ("--perfguard",), ("--perfguard-cases=cases.txt",)])
+def test_a_run_registers_only_the_hooks_its_options_call_for(tmp_path, run_pytest, args):
+    write(tmp_path, "test_hooks.py", HOOKS_TEST)
+    (tmp_path / "cases.txt").write_text("test_hooks.py::test_hooks\n")
+    result = run_pytest(tmp_path, "-s", *args)
+    result.assert_outcomes(passed=1)
+    [line] = [line for line in result.outlines if "perfguard hooks:" in line]
+    hooks = line.split("perfguard hooks:")[1].split()
+    if args == ("--perfguard",):  # a run that records: its recorder, its end, its workers' GPUs
+        assert set(UNUSED_RUN_HOOKS) | RUN_END_HOOKS <= set(hooks)
+    elif args == ("--perfguard-cases=cases.txt",):  # what the file does not list is deselected
+        assert hooks == sorted([*UNUSED_RUN_HOOKS, "pytest_collection_modifyitems"])
+    else:  # no option, or one that only sets a value: nothing to record, nothing to deselect
+        assert hooks == UNUSED_RUN_HOOKS
 
 
 def test_nothing_is_measured_or_written_when_no_case_ran(tmp_path, run_pytest):

@@ -1,4 +1,4 @@
-"""The pytest layer: options, collection of `@perf_case` objects, the `perf` fixture, the run's end.
+"""The pytest layer: options, collection of `@perf_case` objects, the `perf` fixture.
 
 Thin on purpose: measuring is `perfguard.measure`, judging is `perfguard.analysis.verdict`, files are
 `perfguard.store` and `perfguard.model`, tables are `perfguard.report`. Two objects hold a run's state:
@@ -9,10 +9,11 @@ the options (parsing them only where one was given), keeps a copy of stderr, and
 (torch, scipy, jinja2).
 
 This module is loaded by every pytest run in an environment where perfguard is installed, most of
-which never use it, so it imports only the option table at load time (hypothesis's plugin is the
-model): the rest of perfguard is imported by the hook that first needs it (plugin/run.py, where an
-option was given). pytest loads a plugin's modules through its assertion rewriter, which parses
-each one again wherever it cannot keep its cache, so every module imported here costs every run. A run
+which never use it, so it holds only the hooks such a run calls and imports only the option table at
+load time (hypothesis's plugin is the model). A run that gave an option registers the rest where it
+sets up (plugin/run.py): the run's end, the xdist workers' GPUs, `--perfguard-cases`. pytest loads a
+plugin's modules through its assertion rewriter, which parses each one again wherever it cannot keep
+its cache, and registers each hook it finds: so every line here and every hook costs every run. A run
 that neither asks for --perfguard nor declares a perf case costs a few milliseconds of CPU
 (benchmarks/unused_cost.py, docs/development.md).
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,9 +30,6 @@ from perfguard.plugin.register import add_options, given
 
 if TYPE_CHECKING:
     from perfguard.plugin.items import Perf
-    from perfguard.plugin.recorder import Recorder
-
-RECORDER_NAME = "perfguard-recorder"  # the recorder's name as a registered plugin: found without importing it
 
 # A copy of this process's stderr, taken at the first configure, while pytest does not capture it: a case
 # stuck past its timeout dumps its stack there (measure/watchdog.py, which the measurer hands it to).
@@ -50,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from perfguard.plugin import run
 
-    run.configure(config, RECORDER_NAME)
+    run.configure(config)
 
 
 def _keep_stderr() -> None:
@@ -62,13 +60,10 @@ def _keep_stderr() -> None:
             pass
 
 
-def _recorder(config: pytest.Config) -> Recorder | None:
-    """This run's recorder; None without --perfguard, and on an xdist worker."""
-    return config.pluginmanager.get_plugin(RECORDER_NAME)
-
-
-# pytest-xdist's hooks (perfguard/plugin/workers.py); optional, so that perfguard runs without xdist.
-# Without a perfguard option given, a run does not measure, so its workers are neither counted nor pinned.
+# pytest-xdist asks for its worker count before any plugin's pytest_configure: this hook is here, where
+# every run has it; perfguard's other xdist hooks are registered by a run that measures (plugin/run.py).
+# Optional, so that perfguard runs without xdist. Without a perfguard option given, a run does not measure,
+# so its workers are not counted.
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -78,24 +73,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     from perfguard.plugin import workers
 
     return workers.auto_count(config)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
-    if not given(config):
-        return
-    from perfguard.plugin import workers
-
-    workers.pin(config, specs)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    if not given(node.config):
-        return
-    from perfguard.plugin import workers
-
-    workers.tell(node)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -112,50 +89,9 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     return collect(collector, *found) if found else None
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if given(config):  # perhaps --perfguard-cases FILE
-        from perfguard.plugin.selection import keep_listed
-
-        keep_listed(config, items)
-
-
 @pytest.fixture
 def perf(request: pytest.FixtureRequest) -> Perf:
     """Measure a callable inside an ordinary test: `perf(fn, bytes=..., flops=...)`."""
     from perfguard.plugin.items import Perf
 
     return Perf(request)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtestloop(session: pytest.Session) -> object:
-    # On the xdist controller, which waits while its workers start (seconds): load what the run's end
-    # needs now, so that it is not paid after the last case.
-    recorder = _recorder(session.config)
-    if recorder is not None and session.config.pluginmanager.has_plugin("dsession"):
-        recorder.prepare_finish()
-    return (yield)
-
-
-# Innermost of the wrappers (inside the terminal reporter's, which prints the summary after it): around
-# every plain hook, the conftests' included, so that their Ctrl-C and errors find the files written.
-@pytest.hookimpl(wrapper=True, trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> object:
-    recorder = _recorder(session.config)
-    if recorder is None:  # no --perfguard, or an xdist worker: nothing to write here
-        return (yield)
-    from perfguard.plugin import run
-
-    return (yield from run.finishing(recorder, session, exitstatus))
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    recorder = _recorder(config)
-    if recorder is not None:
-        recorder.summarize(terminalreporter, recorder.session)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    recorder = _recorder(config)
-    if recorder is not None:
-        recorder.ctrl_c.stop()  # Ctrl-C is pytest's again, even where no terminal summary ran

@@ -1,11 +1,15 @@
-"""A run that gave a perfguard option: its set-up at configure time, and its exit status at the end.
+"""A run that gave a perfguard option: its set-up at configure time, and its end.
 
 Kept out of the plugin's module (perfguard/plugin/__init__.py), which every pytest run where perfguard
-is installed loads: only a run that gave an option (plugin/register.given) imports this one.
+is installed loads: only a run that gave an option (plugin/register.given) imports this one, and only
+such a run registers the hooks it needs (pytest registers each hook a plugin holds, in every run):
+`--perfguard-cases` its deselection (plugin/selection.py); a run that records, its recorder, the
+xdist workers' GPUs (plugin/workers.py) and the run's end, this module's hooks.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +20,17 @@ from perfguard.plugin.options import Options
 if TYPE_CHECKING:
     from perfguard.plugin.recorder import Recorder
 
+RECORDER_NAME = "perfguard-recorder"  # the recorder's name as a registered plugin: found without importing it
 
-def configure(config: pytest.Config, recorder_name: str) -> None:
-    """Refuse bad or weakening options; under --perfguard, outside an xdist worker, make and register the recorder."""
+
+def configure(config: pytest.Config) -> None:
+    """Refuse bad or weakening options; under --perfguard, outside an xdist worker, make and register the
+    recorder and the hooks of a run that records."""
     options = Options.of(config)  # a bad option is a usage error in every run, as pytest's own are
+    if options.cases_file is not None:  # in every process that collects: each xdist worker collects
+        from perfguard.plugin import selection
+
+        config.pluginmanager.register(selection, "perfguard-cases")
     if not hasattr(config, "workerinput") and (options.strict or options.max_threshold_pct is not None
                                                 or options.max_counter_allowance is not None):
         from perfguard.plugin import strict  # the controller judges where the options came from
@@ -40,9 +51,47 @@ def configure(config: pytest.Config, recorder_name: str) -> None:
     recorder = Recorder(config, cpu_workers=on_cpu)
     config.stash[RECORDER] = recorder
     config.stash[BEFORE_CASE] = recorder.mark_unfinished  # for this process's measurer, when there is no xdist
-    config.pluginmanager.register(recorder, recorder_name)
+    config.pluginmanager.register(recorder, RECORDER_NAME)
     config.pluginmanager.register(recorder.watch, "perfguard-watch")
     config.pluginmanager.register(Selection.of(config), "perfguard-selection")
+    config.pluginmanager.register(workers, "perfguard-workers")
+    config.pluginmanager.register(sys.modules[__name__], "perfguard-run")
+
+
+def _recorder(config: pytest.Config) -> Recorder:
+    return config.pluginmanager.get_plugin(RECORDER_NAME)
+
+
+# The run's end: hooks of a run that records, registered with its recorder (configure, above).
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> object:
+    # On the xdist controller, which waits while its workers start (seconds): load what the run's end
+    # needs now, so that it is not paid after the last case.
+    if session.config.pluginmanager.has_plugin("dsession"):
+        _recorder(session.config).prepare_finish()
+    return (yield)
+
+
+# Innermost of the wrappers (inside the terminal reporter's, which prints the summary after it): around
+# every plain hook, the conftests' included, so that their Ctrl-C and errors find the files written.
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> object:
+    return (yield from finishing(_recorder(session.config), session, exitstatus))
+
+
+# Last, as before any conftest's: perfguard's lines end the summary, and Ctrl-C is pytest's again after the
+# other plugins' unconfigure.
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    recorder = _recorder(config)
+    recorder.summarize(terminalreporter, recorder.session)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _recorder(config).ctrl_c.stop()  # Ctrl-C is pytest's again, even where no terminal summary ran
 
 
 def finishing(recorder: Recorder, session: pytest.Session, exitstatus: int) -> Generator[None, Any, Any]:

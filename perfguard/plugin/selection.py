@@ -50,11 +50,10 @@ class Selection:
         return bool(nodeid) and any(_takes_in(self.config, arg, nodeid) for arg in self.config.args)
 
 
-def keep_listed(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under --perfguard-cases FILE: deselect every item whose node id FILE does not list."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under --perfguard-cases FILE (plugin/run.py registers this module then): deselect every item whose
+    node id FILE does not list."""
     path = Options.of(config).cases_file
-    if path is None:
-        return
     try:
         listed = {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
     except (OSError, UnicodeDecodeError) as exc:

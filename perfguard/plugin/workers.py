@@ -93,10 +93,12 @@ def local_worker_count(config: pytest.Config) -> int:
     return sum(1 for spec in parse_tx_spec_config(config) if spec.split("//")[0] == "popen")
 
 
-def pin(config: pytest.Config, specs: Any) -> None:
-    """Give each local worker's spec its GPU (pytest_xdist_setupnodes, before any worker starts)."""
-    if hasattr(config, "workerinput") or not Options.of(config).enabled:
-        return
+# The two hooks below are registered by a run that records (plugin/run.py): --perfguard, on the controller.
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
+    """Give each local worker's spec its GPU, before any worker starts."""
     config.stash[_PINS] = assign(specs, _visible(config))
 
 
@@ -110,8 +112,9 @@ def assign(specs: Any, visible: tuple[str, ...]) -> dict[int, str]:
     return pins
 
 
-def tell(node: Any) -> None:
-    """Tell a worker which GPU it was given (pytest_configure_node), so it can check it sees only that one."""
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell a worker which GPU it was given, so it can check it sees only that one."""
     entry = node.config.stash.get(_PINS, {}).get(id(node.gateway.spec))
     if entry is not None:
         node.workerinput[PIN_KEY] = entry
