@@ -81,8 +81,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> object:
     return (yield from finishing(_recorder(session.config), session, exitstatus))
 
 
-# Last, as before any conftest's: perfguard's lines end the summary, and Ctrl-C is pytest's again after the
-# other plugins' unconfigure.
+# After every other plugin's and conftest's (registered last, these would otherwise come first): perfguard's
+# lines end the summary, and Ctrl-C is pytest's again once the others have unconfigured.
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     recorder = _recorder(config)
