@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shlex
 import subprocess
@@ -73,6 +74,8 @@ def timed(label: str, command: str, venv: Path, cwd: Path) -> str:
     wall, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime  # the steps run one at a time
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if last.startswith("Successfully installed"):  # pip's last line names every package
+        last = f"pip installed {len(last.split()) - 2} packages"
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (load after {load}); exit {done.returncode}: {last}", flush=True)
     if done.returncode:
@@ -96,7 +99,7 @@ def main() -> None:
         dropped = drop_from_page_cache(venv, clone, Path(sys.base_prefix))
         print(f"dropped from the page cache: the venv, the clone and {sys.base_prefix} ({dropped} MiB)")
         out = timed("tests, fresh", f"{tests} --durations={args.durations}", venv, clone)
-        print("\n".join(line for line in out.splitlines() if line[:1].isdigit() and "s " in line[:10]))
+        print("\n".join(line for line in out.splitlines() if re.match(r"\d+\.\d+s (setup|call|teardown) ", line)))
         for n in range(args.again):
             timed(f"tests, again ({n + 1})", tests, venv, clone)
 
