@@ -144,12 +144,12 @@ def run_once(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return usage.ru_utime + usage.ru_stime, wall
 
 
-def rewritten_copies(folder: Path, env: dict[str, str]) -> list[Path]:
-    """pytest's rewritten copies of the installed perfguard's modules, kept beside them by a run that could
-    write them: a run without bytecode caches reads them, and parses nothing."""
+def rewritten_copies(folder: Path, env: dict[str, str]) -> tuple[Path, list[Path]]:
+    """The installed perfguard's folder, and pytest's rewritten copies of its modules kept in it by a run that
+    could write them: a run without bytecode caches reads those, and parses nothing."""
     where = subprocess.run([sys.executable, "-c", "import os, perfguard; print(os.path.dirname(perfguard.__file__))"],
                            cwd=folder, env=env, capture_output=True, text=True, check=True).stdout.strip()
-    return sorted(Path(where).rglob("__pycache__/*-pytest-*.pyc"))
+    return Path(where), sorted(Path(where).rglob("__pycache__/*-pytest-*.pyc"))
 
 
 def summary(label: str, with_pg: list[float], without: list[float]) -> list[str]:
@@ -191,11 +191,11 @@ def main() -> None:
         (folder / "test_two.py").write_text(TESTS)
         if args.no_bytecode:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
-            copies = rewritten_copies(folder, env)
+            installed, copies = rewritten_copies(folder, env)
             if copies:
-                raise SystemExit(f"{copies[0].parent}: pytest's rewritten copies of perfguard's modules ({len(copies)}), "
-                                 "which these runs would read instead of parsing; delete them (rm "
-                                 f"{copies[0].parent}/*-pytest-*.pyc, and in its sibling folders) and run again")
+                raise SystemExit(f"{installed}: {len(copies)} of pytest's rewritten copies of perfguard's modules, which "
+                                 "runs without bytecode caches would read instead of parsing; delete them (find "
+                                 f"{installed} -name '*-pytest-*.pyc' -delete) and run again")
         else:
             env["PYTHONPYCACHEPREFIX"] = str(Path(tmp, "pycache"))
         for side in sides.values():  # write the bytecode caches (or warm the file cache); counted by no side
