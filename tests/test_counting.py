@@ -17,8 +17,8 @@ from perfguard import parsers
 from perfguard.analysis import noise, priors
 from perfguard.analysis.counting import compare_counters, short_name
 from perfguard.analysis.stats import timing
-from perfguard.analysis.verdict import compare_case
-from perfguard.model import BaselineEntry, CaseResult, Counters, RunSummary, loads_record
+from perfguard.analysis.verdict import compare_case, compare_records
+from perfguard.model import BaselineEntry, CaseResult, Counters, DeviceInfo, Memory, RunRecord, RunSummary, dumps, loads_record
 from perfguard.report import words
 
 MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
@@ -309,3 +309,58 @@ def test_a_cases_counters_allowance_is_checked_where_it_is_declared_and_reaches_
         build_spec(lambda device: None, {"counters": {"kernel": 2}}, default_name="typo")
     with pytest.raises(ConfigError, match="counters must be a mapping"):
         build_spec(lambda device: None, {"counters": 2}, default_name="number")
+
+
+# --- another GPU model's figures (issue 48, analysis/across.py) ------------------------------------
+
+H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", slug="nvidia-h200", driver="580.159.04", cuda="12.8", torch="2.11.0",
+                  triton="3.6.0", compute_capability="9.0", sm_count=132)
+H100 = dataclasses.replace(H200, name="NVIDIA H100 80GB HBM3", slug="nvidia-h100-80gb-hbm3")
+
+
+def on(device: DeviceInfo, counters: Counters, ms: float = 1.0, peak: int = 10**9) -> RunRecord:
+    case = dataclasses.replace(result(counters, memory=Memory(peak_allocated_bytes=peak)), device=device.slug,
+                               timings={"gpu_time": timing([ms] * 20)})
+    return RunRecord(created_at="a", perfguard_version="0.1.0", devices=(device,), results=(case,))
+
+
+@pytest.mark.parametrize("head", [H100, dataclasses.replace(H100, torch="2.12.0"),
+                                  dataclasses.replace(H100, compute_capability="8.0"), dataclasses.replace(H100, sm_count=None)])
+def test_a_time_of_another_gpu_model_is_never_judged_and_its_line_names_the_model(head):
+    # Three times slower on the other model: not a regression, as the model, not the code, differs.
+    verdicts = by_metric(compare_records(on(H200, gpu_counters()), on(head, gpu_counters(), ms=3.0),
+                                         baseline_file="baselines/nvidia-h200.json"))
+    time = verdicts["gpu_time"]
+    assert (time.status, time.reason, time.baseline_model) == ("new", "other_model", "NVIDIA H200")
+    line = words.line(time)
+    assert "not comparable: another GPU model (NVIDIA H200), so not judged against baselines/nvidia-h200.json" in line
+    assert "environment differs" not in line
+
+
+def test_counts_that_do_not_depend_on_the_model_are_judged_exactly_across_models_and_name_the_model():
+    # cuBLAS picks another GEMM (and memsets) on the H100: not judged; a new sync and more memory are.
+    h100 = dataclasses.replace(gpu_counters(gemm=64.0, syncs={"aten::item": 1.0}), memsets={"memset": 2.0})
+    verdicts = by_metric(compare_records(on(H200, gpu_counters()), on(H100, h100, peak=2 * 10**9),
+                                         baseline_file="baselines/nvidia-h200.json"))
+    assert set(verdicts) == {"gpu_time", "syncs", "peak_memory"}
+    assert verdicts["syncs"].status == verdicts["peak_memory"].status == "regressed"
+    assert "against baselines/nvidia-h200.json (another GPU model: NVIDIA H200)" in words.line(verdicts["syncs"])
+    assert "against baselines/nvidia-h200.json (another GPU model: NVIDIA H200)" in words.line(verdicts["peak_memory"])
+    assert "counters but kernels and memsets, and its memory, are judged" in words.line(verdicts["gpu_time"])
+
+
+@pytest.mark.parametrize(("head", "said"), [(dataclasses.replace(H100, torch="2.12.0"), "torch 2.11.0 → 2.12.0"),
+                                            (dataclasses.replace(H100, compute_capability="8.0"), "compute capability 9.0 → 8.0"),
+                                            (dataclasses.replace(H100, sm_count=114), "SM count 132 → 114"),
+                                            (dataclasses.replace(H100, sm_count=None), "SM count 132 → unknown")])
+def test_nothing_is_judged_across_models_whose_architecture_or_software_differs(head, said):
+    verdicts = by_metric(compare_records(on(H200, gpu_counters()), on(head, gpu_counters(syncs={"aten::item": 1.0}),
+                                                                          peak=2 * 10**9)))
+    assert set(verdicts) == {"gpu_time"}
+    assert f"nothing is judged across models where more than the model differs: {said}" in words.line(verdicts["gpu_time"])
+
+
+def test_the_model_a_verdict_was_judged_against_survives_the_run_record():
+    verdicts = tuple(compare_records(on(H200, gpu_counters()), on(H100, gpu_counters(syncs={"aten::item": 1.0}))))
+    loaded = loads_record(dumps(RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", verdicts=verdicts)), "perfguard.json")
+    assert loaded.verdicts == verdicts

@@ -327,3 +327,45 @@ def test_a_machine_named_by_perfguard_host_is_in_the_gate_line_and_fails_a_stric
     loose = run_pytest(folder, *ARGS, env=named)
     assert loose.ret == pytest.ExitCode.OK, loose.outlines
     assert [line for line in loose.outlines if line.startswith("perfguard: PERFGUARD_HOST='runner-7' names this machine")]
+
+
+# --- a GPU model without a file of its own (issue 48) ---------------------------------------------
+
+
+def _h100_beside_the_h200_file(tmp_path: Path, **changed):
+    import dataclasses
+    import shutil
+
+    from perfguard import store
+    from perfguard.plugin.baselines import Baselines
+
+    shutil.copy(Path(__file__).parents[1] / "baselines" / "nvidia-h200.json", tmp_path / "nvidia-h200.json")
+    h200 = store.load(tmp_path, "nvidia-h200").device
+    h100 = dataclasses.replace(h200, name="NVIDIA H100 80GB HBM3", slug="nvidia-h100-80gb-hbm3", **changed)
+    return Baselines(tmp_path, tmp_path), h100
+
+
+def test_a_model_without_its_file_is_judged_by_one_of_its_architecture_and_software_and_strict_says_what_not(tmp_path):
+    from perfguard.plugin.strict import _stood_in
+
+    baselines, h100 = _h100_beside_the_h200_file(tmp_path)
+    stand_in = baselines.stand_in(h100)
+    assert (stand_in.label, stand_in.other.model, stand_in.other.differs) == ("nvidia-h200.json", "NVIDIA H200", ())
+    assert stand_in.file.cases  # the H200's cases, to judge the H100's counters and memory by
+    assert _stood_in(stand_in, 134) == (
+        "its 134 case(s) are judged against nvidia-h200.json, another GPU model's (NVIDIA H200) of the same compute "
+        "capability, SM count and software, by what does not depend on the model (counters but kernels and memsets, "
+        "and memory); their times and bandwidth are not judged")
+
+
+@pytest.mark.parametrize(("changed", "said"), [({"compute_capability": "8.0"}, "compute capability 9.0 → 8.0"),
+                                               ({"torch": "2.12.0"}, "torch 2.11.0+cu130 → 2.12.0")])
+def test_a_model_of_another_architecture_or_software_is_judged_by_no_other_models_file_and_strict_says_why(
+        tmp_path, changed, said):
+    from perfguard.plugin.strict import _stood_in
+
+    baselines, h100 = _h100_beside_the_h200_file(tmp_path, **changed)
+    stand_in = baselines.stand_in(h100)
+    assert stand_in.other.differs == (said,)
+    assert _stood_in(stand_in, 3).endswith(f"nothing is judged across models where more than the model differs: {said}")
+    assert baselines.stand_in(baselines.load(h100) or stand_in.file.device) is None  # a model with its file needs none

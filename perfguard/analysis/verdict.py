@@ -21,6 +21,7 @@ from typing import Any
 
 from perfguard import defaults
 from perfguard.analysis import counting, decide, noise, priors
+from perfguard.analysis.across import OtherModel, env_differences, other_model
 from perfguard.analysis.memory_verdicts import memory_verdicts
 from perfguard.errors import BaselineError
 from perfguard.model import (
@@ -29,6 +30,7 @@ from perfguard.model import (
     BaselineEntry,
     BaselineFile,
     CaseResult,
+    DeviceInfo,
     TimeSummary,
     RunRecord,
     Reason,
@@ -60,13 +62,16 @@ def compare_case(
     baseline_file: str | None = None,
     host: str | None = None,
     counter_allowance: Mapping[str, str] | None = None,
+    other: OtherModel | None = None,
 ) -> list[Verdict]:
     """Verdicts for one case: its times (or new / missing), peak memory when both sides have it, then its
     work counters (analysis/counting.py).
 
     A case's own `threshold` / `memory_threshold` (from the current run when it ran) override the
     run-wide ones. A baseline entry's fingerprint is used unless `baseline_fingerprint` is given; a
-    bare result as the baseline counts as one run. `host` is the machine this run came from.
+    bare result as the baseline counts as one run. `host` is the machine this run came from. `other`: the
+    baseline is another GPU model's (analysis/across.py): its times read new, and only what does not depend
+    on the model is judged, where nothing else differs.
     """
     entry = as_entry(baseline) if isinstance(baseline, CaseResult) else baseline
     if entry is not None and not measured(entry.result):
@@ -90,6 +95,10 @@ def compare_case(
         return [_Context(declared.id, baseline_file).verdict(
             metric, "new", "not_in_baseline", threshold, current=median_ms(current, metric),
             next_steps=(NextStep("record"),), time=TimeEvidence(kind_of_time=current.regime or None))]
+    if other is not None:
+        return _across(_Context(declared.id, baseline_file, model=other.model), current, entry, other, threshold,
+                       declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct,
+                       counter_allowance)
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
     for name in noise.judged_times(current, entry.result):
@@ -100,6 +109,20 @@ def compare_case(
     verdicts += memory_verdicts(ctx, current, entry.result, mem_threshold)
     return verdicts + counting.compare_counters(current, entry.result, allowance=counter_allowance, env=ctx.env,
                                                 baseline_file=baseline_file)
+
+
+def _across(ctx: _Context, current: CaseResult, entry: BaselineEntry, other: OtherModel, threshold: float,
+            memory_threshold: float, allowance: Mapping[str, str] | None) -> list[Verdict]:
+    """A case against another GPU model's figures: its time reads new, naming the model and what else
+    differs; what does not depend on the model is judged where nothing else differs."""
+    metric = current.judged_metric
+    time = ctx.verdict(metric, "new", "other_model", threshold, current=median_ms(current, metric),
+                       next_steps=(NextStep("record"),), time=TimeEvidence(kind_of_time=current.regime or None),
+                       env_mismatch=other.differs)
+    judged = [v for v in memory_verdicts(ctx, current, entry.result, memory_threshold) if other.judges(v.metric)]
+    judged += [dataclasses.replace(v, baseline_model=other.model) for v in counting.compare_counters(
+        current, entry.result, allowance=allowance, baseline_file=ctx.baseline_file) if other.judges(v.metric)]
+    return [time, *judged]
 
 
 def as_entry(result: CaseResult, recorded_at: str = "", host: str | None = None) -> BaselineEntry:
@@ -158,6 +181,7 @@ def compare_records(
                 rounds.setdefault(r.id, []).append(run_summary(r, record.created_at, host=_host(record)))
     head_results = _by_id(head, head_file or "the head record")
     base_env, head_env = _environments(base), _environments(head)
+    base_devices, head_devices = {d.slug: d for d in base.devices}, {d.slug: d for d in head.devices}
     base_host, head_host = _host(base), _host(head)
     verdicts: list[Verdict] = []
     for case_id in sorted(set(base_results) | set(head_results)):
@@ -175,22 +199,14 @@ def compare_records(
             baseline_file=baseline_file,
             host=head_host,
             counter_allowance=counter_allowance,
+            other=_other(base_devices.get(old.device) if old else None, head_devices.get(new.device) if new else None),
         )
     return verdicts
 
 
-def env_differences(
-    baseline: Mapping[str, object] | None, current: Mapping[str, object] | None
-) -> tuple[str, ...]:
-    """Each software version that differs, as "torch 2.11.0 → 2.12.0"; nothing when either side is unknown."""
-    if not baseline or not current:
-        return ()
-    diffs = []
-    for key in sorted(set(baseline) | set(current)):
-        old, new = baseline.get(key), current.get(key)
-        if old != new:
-            diffs.append(f"{key} {old if old is not None else 'n/a'} → {new if new is not None else 'n/a'}")
-    return tuple(diffs)
+def _other(base: DeviceInfo | None, head: DeviceInfo | None) -> OtherModel | None:
+    """The base's model, where a case was measured on another model than the head's."""
+    return other_model(base, head) if base is not None and head is not None else None
 
 
 # --- times and memory -------------------------------------------------------------------------
@@ -301,8 +317,9 @@ def _half_width(summary: TimeSummary | None) -> float:
 class _Context:
     """What every verdict of one case shares."""
 
-    def __init__(self, case_id: str, baseline_file: str | None = None, env: tuple[str, ...] = ()):
-        self.case_id, self.baseline_file, self.env = case_id, baseline_file, env
+    def __init__(self, case_id: str, baseline_file: str | None = None, env: tuple[str, ...] = (),
+                 model: str | None = None):
+        self.case_id, self.baseline_file, self.env, self.model = case_id, baseline_file, env, model
 
     def verdict(self, metric: str, status: VerdictStatus, reason: Reason, threshold: float, baseline: float | None = None,
                 current: float | None = None, change: float | None = None, **figures: Any) -> Verdict:
@@ -315,9 +332,9 @@ class _Context:
             change_pct=change if change is None or math.isfinite(change) else None,
             threshold_pct=float(threshold),
             baseline_file=self.baseline_file,
-            env_mismatch=self.env,
             reason=reason,
-            **figures,
+            baseline_model=self.model,
+            **{"env_mismatch": self.env, **figures},
         )
 
 

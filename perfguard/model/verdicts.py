@@ -42,6 +42,7 @@ Reason = Literal[
     "fell",  # a count fell (improved)
     "moved",  # counts moved between names, the total as it was (same)
     "compiled_host",  # the caller's time of a compiled call, past a tolerance its host work moves by between processes (inconclusive)
+    "other_model",  # the baseline is another GPU model's, whose times do not judge this one's (new)
     "software_changed",  # counts compared under other software, which picks other kernels: not compared (inconclusive)
     "accepted",  # a person accepted this change (accepted)
 ]
@@ -231,6 +232,8 @@ class Verdict:
     # the metric's unit (analysis/acceptance.ceiling), and the acceptance file, as the run names it.
     accepted_ceiling: float | None = None
     accepted_file: str | None = None
+    # Judged against another GPU model's figures (analysis/across.py): that model, as its file names it.
+    baseline_model: str | None = None
 
     @property
     def compared(self) -> bool:

@@ -7,15 +7,27 @@ stash), so a file is read once per run, as it was when one object did both.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from perfguard.analysis.across import OtherModel, other_model
 from perfguard.errors import BaselineError
 from perfguard.model import Acceptances, BaselineFile, DeviceInfo
 from perfguard.plugin.options import Options
 
 _BASELINES = pytest.StashKey["Baselines"]()
+
+
+@dataclasses.dataclass(frozen=True)
+class StandIn:
+    """Another GPU model's file, judging a model that has none of its own by what does not depend on the
+    model (analysis/across.py)."""
+
+    file: BaselineFile
+    label: str  # the file as a verdict names it
+    other: OtherModel  # its model, and what beyond the model differs
 
 
 class Baselines:
@@ -26,6 +38,7 @@ class Baselines:
         self.root = root
         self._files: dict[str, BaselineFile | None | BaselineError] = {}
         self._accepted: Acceptances | BaselineError | None = None
+        self._stand_ins: dict[str, StandIn | None] = {}
 
     @classmethod
     def of(cls, config: pytest.Config) -> Baselines:
@@ -44,6 +57,28 @@ class Baselines:
             except BaselineError as exc:
                 self._files[device.slug] = exc
         return self._files[device.slug]
+
+    def stand_in(self, device: DeviceInfo) -> StandIn | None:
+        """For a GPU model without a file of its own, another model's file: one of its architecture and
+        software where there is one (its counters and memory are judged), else the first by name (which
+        judges nothing, and its time's line says why); None where no GPU model has a readable file."""
+        if device.kind != "cuda" or self.load(device) is not None:
+            return None
+        if device.slug not in self._stand_ins:
+            from perfguard import store
+
+            found = []
+            for path in store.list_files(self.folder):
+                try:
+                    file = store.load_file(path)
+                except BaselineError:  # an unreadable file stands in for nothing; its own model's run says why
+                    continue
+                other = other_model(file.device, device) if file is not None and file.device.kind == "cuda" else None
+                if file is not None and other is not None:
+                    found.append(StandIn(file, self._shown(path), other))
+            found.sort(key=lambda s: bool(s.other.differs))  # stable: by name within each
+            self._stand_ins[device.slug] = found[0] if found else None
+        return self._stand_ins[device.slug]
 
     def accepted(self) -> Acceptances | BaselineError:
         """The acceptance file beside the baselines (store/acceptances.py), or the error that keeps it from

@@ -142,11 +142,16 @@ class Measurer:
             return (result, f"{result.id}: measured, but not compared: {self.baselines.label(device)} cannot be read "
                     "(the run's end says why, once)", False, None)
         entry = baseline.cases.get(result.id) if baseline else None
+        label, other = self.baselines.label(device), None
+        stand_in = self.baselines.stand_in(device)
+        if stand_in is not None and result.id in stand_in.file.cases:
+            # A model without its own file: another model's judges what does not depend on the model.
+            entry, label, other = stand_in.file.cases.get(result.id), stand_in.label, stand_in.other
 
         def compare(r: CaseResult) -> list[Verdict]:
             return compare_case(r, entry, threshold_pct=self.options.threshold_pct,
-                                current_fingerprint=device.fingerprint(), baseline_file=self.baselines.label(device),
-                                host=device.host, counter_allowance=self.options.counter_allowance)
+                                current_fingerprint=device.fingerprint(), baseline_file=label,
+                                host=device.host, counter_allowance=self.options.counter_allowance, other=other)
 
         confirm = functools.partial(self._confirm, measure, compare) if self.options.confirm else None
         judged = judge([result], compare(result), self.baselines.accepted(), fail_inconclusive=self.options.fail_inconclusive,

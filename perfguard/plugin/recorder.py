@@ -284,7 +284,8 @@ class Recorder:
         run are not facts about the gate."""
         baselines = {slug: (device, self.baselines.label(device), self.baselines.load(device))
                      for slug, device in self._models().items()}
-        facts = self.watch.facts(self.options, self.results.values(), verdicts, baselines)
+        stand_ins = {slug: self.baselines.stand_in(device) for slug, device in self._models().items()}
+        facts = self.watch.facts(self.options, self.results.values(), verdicts, baselines, stand_ins)
         left_out = Selection.of(self.config).left_out
         if left_out and not interrupted:
             facts.append(Fact(f"{len(left_out)} baseline case(s) not selected in this run "

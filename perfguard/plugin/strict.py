@@ -31,6 +31,7 @@ from perfguard.plugin.options import Options, source
 
 if TYPE_CHECKING:
     from perfguard.model import BaselineFile, CaseResult, DeviceInfo, Verdict
+    from perfguard.plugin.baselines import StandIn
 
 NAMED = 5  # case ids named in one line; the rest are counted
 SELECTING = (("keyword", "-k"), ("markexpr", "-m"), ("deselect", "--deselect"))
@@ -113,9 +114,12 @@ class Watch:
         return bool(self.skipped or self.xfail or self.deselected)
 
     def facts(self, options: Options, results: Iterable[CaseResult], verdicts: Sequence[Verdict],
-              baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]]) -> list[Fact]:
+              baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]],
+              stand_ins: Mapping[str, StandIn | None] | None = None) -> list[Fact]:
         """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
-        baseline file's label and the file as read (None: there is none)."""
+        baseline file's label and the file as read (None: there is none); `stand_ins`: per device model
+        without a file, another model's that judged it (plugin/baselines.py)."""
+        stand_ins = stand_ins or {}
         from perfguard.analysis.decide import case_statuses
         from perfguard.report.steps import new_remedy
 
@@ -128,7 +132,10 @@ class Watch:
             if baseline is None:
                 n = sum(r.device == device.slug for r in results)
                 record = f"record one with `{options.invocation.update()}` or perfguard baseline accept"
-                if options.baselines_dir.is_dir():
+                if stand_ins.get(device.slug) is not None:
+                    facts.append(Fact(f"no baseline file {label} for {device.name}: {_stood_in(stand_ins[device.slug], n)}; "
+                                      f"{record}"))
+                elif options.baselines_dir.is_dir():
                     facts.append(Fact(f"no baseline file {label} for {device.name}: its {n} case(s) read new and are "
                                       f"not judged; {record}"))
                 else:
@@ -247,6 +254,18 @@ def _reason(report: pytest.TestReport) -> str:
     if isinstance(longrepr, tuple) and len(longrepr) == 3:  # (file, line, "Skipped: reason")
         return str(longrepr[2]).removeprefix("Skipped: ")
     return "skipped"
+
+
+def _stood_in(stand_in: StandIn, n: int) -> str:
+    """What another model's file judged of a model's `n` cases, and what it could not."""
+    other = stand_in.other
+    if other.differs:
+        return (f"its {n} case(s) read new and are not judged: {stand_in.label} is another GPU model's "
+                f"({other.model}), and nothing is judged across models where more than the model differs: "
+                f"{', '.join(other.differs)}")
+    return (f"its {n} case(s) are judged against {stand_in.label}, another GPU model's ({other.model}) of the same "
+            "compute capability, SM count and software, by what does not depend on the model (counters but kernels "
+            "and memsets, and memory); their times and bandwidth are not judged")
 
 
 def _named(ids: Sequence[str]) -> str:

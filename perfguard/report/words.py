@@ -46,17 +46,23 @@ def label(v: Verdict) -> str:
 def detail(v: Verdict, run: Invocation = DEFAULT) -> str:
     """The line without the "metric status: " that a badge beside it already says."""
     if v.metric in COUNTER_KINDS:
-        text = f"{_counted(v)} against {v.baseline_file or 'the baseline'}"
+        text = f"{_counted(v)} against {_against(v)}"
     else:
         text = _what(v)
         if v.compared:
-            text += f" against {v.baseline_file or ('the base' if v.paired else 'the baseline')}"
+            text += f" against {_against(v)}"
             text += f" ({_bound(v)})"
     said = [s for s in (_held(v), _remeasured(v), *steps.said(v, run), _accepted(v)) if s]
     text += "".join(f"; {s}" for s in said)
-    if v.env_mismatch:
+    if v.env_mismatch and v.reason != "other_model":  # that one's words say what differs
         text += f"; environment differs from the {'base' if v.paired else 'baseline'}: {', '.join(v.env_mismatch)}"
     return text
+
+
+def _against(v: Verdict) -> str:
+    """The file a verdict was judged against, and its GPU model where it is another's than the run's."""
+    file = v.baseline_file or ('the base' if v.paired else 'the baseline')
+    return f"{file} (another GPU model: {v.baseline_model})" if v.baseline_model else file
 
 
 def _accepted(v: Verdict) -> str:
@@ -176,6 +182,17 @@ def _new_case(v: Verdict) -> str:
     return f"{_ms(v.current)}, not in {v.baseline_file or 'the baseline'} yet"
 
 
+def _other_model(v: Verdict) -> str:
+    file = v.baseline_file or "the baseline"
+    said = (f"not comparable: another GPU model ({v.baseline_model}), so not judged against {file}: times depend "
+            "on the model")
+    if v.env_mismatch:
+        return (f"{_ms(v.current)}, {said}; nothing is judged across models where more than the model differs: "
+                f"{', '.join(v.env_mismatch)}")
+    return (f"{_ms(v.current)}, {said}; its counters but kernels and memsets, and its memory, are judged against "
+            f"{file} (same compute capability, SM count and software)")
+
+
 def _new_kind(v: Verdict) -> str:
     said = label(v)
     t = v.time or TimeEvidence()
@@ -242,7 +259,7 @@ def _compiled_host(v: Verdict) -> str:
 _TIME: dict[str, Callable[[Verdict], str]] = {
     "outside": _outside, "within": _within, "blind": _blind, "few_samples": lambda v: f"{_figures(v)} from too few samples to decide",
     "throttled": _throttled, "imprecise": _imprecise, "not_confirmed": _outside, "did_not_run": _missing,
-    "not_measured": _missing, "not_in_baseline": _new_case, "kind_not_in_baseline": _new_kind, "no_spread": _no_spread,
+    "not_measured": _missing, "not_in_baseline": _new_case, "kind_not_in_baseline": _new_kind, "other_model": _other_model, "no_spread": _no_spread,
     "accepted": _outside, "compiled_host": _compiled_host, "unbounded": _unbounded,
 }
 def _bytes(v: Verdict) -> str:
