@@ -344,8 +344,8 @@ def test_counts_that_do_not_depend_on_the_model_are_judged_exactly_across_models
                                          baseline_file="baselines/nvidia-h200.json"))
     assert set(verdicts) == {"gpu_time", "syncs", "peak_memory"}
     assert verdicts["syncs"].status == verdicts["peak_memory"].status == "regressed"
-    assert "against baselines/nvidia-h200.json (another GPU model: NVIDIA H200)" in words.line(verdicts["syncs"])
-    assert "against baselines/nvidia-h200.json (another GPU model: NVIDIA H200)" in words.line(verdicts["peak_memory"])
+    assert "against baselines/nvidia-h200.json of NVIDIA H200, another GPU model" in words.line(verdicts["syncs"])
+    assert "against baselines/nvidia-h200.json of NVIDIA H200, another GPU model" in words.line(verdicts["peak_memory"])
     assert "counters but kernels and memsets, and its memory, are judged" in words.line(verdicts["gpu_time"])
 
 
@@ -363,4 +363,15 @@ def test_nothing_is_judged_across_models_whose_architecture_or_software_differs(
 def test_the_model_a_verdict_was_judged_against_survives_the_run_record():
     verdicts = tuple(compare_records(on(H200, gpu_counters()), on(H100, gpu_counters(syncs={"aten::item": 1.0}))))
     loaded = loads_record(dumps(RunRecord(created_at="2026-11-29T12:00:00+00:00", perfguard_version="0.1.0", verdicts=verdicts)), "perfguard.json")
-    assert loaded.verdicts == verdicts
+    assert {(v.metric, v.baseline_model) for v in loaded.verdicts} == {(m, "NVIDIA H200") for m in ("gpu_time", "peak_memory", "syncs")}
+    assert [words.line(v) for v in loaded.verdicts] == [words.line(v) for v in verdicts]
+
+
+def test_ab_rounds_of_two_gpu_models_never_call_a_time_regressed():
+    from perfguard.analysis.ab_verdict import judge_rounds
+
+    base = [dataclasses.replace(on(H200, gpu_counters(), ms=1.0), created_at=f"2026-11-29T12:0{i}:00+00:00") for i in range(3)]
+    head = [dataclasses.replace(on(H100, gpu_counters(), ms=3.0), created_at=f"2026-11-29T12:1{i}:00+00:00") for i in range(3)]
+    time = by_metric(judge_rounds(base, head).verdicts)["gpu_time"]
+    assert (time.status, time.reason) == ("new", "other_model")
+    assert "another GPU model (NVIDIA H200)" in words.line(time)

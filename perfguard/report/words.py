@@ -62,7 +62,7 @@ def detail(v: Verdict, run: Invocation = DEFAULT) -> str:
 def _against(v: Verdict) -> str:
     """The file a verdict was judged against, and its GPU model where it is another's than the run's."""
     file = v.baseline_file or ('the base' if v.paired else 'the baseline')
-    return f"{file} (another GPU model: {v.baseline_model})" if v.baseline_model else file
+    return f"{file} of {v.baseline_model}, another GPU model" if v.baseline_model else file
 
 
 def _accepted(v: Verdict) -> str:
