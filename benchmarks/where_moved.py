@@ -43,11 +43,16 @@ UNPROFILED = ["--perfguard-profile=none"]  # no profile pass after a regression:
 
 # Each change, and the words a where: line names the kernel (operator) it touched by.
 INJECTIONS = {
-    "wider_mlp": ("gemm", "addmm", "mm", "linear"),
-    "fp32_linear": ("gemm", "addmm", "mm", "linear"),
+    "wider_mlp": ("gemm", "nvjet", "addmm", "mm", "linear"),  # nvjet_sm90_*: cuBLAS's GEMM kernels on Hopper
+    "fp32_linear": ("gemm", "nvjet", "addmm", "mm", "linear"),
     "noncontig_ln": ("layer_norm", "copy", "elementwise"),
     "extra_kernel": ("MulFunctor", "mul", "elementwise"),
 }
+
+# The case `ab` times for each change: the one whose GPU time the change moves (the gate's runs show which;
+# a round of one case is half a round of both).
+AB_CASE = {"wider_mlp": "gpt_train_step", "fp32_linear": "gpt_train_step", "noncontig_ln": "gpt_train_step",
+           "extra_kernel": "gpt_forward"}
 
 CASES = '''
 import contextlib
@@ -167,12 +172,14 @@ def aa(out: Path, runs: int) -> None:
         rec = loads_record(path.read_text(), str(path))
         statuses = sorted(f"{v.case_id} {v.metric} {v.status}" for v in rec.verdicts if v.metric in moved.ATTRIBUTED)
         print(f"aa {i}: exit {rc}; {'; '.join(statuses)}")
-        # Every time, moved or not, compared row by row with the baseline's: what would be named.
+        # Every time, moved or not, compared row by row with the baseline's (against the verdict's
+        # tolerance, as the gate attaches it): what would be named.
         (baseline,) = store.list_files(out / "baselines")
         cases = store.load_file(baseline).cases
+        tolerance = {(v.case_id, v.metric): v.tolerance_pct or 0.0 for v in rec.verdicts}
         for r in rec.results:
             for metric in ("busy_time", r.judged_metric, "peak_memory"):
-                w = moved.where(metric, cases[r.id].result, r) if r.id in cases else None
+                w = moved.where(metric, cases[r.id].result, r, tolerance.get((r.id, metric), 0.0)) if r.id in cases else None
                 if w is not None:
                     named = ", ".join(f"{row.name[:60]} {words.row_figures(row, w.by)}" for row in w.culprits) or "nothing"
                     print(f"  {r.id} {metric}: {len(w.rows)} {w.by}s compared, beyond their noise: {named}")
@@ -208,7 +215,7 @@ def ab(out: Path, which: list[str], rounds: int) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         done = subprocess.run([sys.executable, "-m", "perfguard.cli", "ab", "--base", "HEAD~1", "--rounds", str(rounds),
                                "--max-rounds", str(rounds), "--report", str(out / f"ab-{change}-report"), "--",
-                               "-p", "no:cacheprovider", "--perfguard-profile=none", "test_where.py"],
+                               "-p", "no:cacheprovider", "--perfguard-profile=none", "test_where.py", "-k", AB_CASE[change]],
                               cwd=repo, env=env, capture_output=True, text=True)
         (out / f"ab-{change}.log").write_text(done.stdout + done.stderr)
         path = out / f"ab-{change}-report" / "perfguard.json"

@@ -185,6 +185,31 @@ def test_an_operators_noise_is_the_hosts():
     assert moved.compare("operator", *args).culprits == () and [r.name for r in moved.compare("kernel", *args).culprits] == ["a"]
 
 
+def test_a_row_is_named_only_past_the_verdicts_tolerance_and_a_sole_culprit_always_is():
+    # An H100 host's operators between unchanged processes: aten::as_strided 130.8 -> 66.0 us a call in a
+    # forward whose caller time has a tolerance of +-111% (2026-12-07); past the host's 15%, within the case's noise.
+    before = {"aten::as_strided": 0.1308, "aten::mm": 2.0, "aten::addmm": 3.0, "aten::copy_": 1.0}
+    after = {**before, "aten::as_strided": 0.0660}
+    args = (split(**before), split(**after), launches(*before), launches(*after))
+    assert [r.name for r in moved.compare("operator", *args).culprits] == ["aten::as_strided"]
+    w = moved.compare("operator", *args, tolerance_pct=110.881)
+    assert w.culprits == () and w.noise_pct == 110.881
+    assert words.where_line(verdict("improved", where=w, change_pct=-1.0)).endswith("none beyond its noise (111% of each one's time)")
+    # One row that made the whole change past the tolerance T moved by T / (its share) > T: the tolerance
+    # never hides it, whatever its share and T; past the kernel's own noise (4%), it is named.
+    for share in (0.05, 0.5, 0.95):
+        for tol in (1.0, 6.0, 40.0):
+            for sign in (1, -1):
+                old = {"a": share, "b": (1 - share) / 2, "c": (1 - share) / 2}
+                new = {**old, "a": share + sign * 1.01 * tol / 100}
+                if new["a"] <= 0:
+                    continue
+                named = [[r.name for r in moved.compare("kernel", split(**old), split(**new), launches(*old), launches(*new),
+                                                        tolerance_pct=t).culprits] for t in (0.0, tol)]
+                assert named[0] == named[1] == (["a"] if tol / share > 4.1 else named[0]), (share, tol, sign)
+                assert named[1] == ["a"] or tol < 4, (share, tol, sign)
+
+
 def test_a_kernel_too_small_to_be_named_on_one_side_moved_only_if_it_outgrew_all_of_that_sides_rest():
     before = TimeSplit(named_ms={"a": 1.0}, other_ms=0.01)
     small = moved.compare("kernel", before, split(a=1.0, b=0.011), launches("a", "b"), launches("a", "b"))

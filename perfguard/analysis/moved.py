@@ -5,10 +5,15 @@ by kernel, and for a host-bound call the host's by ATen operator, each the media
 A verdict whose time moved (regressed, improved, unstable) gets both sides' splits row by row
 (model.Where), the row that moved most first. A row moved beyond its noise where it moved the way the
 whole split moved, and away from where the rows' typical scaling would put it (every row slower alike
-is a slower process, not a culprit) by more than its kind's NOISE_PCT of its time and its FLOOR: a kernel's time per
-call jumps about 4% between processes (docs/gate.md, busy time's noise), an operator's self time on
-the host about 15% (the 90th percentile of 430 rows of nanoGPT's forward and training step, unchanged,
-three processes against a baseline's, on a 2-vCPU Xeon, 2026-12-07; half of them moved 6-7%). A row that
+is a slower process, not a culprit) by more than its kind's NOISE_PCT of its time, its FLOOR, and the
+verdict's tolerance of its time: a kernel's time per call jumps about 4% between processes (docs/gate.md,
+busy time's noise), an operator's self time on the host about 15% (the 90th percentile of 430 rows of
+nanoGPT's forward and training step, unchanged, three processes against a baseline's, on a 2-vCPU Xeon,
+2026-12-07; half of them moved 6-7%). The tolerance is the case's whole time's noise between runs, and a
+row moves at least as much as its case: where one row made a change past the tolerance T, that row moved
+by T / (its share of the time) > T, so the rule hides no sole culprit of a change the gate can see. It
+keeps a noisy host's operators from being named: on an H100's host, nanoGPT's forward's caller time moved
+±38% between unchanged processes (tolerance ±111%), and its operators 20-50% (2026-12-07). A row that
 ran on one side only (a kernel that appeared, or vanished) moved where its time is past FLOOR_MS. Where
 no row moved so, the change is spread over the rows, and the words say so rather than name a culprit.
 
@@ -54,7 +59,7 @@ def attach(verdicts: Iterable[Verdict], before: Mapping[str, CaseResult], after:
     for v in verdicts:
         old, new = before.get(v.case_id), after.get(v.case_id)
         if v.status in MOVED and v.metric in ATTRIBUTED and old is not None and new is not None:
-            v = dataclasses.replace(v, where=against(v, where(v.metric, old, new)))
+            v = dataclasses.replace(v, where=against(v, where(v.metric, old, new, v.tolerance_pct or 0.0)))
         out.append(v)
     return out
 
@@ -69,7 +74,7 @@ def against(v: Verdict, w: Where | None) -> Where | None:
     return dataclasses.replace(w, rows=tuple(dataclasses.replace(r, beyond_noise=False) for r in w.rows))
 
 
-def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
+def where(metric: str, before: CaseResult, after: CaseResult, tolerance_pct: float = 0.0) -> Where | None:
     """The rows of the split that accounts for `metric` on both sides, or None where either lacks it: for
     memory, the bytes at the peak by category, else the bytes a call allocates by operator; for a time
     the host sets the pace of (HOST_BOUND: the caller's time of a call that waits for the GPU itself, any
@@ -90,13 +95,14 @@ def where(metric: str, before: CaseResult, after: CaseResult) -> Where | None:
     splits = (old.op_time, new.op_time) if host else (old.kernel_time, new.kernel_time)
     if splits[0] is None or splits[1] is None or not (splits[0].named_ms or splits[1].named_ms):
         return None  # nothing the split can name (a call that sleeps runs no operator)
-    return compare(by, splits[0], splits[1], _launches(by, old), _launches(by, new))
+    return compare(by, splits[0], splits[1], _launches(by, old), _launches(by, new), tolerance_pct)
 
 
 def compare(by: MovedBy, before: TimeSplit | ByteSplit, after: TimeSplit | ByteSplit,
-            launches_before: Mapping[str, float], launches_after: Mapping[str, float]) -> Where:
-    """Both splits row by row, the row that moved most first."""
-    noise, floor = NOISE_PCT[by] / 100, FLOOR[by]
+            launches_before: Mapping[str, float], launches_after: Mapping[str, float],
+            tolerance_pct: float = 0.0) -> Where:
+    """Both splits row by row, the row that moved most first (`tolerance_pct`: the verdict's, a time's)."""
+    noise, floor, tolerance = NOISE_PCT[by] / 100, FLOOR[by], tolerance_pct / 100
     (old_named, old_other), (new_named, new_other) = sides(before), sides(after)
     total = sum(new_named.values()) + new_other - sum(old_named.values()) - old_other
     # Where every row moved alike (a process whose host, or card, ran slower throughout), no one row is
@@ -110,7 +116,7 @@ def compare(by: MovedBy, before: TimeSplit | ByteSplit, after: TimeSplit | ByteS
         ran_before, ran_after = launches_before.get(name, 0) > 0, launches_after.get(name, 0) > 0
         if old is not None and new is not None:
             excess = new - old * scale
-            beyond = abs(excess) > max(floor, noise * max(old * scale, new)) and excess * total > 0
+            beyond = abs(excess) > max(floor, noise * max(old * scale, new), tolerance * old * scale) and excess * total > 0
         elif old is None and not ran_before or new is None and not ran_after:  # appeared, or vanished
             beyond = (new or old or 0.0) > floor
         else:  # named on one side, in `other` on the other: it moved if it outgrew all of that `other`
@@ -121,7 +127,7 @@ def compare(by: MovedBy, before: TimeSplit | ByteSplit, after: TimeSplit | ByteS
             row = dataclasses.replace(row, beyond_noise=False)
         rows.append(row)
     rows.sort(key=lambda r: (-abs(change(r)), r.name))
-    return Where(by=by, rows=tuple(rows), moved=total, noise_pct=NOISE_PCT[by])
+    return Where(by=by, rows=tuple(rows), moved=total, noise_pct=max(NOISE_PCT[by], tolerance_pct))
 
 
 def _categories(before: MemoryBreakdown | None, after: MemoryBreakdown | None) -> Where | None:

@@ -373,7 +373,7 @@ def where_line(v: Verdict, trace: str | None = None) -> str | None:
     if not culprits:
         if kind.in_bytes:
             return f"where: spread over {of}, none by more than the allocator's rounding{tail}"
-        return f"where: spread over {of}, none beyond its noise ({w.noise_pct:g}% of each one's time){tail}"
+        return f"where: spread over {of}, none beyond its noise ({w.noise_pct:.3g}% of each one's time){tail}"
     more = f"; {len(culprits) - 1} more moved" if len(culprits) > 1 else ""
     after = f" {_row_change(culprits[0], w)}{more}"
     room = WHERE_WIDTH - len("where: ") - len(after)
