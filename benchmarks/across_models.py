@@ -2,6 +2,7 @@
 injected from outside the suites' code.
 
     python3 benchmarks/across_models.py OUT [--baselines DIR] [--inject none extra_op sync leak] [--case ID ...]
+    python3 benchmarks/across_models.py --agreement RECORD.json BASELINE.json    # anywhere: from files
 
 Runs `pytest --perfguard` of suites/test_models.py's cases (--case; default: nanoGPT's training step at
 batch 8, suites/models/gpt2.py) once per injection on this card against DIR (default: the committed baselines/; on
@@ -14,6 +15,10 @@ where PERFGUARD_INJECT says:
 
 Prints, per run, the counter and memory verdicts by status, and the line of each that is not `same`.
 Without CUDA the cases are skipped (they are CUDA only): run it on a GPU.
+
+`--agreement` sets a record of one model (`pytest --perfguard suites/`'s) beside another model's
+baseline file, kind by kind: in how many cases each count agrees exactly, whether the gate judges it
+across models (analysis/across.py's ACROSS), and the verdicts the record's run gave its memory and times.
 """
 
 from __future__ import annotations
@@ -54,8 +59,30 @@ def pytest_collection_finish(session) -> None:
     gpt2.GPT.forward = patched
 
 
+def agreement(record: Path, baseline: Path) -> None:
+    from perfguard import store
+    from perfguard.analysis.across import ACROSS
+    from perfguard.model import COUNTER_KINDS, MEMORY_METRICS, TIME_METRICS, loads_record
+
+    rec, cases = loads_record(record.read_text(), str(record)), store.load_file(baseline).cases
+    both = [r for r in rec.results if r.id in cases and r.counters and cases[r.id].result.counters]
+    names = sorted({d.name for d in rec.devices})
+    print(f"{record} ({', '.join(names)}) beside {baseline} ({store.load_file(baseline).device.name}): {len(both)} cases")
+    print(f"{'counter':16} {'judged across':>13} {'agree':>6} {'differ':>6}  differing cases")
+    for kind in COUNTER_KINDS:
+        differ = [r.id for r in both if getattr(r.counters, kind) != getattr(cases[r.id].result.counters, kind)]
+        print(f"{kind:16} {'yes' if kind in ACROSS else 'no':>13} {len(both) - len(differ):>6} {len(differ):>6}  "
+              f"{', '.join(differ[:3])}{f' and {len(differ) - 3} more' if len(differ) > 3 else ''}")
+    for metric in (*MEMORY_METRICS, *TIME_METRICS):
+        statuses = collections.Counter(v.status for v in rec.verdicts if v.metric == metric)
+        if statuses:
+            print(f"{metric:16} verdicts: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}")
+
+
 def main() -> None:
     sys.path[:0] = [str(ROOT)]
+    if sys.argv[1:2] == ["--agreement"]:
+        return agreement(Path(sys.argv[2]), Path(sys.argv[3]))
     from perfguard.model import COUNTER_KINDS, MEMORY_METRICS, loads_record
     from perfguard.report import words
 

@@ -201,6 +201,11 @@ def test_kernel_names_read_as_what_they_compute():
             "bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, "
             "std::array<char*, 2ul>)")  # as an H100 names it (benchmarks/data/where-moved-2026-12-07.log)
     assert short_name(copy) == "vectorized_elementwise_kernel<bfloat16_copy_kernel_cuda>"
+    add = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<float> >"
+           "(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1}>(int, at::native::"
+           "gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::"
+           "CUDAFunctor_add<float> const&)::{lambda(int)#1})")  # an H100's, benchmarks/data/where-moved-h100-2026-12-07-b.log
+    assert short_name(add) == "elementwise_kernel<CUDAFunctor_add>"  # was "elementwise_kernel<128, 2, gpu_kernel_…"
 
 
 def test_no_profiler_pass_imports_the_compiler():

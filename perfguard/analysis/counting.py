@@ -119,8 +119,9 @@ def short_name(name: str) -> str:
     text = re.sub(r"\(anonymous namespace\)::|\b[A-Za-z_]\w*::", "", text)
     head, _, args = text.partition("<")
     # An elementwise kernel is named by what it computes: its innermost functor or kernel lambda
-    # ("vectorized_elementwise_kernel<MulFunctor>", "...<bfloat16_copy_kernel_cuda>"), not by the templates that carry it.
-    inner = [m for m in re.findall(r"([A-Za-z]\w*(?:Functor|_kernel(?:_cuda)?))\b", args) if m not in GENERIC_PARTS]
+    # ("vectorized_elementwise_kernel<MulFunctor>", "...<bfloat16_copy_kernel_cuda>", "elementwise_kernel<CUDAFunctor_add>"),
+    # not by the templates that carry it.
+    inner = [m for m in re.findall(r"([A-Za-z]\w*(?:Functor\w*|_kernel(?:_cuda)?))\b", args) if m not in GENERIC_PARTS]
     if args and inner:
         text = f"{head}<{inner[-1]}>"
     return text if len(text) <= MAX_NAME else text[: MAX_NAME - 1] + "…"
