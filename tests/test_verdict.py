@@ -213,11 +213,15 @@ def test_ten_percent_speedup_is_an_improvement_suggesting_an_update(rng):
     v = latency(compare_case(run_of(0.9, rng), entry([1.0, 1.001, 0.999], rng), host="host-a"))
     assert v.status == "improved" and "--perfguard-update" in words.line(v)
     # A run that is itself the update adds what it can; one it left out gets its own line (accept it).
-    from perfguard.report.commands import Invocation
+    from perfguard.analysis.judgement import judge
+    from perfguard.model import Acceptances
 
-    assert "--perfguard-update" not in words.line(v, Invocation(updating=True))
+    def updated(verdict):
+        return judge([], [verdict], Acceptances(), updating=True).verdicts[0]
+
+    assert "--perfguard-update" not in words.line(updated(v))
     new = compare_case(run_of(0.9, rng), None, host="host-a")[0]
-    assert new.status == "new" and "record it" in words.line(new) and "record it" not in words.line(new, Invocation(updating=True))
+    assert new.status == "new" and "record it" in words.line(new) and "record it" not in words.line(updated(new))
 
 
 def test_per_case_threshold_overrides_the_run_wide_one(rng):

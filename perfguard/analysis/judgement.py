@@ -48,7 +48,8 @@ def judge(results: Iterable[CaseResult], verdicts: Iterable[Verdict], accepted: 
           before: Mapping[str, CaseResult] | None = None, accepted_file: str = FILE_NAME) -> Judgement:
     """The judgement of a run's (or a case's) `results` on the verdicts of their comparison.
     `updating`: the run writes its figures into the baseline (--perfguard-update); its verdicts are against
-    the baseline it replaces, so nothing is re-measured and nothing fails. `before`: the results they were
+    the baseline it replaces, so nothing is re-measured, nothing fails, and none says to record it: the run
+    recorded what it could, and a run it left out has a line of its own (accept it). `before`: the results they were
     compared with, by case (the baseline's, the base's), for where a time moved. `accepted_file`: the
     acceptance file `accepted` came from, as the run names it (a verdict it judged names it)."""
     results, verdicts = list(results), list(verdicts)
@@ -61,6 +62,8 @@ def judge(results: Iterable[CaseResult], verdicts: Iterable[Verdict], accepted: 
         verdicts, spent, refused = applied.verdicts, applied.spent, applied.refused
     if before is not None:
         verdicts = moved.attach(verdicts, before, {r.id: r for r in results})
+    if updating:
+        verdicts = [dataclasses.replace(v, next_steps=tuple(s for s in v.next_steps if s.action != "record")) for v in verdicts]
     failing = () if updating else tuple(v for v in verdicts if decide.fails(v, fail_inconclusive=fail_inconclusive))
     accept = {v.case_id for v in failing if v.status == "regressed" and any(s.action == "accept" for s in v.next_steps)}
     return Judgement(tuple(results), tuple(verdicts), failing, tuple(sorted(accept)), tuple(spent), tuple(refused),

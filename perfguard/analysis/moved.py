@@ -103,7 +103,7 @@ def compare(by: MovedBy, before: TimeSplit | ByteSplit, after: TimeSplit | ByteS
             tolerance_pct: float = 0.0) -> Where:
     """Both splits row by row, the row that moved most first (`tolerance_pct`: the verdict's, a time's)."""
     noise, floor, tolerance = NOISE_PCT[by] / 100, FLOOR[by], tolerance_pct / 100
-    (old_named, old_other), (new_named, new_other) = sides(before), sides(after)
+    (old_named, old_other), (new_named, new_other) = before.sides(), after.sides()
     total = sum(new_named.values()) + new_other - sum(old_named.values()) - old_other
     # Where every row moved alike (a process whose host, or card, ran slower throughout), no one row is
     # where the change came from: a row is judged against its time scaled as the rows typically scaled
@@ -144,15 +144,10 @@ def change(row: MovedRow) -> float:
     return (row.after or 0.0) - (row.before or 0.0)
 
 
-def sides(split: TimeSplit | ByteSplit) -> tuple[Mapping[str, float], float]:
-    """A split's named rows and its `other` (ms a call; bytes)."""
-    return (split.named_ms, split.other_ms) if isinstance(split, TimeSplit) else (split.named_bytes, split.other_bytes)
-
-
 def median_split(splits: Sequence[Split]) -> Split:
     """Several runs' splits (of one kind) as one (perfguard ab's pooled rounds): each name's median over
     the runs that named it, `other` the median of theirs."""
-    both = [sides(s) for s in splits]
+    both = [s.sides() for s in splits]
     names = dict.fromkeys(name for named, _ in both for name in named)
     named = {name: statistics.median([n[name] for n, _ in both if name in n]) for name in names}
     return type(splits[0])(named, statistics.median([other for _, other in both]))

@@ -82,6 +82,7 @@ def compare_case(
     if declared is None:
         return []
     threshold = declared.threshold if declared.threshold is not None else threshold_pct
+    mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
     if current is None or not measured(current):
         if entry is None:
             return []
@@ -97,15 +98,13 @@ def compare_case(
             next_steps=(NextStep("record"),), time=TimeEvidence(kind_of_time=current.regime or None))]
     if other is not None:
         return _across(_Context(declared.id, baseline_file, model=other.model), current, entry, other, threshold,
-                       declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct,
-                       counter_allowance)
+                       mem_threshold, counter_allowance)
     ctx = _Context(declared.id, baseline_file, env_differences(baseline_fingerprint, current_fingerprint))
     verdicts = []
     for name in noise.judged_times(current, entry.result):
         verdict = _time(ctx, name, current, entry, threshold, host)
         if verdict is not None:
             verdicts.append(verdict)
-    mem_threshold = declared.memory_threshold if declared.memory_threshold is not None else memory_threshold_pct
     verdicts += memory_verdicts(ctx, current, entry.result, mem_threshold)
     return verdicts + counting.compare_counters(current, entry.result, allowance=counter_allowance, env=ctx.env,
                                                 baseline_file=baseline_file)

@@ -146,6 +146,10 @@ class TimeSplit:
     def total_ms(self) -> float:
         return sum(self.named_ms.values()) + self.other_ms
 
+    def sides(self) -> tuple[dict[str, float], float]:
+        """Its named rows and its `other`, as every split gives them (analysis/moved.py)."""
+        return self.named_ms, self.other_ms
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ByteSplit:
@@ -156,6 +160,9 @@ class ByteSplit:
 
     named_bytes: dict[str, float] = dataclasses.field(default_factory=dict)
     other_bytes: float = 0.0
+
+    def sides(self) -> tuple[dict[str, float], float]:
+        return self.named_bytes, self.other_bytes
 
 
 MAX_SPLIT_ROWS = 40

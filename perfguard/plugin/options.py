@@ -57,7 +57,7 @@ class Options:
         """The run's folders as the commands a verdict prints repeat them (report/commands.py)."""
         from perfguard.report.commands import Invocation  # here, not at load: the unused plugin stays light
 
-        return Invocation(baselines=self.baselines_arg, report=self.report_arg, updating=self.update)
+        return Invocation(baselines=self.baselines_arg, report=self.report_arg)
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:

@@ -18,7 +18,6 @@ class Invocation:
 
     baselines: str = defaults.BASELINES_DIR
     report: str = defaults.REPORT_DIR
-    updating: bool = False  # the run was itself an update: it added what it could, and says what it left out
 
     @classmethod
     def of(cls, options: Mapping[str, object] | None) -> Invocation:
@@ -26,8 +25,7 @@ class Invocation:
         options = options or {}
         baselines, report = options.get("baselines_dir"), options.get("report_dir")
         return cls(baselines=baselines if isinstance(baselines, str) and baselines else defaults.BASELINES_DIR,
-                   report=report if isinstance(report, str) and report else defaults.REPORT_DIR,
-                   updating=options.get("update") is True)
+                   report=report if isinstance(report, str) and report else defaults.REPORT_DIR)
 
     def _baselines_flag(self, spelling: str = "--baselines") -> list[str]:
         """The folder as pytest (`--perfguard-baselines`) or the console command (`--baselines`) takes it."""

@@ -49,8 +49,6 @@ def _step(v: Verdict, step: NextStep, run: Invocation) -> str:
     if action == "accept":
         return ""
     if action == "record":
-        if run.updating:  # this run recorded what it could; a run it left out has a line of its own (accept it)
-            return ""
         if v.status == "new" and v.reason == "not_in_baseline":
             return f"record it with {update} (several runs make its tolerance tight)"
         if v.status == "new":
