@@ -51,6 +51,11 @@ def bound(metric: str, baseline: float) -> float:
     return FACTOR * max(baseline, LEAST.get(metric, 0.0))
 
 
+def past_bound(metric: str, figure: float, baseline: float | None) -> bool:
+    """Whether an entry of `figure` accepts nothing (the judge) and is never written (`perfguard pr accept`)."""
+    return baseline is not None and figure > bound(metric, baseline)
+
+
 def ceiling(v: Verdict, change: AcceptedChange) -> float:
     """The most `change` accepts for verdict `v`: a time its tolerance (or the threshold) above the accepted
     figure, memory its threshold and floor above it, a count the count."""
@@ -75,7 +80,7 @@ def apply(verdicts: Sequence[Verdict], accepted: Acceptances, devices: Mapping[s
         if change is None:
             out.append(v)
             continue
-        if v.baseline is not None and change.figure > bound(v.metric, v.baseline):
+        if v.baseline is not None and past_bound(v.metric, change.figure, v.baseline):
             refused.append(Refused(change, v.baseline, bound(v.metric, v.baseline)))
             out.append(v)
             continue
@@ -112,8 +117,3 @@ def _before(change: AcceptedChange) -> float:
     if change.baseline is None:
         return change.figure
     return (change.baseline + change.figure) / 2.0
-
-
-def named(accepted: Acceptances, device: str) -> dict[str, str]:
-    """The cases of `device` the file names, each with its reason: an update starts their series anew."""
-    return {c.case_id: c.reason for c in accepted.changes if c.device == device}

@@ -135,9 +135,14 @@ def case_status(verdicts: Iterable[Verdict], result: CaseResult | None = None) -
     return "measured"
 
 
+def by_case(verdicts: Iterable[Verdict]) -> dict[str, list[Verdict]]:
+    """The verdicts grouped by case id, in one pass (a run's 5,000 cases: not a scan of them all per case)."""
+    grouped: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        grouped.setdefault(v.case_id, []).append(v)
+    return grouped
+
+
 def case_statuses(verdicts: Iterable[Verdict]) -> dict[str, str]:
     """Each case's overall status (case_status), by case id, for the cases the verdicts name."""
-    by_case: dict[str, list[Verdict]] = {}
-    for v in verdicts:
-        by_case.setdefault(v.case_id, []).append(v)
-    return {case: case_status(vs) for case, vs in by_case.items()}
+    return {case: case_status(vs) for case, vs in by_case(verdicts).items()}

@@ -73,12 +73,10 @@ def judge(results: Iterable[CaseResult], verdicts: Iterable[Verdict], accepted: 
 def _confirmed(results: list[CaseResult], verdicts: list[Verdict], confirm: Confirm
                ) -> tuple[list[CaseResult], list[Verdict]]:
     """Each case whose time looks regressed, confirmed (or not) by measuring it again; the rest as they are."""
-    by_case: dict[str, list[Verdict]] = {}
-    for v in verdicts:
-        by_case.setdefault(v.case_id, []).append(v)
+    grouped = decide.by_case(verdicts)
     kept = []
     for r in results:
-        if time_regressed(by_case.get(r.id, ())):
-            r, by_case[r.id] = confirm(r, by_case[r.id])
+        if time_regressed(grouped.get(r.id, ())):
+            r, grouped[r.id] = confirm(r, grouped[r.id])
         kept.append(r)
-    return kept, [v for vs in by_case.values() for v in vs]
+    return kept, [v for vs in grouped.values() for v in vs]

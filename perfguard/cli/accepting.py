@@ -45,7 +45,7 @@ def _accept(args: argparse.Namespace) -> int:
             raise ConfigError(f"{names.shown(case_id)}: nothing regressed in {args.run}, so there is nothing to accept; "
                               "nothing was written")
     for v in regressed:  # what the judge would refuse (analysis/acceptance.py), never written
-        if v.baseline is not None and (v.current or 0.0) > acceptance.bound(v.metric, v.baseline):
+        if acceptance.past_bound(v.metric, v.current or 0.0, v.baseline):
             into_baseline = Invocation(baselines=str(args.baselines)).baseline_accept([v.case_id], [str(args.run)])
             raise ConfigError(f"{names.shown(v.case_id)}: {words.name(v)} {amount(v.metric, v.baseline)} → "
                               f"{amount(v.metric, v.current)} is more than the {acceptance.FACTOR}× of its baseline "

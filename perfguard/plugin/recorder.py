@@ -154,7 +154,7 @@ class Recorder:
 
     def _update_baselines(self, verdicts: list[Verdict], commit: str | None, now: str) -> None:
         from perfguard import store
-        from perfguard.analysis.judgement import judge
+        from perfguard.analysis import acceptance
         from perfguard.analysis.series import Admission
 
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
@@ -165,7 +165,8 @@ class Recorder:
         accepted = self.baselines.accepted()
         named = {}
         if not isinstance(accepted, BaselineError):
-            refused = {r.change.case_id for r in judge(self.results.values(), verdicts, accepted, updating=True).refused}
+            devices = {r.id: r.device for r in self.results.values()}
+            refused = {r.change.case_id for r in acceptance.apply(verdicts, accepted, devices, "").refused}
             named = {c.case_id: c.reason for c in accepted.changes if c.case_id not in refused}
         admission = Admission(
             force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named,

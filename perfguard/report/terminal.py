@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from perfguard import inert, units
 from perfguard.analysis import counting
-from perfguard.analysis.decide import case_statuses, rank
+from perfguard.analysis.decide import by_case, case_status, rank
 from perfguard.analysis.memory_verdicts import ACROSS_CALLS
 from perfguard.model import COUNTER_KINDS, TIME_METRICS, CaseResult, DeviceInfo, RunRecord, Verdict, tally
 from perfguard.report import fitting, notes, steps, words, work
@@ -37,13 +37,11 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
           width: int | None = None) -> list[str]:
     """The table of cases in `width` characters (None: the terminal's; report/fitting.py says what goes)."""
     verdicts, results = list(verdicts), list(results)
-    status = case_statuses(verdicts)
+    grouped = by_case(verdicts)
+    status = {case: case_status(vs) for case, vs in grouped.items()}
     judged = {r.id: r.judged_metric for r in results}
     gate = {v.case_id: v for v in verdicts if v.metric == judged.get(v.case_id)}
     caller = {v.case_id: v for v in verdicts if v.metric == "caller_time" and judged.get(v.case_id) != "caller_time"}
-    by_case: dict[str, list[Verdict]] = {}  # once, not a scan of every verdict per row (5,000-case runs)
-    for v in verdicts:
-        by_case.setdefault(v.case_id, []).append(v)
     devices = list(devices)
     cards = card_names(results, devices)  # a column only where cases of one model ran on several cards
     rows, errors = [], []
@@ -57,7 +55,7 @@ def table(results: Iterable[CaseResult], devices: Iterable[DeviceInfo] = (), ver
         rows.append(
             (
                 r.id,
-                _status(status.get(r.id, "-"), gate.get(r.id), by_case.get(r.id, [])),
+                _status(status.get(r.id, "-"), gate.get(r.id), grouped.get(r.id, [])),
                 (ROUGH if rough(r) else "") + units.duration(r.judged_time.median_ms),
                 f"±{r.judged_time.ci_half_width_pct:.2f}%",
                 _change(gate.get(r.id)),
@@ -189,11 +187,8 @@ def verdict_count(verdicts: Sequence[Verdict]) -> str:
 
 def regressed_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """One line a case: "case: regressed: gpu_time +66.7%, copies 0 → 1 (each line in its failure above)"."""
-    by_case: dict[str, list[Verdict]] = {}
-    for v in verdicts:
-        by_case.setdefault(v.case_id, []).append(v)
     return [f"{case_id}: regressed: {', '.join(_moved(v) for v in moved)} (each line in its failure above)"
-            for case_id, moved in sorted(by_case.items())]
+            for case_id, moved in sorted(by_case(verdicts).items())]
 
 
 def _moved(v: Verdict) -> str:
