@@ -198,12 +198,12 @@ def _allocated(events: list[dict[str, Any]], ops: list[dict[str, Any]], call_of:
     """Each call's bytes allocated on the device by the outermost ATen operator whose span holds the
     allocation, on its thread (the trace's memory events; a free is a negative one)."""
     outermost: dict[Any, tuple[list[float], list[dict[str, Any]]]] = {}  # by thread: starts, operators
-    for op in sorted((o for o in ops if str(o.get("name", "")).startswith("aten::")),
-                     key=lambda o: (float(o["ts"]), -float(o.get("dur", 0)))):
-        starts, top = outermost.setdefault(op.get("tid"), ([], []))
-        if not top or float(op["ts"]) >= float(top[-1]["ts"]) + float(top[-1].get("dur", 0)):
-            starts.append(float(op["ts"]))
-            top.append(op)
+    for thread in _threads([o for o in ops if str(o.get("name", "")).startswith("aten::")]):
+        starts, top = outermost.setdefault(thread[0].get("tid"), ([], []))
+        for op in thread:
+            if not top or float(op["ts"]) >= float(top[-1]["ts"]) + float(top[-1].get("dur", 0)):
+                starts.append(float(op["ts"]))
+                top.append(op)
     per_call: list[Counter[str]] = [Counter() for _ in range(calls)]
     for e in events:
         args = e.get("args") or {}
@@ -259,15 +259,20 @@ def _cause(op: dict[str, Any], runtime: list[dict[str, Any]], copies: dict[Any, 
     return ""
 
 
+def _threads(ops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The operators by thread, each thread's by start, of two that start together the outer first: the
+    order a walk of their nesting takes."""
+    by_thread: dict[Any, list[dict[str, Any]]] = {}
+    for op in ops:
+        by_thread.setdefault(op.get("tid"), []).append(op)
+    return [sorted(thread, key=lambda o: (float(o["ts"]), -float(o.get("dur", 0)))) for thread in by_thread.values()]
+
+
 def _self_times(ops: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
     """Each operator with its self time (µs): its span less the spans of the operators directly inside it,
     on its thread."""
     out: list[tuple[dict[str, Any], float]] = []
-    by_thread: dict[Any, list[dict[str, Any]]] = {}
-    for op in ops:
-        by_thread.setdefault(op.get("tid"), []).append(op)
-    for thread in by_thread.values():
-        thread.sort(key=lambda o: (float(o["ts"]), -float(o.get("dur", 0))))
+    for thread in _threads(ops):
         open_: list[list[Any]] = []  # [op, its end, its self time so far]
         for op in thread:
             start, dur = float(op["ts"]), float(op.get("dur", 0))
