@@ -20,7 +20,7 @@ from perfguard.plugin.options import Options
 if TYPE_CHECKING:
     from perfguard.plugin.recorder import Recorder
 
-RECORDER_NAME = "perfguard-recorder"  # the recorder's name as a registered plugin: found without importing it
+RECORDER_NAME = "perfguard-recorder"  # the recorder's name as a registered plugin (its hooks)
 
 
 def configure(config: pytest.Config) -> None:
@@ -59,7 +59,9 @@ def configure(config: pytest.Config) -> None:
 
 
 def _recorder(config: pytest.Config) -> Recorder:
-    return config.pluginmanager.get_plugin(RECORDER_NAME)
+    from perfguard.plugin.recorder import RECORDER  # loaded by now: configure made the recorder
+
+    return config.stash[RECORDER]
 
 
 # The run's end: hooks of a run that records, registered with its recorder (configure, above).
