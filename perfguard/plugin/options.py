@@ -198,13 +198,17 @@ def folder(config: pytest.Config, name: str) -> Path:
     folder pytest was started in; in the ini file, from the ini file's folder; in addopts, and the default,
     from the rootdir (pytest's project folder: where the ini file is, else the tests' and the start's common
     folder)."""
-    raw = _parsed(config, name)
+    return Path(folder_base(config, name)[0], _parsed(config, name))
+
+
+def folder_base(config: pytest.Config, name: str) -> tuple[Path, str]:
+    """The folder a folder option's relative path is taken from (`folder`), and its name in words."""
     given = source(config, name)
     if given == "the command line":
-        return Path(config.invocation_params.dir, raw)
+        return config.invocation_params.dir, "the folder pytest was started in"
     if given.startswith("ini ") and config.inipath is not None:
-        return Path(config.inipath.parent, raw)
-    return Path(config.rootpath, raw)
+        return config.inipath.parent, "the ini file's folder"
+    return config.rootpath, "pytest's rootdir"
 
 
 def _cases_file(config: pytest.Config) -> Path | None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from perfguard.analysis.counting import kinds_above
-from perfguard.plugin.options import Options, source
+from perfguard.plugin.options import Options, folder_base, source
 
 if TYPE_CHECKING:
     from perfguard.model import BaselineFile, CaseResult, DeviceInfo, Verdict
@@ -168,9 +168,7 @@ class Watch:
         """The baselines folder is not there: where it was looked for and why there, and a folder that holds
         this model's file where it was likely meant: of that name above the tests (pytest started from
         another folder), or beside the one named (a typo)."""
-        given = source(self.config, "perfguard-baselines")
-        base = {"the command line": "the folder pytest was started in"}.get(
-            given, "the ini file's folder" if given.startswith("ini ") else "pytest's rootdir")
+        given, (_, base) = source(self.config, "perfguard-baselines"), folder_base(self.config, "perfguard-baselines")
         line = (f"no baselines folder {options.baselines_dir}: --perfguard-baselines={options.baselines_arg} (from "
                 f"{given}) taken from {base}; its {n} case(s) read new and are not judged")
         root = self.config.rootpath
