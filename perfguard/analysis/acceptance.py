@@ -100,7 +100,7 @@ def apply(verdicts: Sequence[Verdict], accepted: Acceptances, devices: Mapping[s
     compared = {(devices.get(v.case_id, ""), v.case_id) for v in verdicts if v.compared}
     judged = {(devices.get(v.case_id, ""), v.case_id, v.metric) for v in verdicts}
     spent += [c for c in accepted.changes if c.metric in COUNTER_KINDS and (c.device, c.case_id) in compared
-              and (c.device, c.case_id, c.metric) not in judged]
+              and c.key not in judged]
     return Applied(out, spent, refused)
 
 

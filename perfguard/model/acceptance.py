@@ -30,6 +30,11 @@ class AcceptedChange:
     commit: str | None = None  # the measured revision
     accepted_at: str = ""
 
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What one entry accepts, and a file holds once: a device's case's metric."""
+        return self.device, self.case_id, self.metric
+
 
 @dataclasses.dataclass(frozen=True)
 class Acceptances:
@@ -37,10 +42,9 @@ class Acceptances:
     schema_version: int = ACCEPTANCE_SCHEMA
 
     def find(self, device: str, case_id: str, metric: str) -> AcceptedChange | None:
-        return next((c for c in self.changes if (c.device, c.case_id, c.metric) == (device, case_id, metric)), None)
+        return next((c for c in self.changes if c.key == (device, case_id, metric)), None)
 
     def with_change(self, change: AcceptedChange) -> Acceptances:
         """These acceptances with `change` in place of any earlier entry for its case and metric."""
-        key = (change.device, change.case_id, change.metric)
-        kept = tuple(c for c in self.changes if (c.device, c.case_id, c.metric) != key)
-        return dataclasses.replace(self, changes=tuple(sorted((*kept, change), key=lambda c: (c.device, c.case_id, c.metric))))
+        kept = tuple(c for c in self.changes if c.key != change.key)
+        return dataclasses.replace(self, changes=tuple(sorted((*kept, change), key=lambda c: c.key)))

@@ -80,9 +80,8 @@ def one_entry_each(accepted: Acceptances, where: str) -> None:
     figures; else a BaselineError beginning with `where`."""
     seen = set()
     for c in accepted.changes:
-        key = (c.device, c.case_id, c.metric)
-        if key in seen:
+        if c.key in seen:
             raise BaselineError(f"{where}: two entries accept the {c.metric} of {names.shown(c.case_id)} on {c.device}; "
                                 "keep the one that was reviewed and remove the other (`perfguard pr accept` writes one "
                                 "entry a case and metric)")
-        seen.add(key)
+        seen.add(c.key)
