@@ -85,19 +85,19 @@ def short(source: str) -> str:
 def legend(baseline: BaselineFile, letters: dict[str, str]) -> list[str]:
     """A line per run source: its letter, short UUID (or host), the host it ran on, its runs (a run records
     every case it measured at one instant) and the cases they measured."""
-    runs: dict[str, list[RunSummary]] = {}
-    for e in baseline.cases.values():
+    runs: dict[str | None, list[RunSummary]] = {}
+    cases: dict[str | None, set[str]] = {}  # once, in the same pass: not a scan of the file per source
+    for case_id, e in baseline.cases.items():
         for r in e.runs:
-            if (src := noise.run_source(r)) is not None:
-                runs.setdefault(src, []).append(r)
-    lines = [f"{UNKNOWN} = a run that recorded neither its card nor its host"] if any(
-        noise.run_source(r) is None for e in baseline.cases.values() for r in e.runs) else []
+            src = noise.run_source(r)
+            runs.setdefault(src, []).append(r)
+            cases.setdefault(src, set()).add(case_id)
+    lines = [f"{UNKNOWN} = a run that recorded neither its card nor its host"] if None in runs else []
     for src, letter in letters.items():
         hosts = sorted({r.host for r in runs[src] if r.host and r.host != src})
         on = f" on host {', '.join(hosts)}" if hosts else ""
         made = len({r.recorded_at for r in runs[src]})
-        cases = sum(any(noise.run_source(r) == src for r in e.runs) for e in baseline.cases.values())
-        lines.append(f"{letter} = {short(src)}{on}: {units.plural(made, 'run')} of {units.plural(cases, 'case')} "
+        lines.append(f"{letter} = {short(src)}{on}: {units.plural(made, 'run')} of {units.plural(len(cases[src]), 'case')} "
                      f"(full id {src})")
     return lines
 
