@@ -51,6 +51,36 @@ def table(path: Path) -> tuple[dict[str, int], dict[tuple[str, str, str], list[t
     return {m: len(c) for m, c in cards.items()}, rows
 
 
+def q(xs: list[float], p: float) -> float:
+    """The p-quantile of sorted `xs`, as the table prints it."""
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def p90_spread(path: Path) -> dict[tuple[str, str, str], float]:
+    """(kind of time, bound, size) -> the 90th percentile of the per-card spread, %, over rows of 3 cards or
+    more: what the card-to-card priors (perfguard/analysis/priors.py CARD_PCT) must be at least."""
+    _, rows = table(path)
+    return {key: q(sorted(v[0] for v in values), .9) for key, values in rows.items()
+            if statistics.median(v[2] for v in values) >= 3}
+
+
+def busy_above_gpu(path: Path, over: float = 1.08, at_least_ms: float = 0.3) -> list[str]:
+    """Per card and run: of the memory-bound cases of `at_least_ms` or more, how many read a busy time more
+    than `over` times their GPU time in that run. The profiled pass sometimes reads a long kernel's busy time
+    about 10% long and sometimes not, whatever the card: that is run-to-run noise, which a card's median of
+    three runs turns into an apparent card offset in the busy-time rows above."""
+    baseline = loads_baseline(path.read_text(encoding="utf-8"), str(path))
+    runs: dict[tuple[str, str], list[bool]] = collections.defaultdict(list)
+    for entry in baseline.cases.values():
+        if not (entry.result.metrics and str(entry.result.metrics.bound) == "memory"):
+            continue
+        for run in entry.runs:
+            gpu, busy = run.median_of("gpu_time"), run.median_of("busy_time")
+            if gpu and busy and gpu >= at_least_ms and run.device_uuid:
+                runs[run.device_uuid, run.recorded_at].append(busy > over * gpu)
+    return [f"{card[:12]} run of {at[:19]}: {sum(high)} of {len(high)}" for (card, at), high in sorted(runs.items())]
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else ROOT / "baselines" / "nvidia-h200.json"
     cards, rows = table(path)
@@ -59,13 +89,11 @@ def main(argv: list[str]) -> int:
     for key in sorted(rows):
         values = rows[key]
         sds, offs = sorted(v[0] for v in values), sorted(v[1] for v in values)
-
-        def q(xs: list[float], p: float) -> float:
-            return xs[min(len(xs) - 1, int(p * len(xs)))]
-
         cards_median = statistics.median(v[2] for v in values)
         print(f"{key[0]:12} {key[1]:8} {key[2]:7} {len(values):5} {cards_median:5.0f} {q(sds, .5):6.2f}% {q(sds, .9):6.2f}% "
               f"{sds[-1]:6.2f}% {q(offs, .9):7.2f}%")
+    print("# memory-bound cases of 0.3 ms or more whose busy time reads over 8% above their GPU time, per run")
+    print("\n".join(busy_above_gpu(path)))
     return 0
 
 

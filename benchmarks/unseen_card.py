@@ -1,9 +1,10 @@
-"""Issue 31 item 4: how the committed baseline judges unchanged runs on a card that is not in it.
+"""Issue 31 item 4 (issue 48: any model's): how the committed baseline judges unchanged runs on a card that is not in it.
 
     python benchmarks/unseen_card.py run OUTDIR [RUNS]     (on a GPU machine; default 3 runs)
     python benchmarks/unseen_card.py summarise RECORD...   (anywhere: reads perfguard.json records)
 
-`run` refuses a card the baseline already holds runs of (a held machine stays the same card), then runs
+`run` reads this card's model's file (baselines/<slug>.json, e.g. nvidia-h100-80gb-hbm3.json), refuses a
+card it already holds runs of (a held machine stays the same card), then runs
 `pytest --perfguard suites/` RUNS times, one process each (the run is the unit of evidence, DESIGN §5),
 keeping each record as OUTDIR/runN.json. Both print, per run: the exit status, the verdicts by metric
 and status (every verdict that is not a time lumped as counts/memory), and the median detectable change
@@ -19,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,18 +28,22 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # perfguard from the tree;
 
 from machine import plugin_args  # noqa: E402
 
-from perfguard.model import TIME_METRICS, loads_baseline, loads_record  # noqa: E402
+from perfguard.model import TIME_METRICS, CaseResult, Verdict, loads_baseline, loads_record, names  # noqa: E402
 
-BASELINE = ROOT / "baselines" / "nvidia-h200.json"
 SMALL_MS = 0.02  # as benchmarks/card_offsets.py: under 20 µs a host-to-host offset of ~1 µs dominates
 
 
 def summarise(path: Path) -> list[str]:
     record = loads_record(path.read_text(encoding="utf-8"), str(path))
-    results = {r.id: r for r in record.results}
+    return tally_lines(record.verdicts, record.results)
+
+
+def tally_lines(verdicts: Iterable[Verdict], results: Iterable[CaseResult]) -> list[str]:
+    """The verdicts by metric and status, and the median detectable change of GPU time per kind of case."""
+    results = {r.id: r for r in results}
     tally: collections.Counter[tuple[str, str]] = collections.Counter()
     detectable: dict[str, list[float]] = collections.defaultdict(list)
-    for v in record.verdicts:
+    for v in verdicts:
         tally["counts/memory" if v.metric not in TIME_METRICS else v.metric, v.status] += 1
         if v.metric != "gpu_time" or v.detectable_pct is None:
             continue
@@ -58,23 +64,29 @@ def summarise(path: Path) -> list[str]:
     return lines
 
 
-def card_uuid() -> str:
-    out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True, text=True, check=True)
-    return out.stdout.split()[0]
+def card() -> tuple[str, str]:
+    """This machine's first card: its UUID and model name, as nvidia-smi gives them."""
+    out = subprocess.run(["nvidia-smi", "--query-gpu=uuid,name", "--format=csv,noheader"], capture_output=True, text=True, check=True)
+    uuid, name = (part.strip() for part in out.stdout.splitlines()[0].split(",", 1))
+    return uuid, name
 
 
 def run(outdir: Path, runs: int) -> int:
-    uuid = card_uuid()
-    baseline = loads_baseline(BASELINE.read_text(encoding="utf-8"), str(BASELINE))
+    uuid, name = card()
+    path = ROOT / "baselines" / f"{names.device_slug('cuda', name)}.json"
+    if not path.is_file():
+        print(f"refused: no baseline file {path.relative_to(ROOT)} for {name}; this judges a model's own file")
+        return 3
+    baseline = loads_baseline(path.read_text(encoding="utf-8"), str(path))
     seen = {r.device_uuid for e in baseline.cases.values() for r in e.runs}
-    print(f"# card {uuid}; baseline {BASELINE.relative_to(ROOT)} holds runs of {len(seen)} cards")
+    print(f"# card {uuid} ({name}); baseline {path.relative_to(ROOT)} holds runs of {len(seen)} cards")
     if uuid in seen:
-        print(f"refused: {BASELINE.name} already holds runs of {uuid}; this needs a card it has not seen")
+        print(f"refused: {path.name} already holds runs of {uuid}; this needs a card it has not seen")
         return 3
     outdir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(), "--perfguard", "suites/"]
     print("# " + " ".join(command[2:]) + " --perfguard-report=OUTDIR/runN")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     for i in range(1, runs + 1):
         report = outdir / f"report{i}"
         start = time.monotonic()

@@ -13,13 +13,14 @@ judging runs taken on another; each time and memory verdict, and its `where:` li
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 from perfguard import store  # noqa: E402
 from perfguard.analysis import moved  # noqa: E402
 from perfguard.analysis.judgement import judge  # noqa: E402
 from perfguard.analysis.verdict import compare_case  # noqa: E402
 from perfguard.model import Acceptances, loads_record  # noqa: E402
 from perfguard.report import words  # noqa: E402
+from unseen_card import tally_lines  # noqa: E402
 
 
 def own(out: Path) -> None:
@@ -50,6 +51,7 @@ def across(baseline: Path, runs: list[Path]) -> None:
                                                                       if r.id in file.cases})
         failing = ", ".join(f"{v.case_id} {v.metric}" for v in judged.failing) or "nothing"
         print(f"{path} (card {device.uuid}): failing: {failing}")
+        print("\n".join(tally_lines(judged.verdicts, rec.results)))
         for v in judged.verdicts:
             if v.metric in moved.ATTRIBUTED:
                 where = words.where_line(v)

@@ -91,8 +91,30 @@ def test_show_names_a_run_the_gate_leaves_out_and_why(tmp_path, capsys):
     assert said.endswith("far from the others")
 
 
-def test_show_of_a_card_no_run_came_from_is_one_line_and_exit_2(capsys):
-    assert main(["baseline", "show", "--baselines", str(COMMITTED.parent), "--card", "not-a-card"]) == 2
+def test_show_of_a_card_no_run_came_from_is_one_line_and_exit_2(tmp_path, capsys):
+    from perfguard.analysis.stats import timing
+    from perfguard.model import CaseResult, DeviceInfo
+
+    (tmp_path / COMMITTED.name).write_bytes(COMMITTED.read_bytes())
+    cpu = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a", host="h")
+    add = CaseResult(id="add", name="add", status="ok", device=cpu.slug, timer="host-clock", regime="host-clock",
+                     timings={"gpu_time": timing([1.0 + 0.001 * i for i in range(20)])})
+    store.update(tmp_path, cpu, [add], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+    # Over several files (a pool of two models), one line for the folder, not one per file that lacks the card.
+    assert main(["baseline", "show", "--baselines", str(tmp_path), "--card", "not-a-card"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"perfguard: no run of the baselines in {tmp_path} (cpu-a, nvidia-h200) comes from a card or "
+                          "host 'not-a-card'")
+    assert err.count("\n") == 1
+    # A card is of one model: the file that holds it is shown, the other model's is not, and it is no error.
+    card = next(r.device_uuid for e in store.load_file(COMMITTED).cases.values() for r in e.runs if r.device_uuid)
+    assert main(["baseline", "show", "--baselines", str(tmp_path), "--card", card]) == 0
+    out = capsys.readouterr()
+    assert "nvidia-h200.json: NVIDIA H200" in out.out and "cpu-a" not in out.out and not out.err
+    assert main(["baseline", "show", "--baselines", str(tmp_path), "--card", "h"]) == 0
+    assert "cpu-a.json: a cpu" in capsys.readouterr().out
+    # One file named: its own line.
+    assert main(["baseline", "show", "--baselines", str(tmp_path), "--device", "nvidia-h200", "--card", "not-a-card"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("perfguard: no run of nvidia-h200's baseline comes from a card or host 'not-a-card'")
     assert err.count("\n") == 1

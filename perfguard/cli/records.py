@@ -51,7 +51,9 @@ def _baseline_show(args: argparse.Namespace) -> int:
         if not paths:
             print(f"no baselines in {directory}")
             return 0
-    status = 0
+    from perfguard.cli.baseline_view import find_card
+
+    status, holding = 0, 0
     for path in paths:
         try:
             baseline = load_file(path)
@@ -60,6 +62,9 @@ def _baseline_show(args: argparse.Namespace) -> int:
             status = 2
             continue
         assert baseline is not None  # it was listed a moment ago
+        if args.card and len(paths) > 1 and find_card(baseline, args.card) is None:
+            continue  # a card is of one model: --card over several files shows the file(s) that hold it
+        holding += 1
         # The newest run's versions: the file's device is its first run's, never rewritten (store.update_runs).
         newest = max(baseline.cases.values(), key=lambda e: e.recorded_at, default=None)
         fingerprint = newest.fingerprint if newest else baseline.device.fingerprint()
@@ -71,6 +76,11 @@ def _baseline_show(args: argparse.Namespace) -> int:
             rates = ", ".join(f"{k} {units.number(v, 2)}" for k, v in cal.tflops.items())
             say(f"  calibrated {cal.measured_at}: copy {units.number(cal.copy_gbps)} GB/s; matmul TFLOP/s {rates}")
         status = max(status, _judged(baseline, args))
+    if args.card and len(paths) > 1 and not holding:
+        print(f"perfguard: no run of the baselines in {directory} ({', '.join(p.stem for p in paths)}) comes from a card "
+              f"or host {names.shown(args.card)} (or more than one does); `perfguard baseline show` lists their cards",
+              file=sys.stderr)
+        return 2
     return status
 
 
@@ -297,7 +307,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                       "came from; by default for a run from a card the baseline has not seen (the fleet's view).")
     listing.add_argument("--device", metavar="SLUG", help="only this device's file, e.g. nvidia-h200")
     listing.add_argument("--card", metavar="ID", help="judge as for a run from this card (its UUID, short UUID or a "
-                         "prefix; on a CPU its host): its own runs judge it where it has enough")
+                         "prefix; on a CPU its host): its own runs judge it where it has enough; only the file that holds it is shown")
     add_option(listing, "perfguard-threshold", default=None,
                help=f"the threshold the tolerances start from, in percent (default: {defaults.THRESHOLD_PCT:g}, or the case's own)")
     accept = command(actions, "accept", "add runs' measured cases to their device's baseline, one run per record "
