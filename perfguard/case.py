@@ -86,7 +86,7 @@ class CaseSpec:
                 grid = self.params(device)
             except Exception as exc:  # noqa: BLE001 - any failure is the user's grid callable
                 raise ConfigError(f"{label(self.name, self.location)}: params({device!r}) raised {exc!r}") from None
-            return _check_grid(label(self.name, self.location), grid, self.setup)
+            return _check_grid(label(self.name, self.location), self.name, grid, self.setup)
         return dict(self.params)
 
     def instances(self, device: str) -> list[CaseInstance]:
@@ -127,11 +127,7 @@ class CaseInstance:
 
     @property
     def id(self) -> str:
-        # Printable, whatever the name and values hold, and unlike any other id (inert.py: a space at an
-        # end, a form NFC would change): the id is printed by pytest, not only by perfguard.
-        if not self.params:
-            return inert.line(inert.printable(self.spec.name))
-        return inert.line(inert.printable(f"{self.spec.name}[{'-'.join(f'{k}={format_value(v)}' for k, v in self.params)}]"))
+        return case_id(self.spec.name, self.params)
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -162,6 +158,16 @@ class CaseInstance:
             except Exception as exc:  # noqa: BLE001 - a broken model is a declaration mistake
                 raise ConfigError(f"{where}(...) raised {exc!r}; fix the {what} model") from None
         return _nonnegative(f"perf_case {self.id!r}: {what}", value)
+
+
+def case_id(name: str, params: Sequence[tuple[str, Any]]) -> str:
+    """The id of a case's grid point. Printable, whatever the name and values hold, and unlike any other
+    id (inert.py: a space at an end, a form NFC would change): the id is printed by pytest, not only by
+    perfguard. Two points can still print alike (1024 and "1024"; "a\\x00" and "a" + NUL, escaped;
+    a value holding "-b="): _one_id_each refuses such a grid."""
+    if not params:
+        return inert.line(inert.printable(name))
+    return inert.line(inert.printable(f"{name}[{'-'.join(f'{k}={format_value(v)}' for k, v in params)}]"))
 
 
 def format_value(value: Any) -> str:
@@ -243,7 +249,7 @@ def build_spec(
     opts["name"] = name
     params = opts.get("params", {})
     if not callable(params):
-        opts["params"] = _check_grid(where, params, setup)
+        opts["params"] = _check_grid(where, name, params, setup)
         # The models and the check get the parameters they name: ask their signatures now, so a
         # misspelt parameter fails at collection, not when the case runs.
         probe = {**{k: v[0] for k, v in opts["params"].items()}, "device": "cpu"}
@@ -323,7 +329,32 @@ def check_keywords(where: str, given: Iterable[str], known: Sequence[str]) -> No
             raise ConfigError(f"{where}: unknown keyword {key!r}; {hint}known keywords: {', '.join(known)}")
 
 
-def _check_grid(where: str, grid: Any, setup: Callable[..., Any]) -> dict[str, tuple[Any, ...]]:
+def _one_id_each(where: str, name: str, grid: Mapping[str, tuple[Any, ...]]) -> None:
+    """Every point of the grid names its own test: two of one id would be two tests that pytest runs and
+    one record of the two, a baseline entry written by both."""
+    keys = list(grid)
+    seen: dict[str, tuple[int, ...]] = {}
+    for at in itertools.product(*(range(len(grid[k])) for k in keys)):
+        point = case_id(name, [(k, grid[k][i]) for k, i in zip(keys, at, strict=True)])
+        other = seen.setdefault(point, at)
+        if other == at:
+            continue
+        differ = [k for k, i, j in zip(keys, at, other, strict=True) if i != j]
+        if len(differ) == 1:
+            key = differ[0]
+            a, b = grid[key][other[keys.index(key)]], grid[key][at[keys.index(key)]]
+            if format_value(a) == format_value(b):  # 1024 and 1024, or 1024 and "1024"
+                raise ConfigError(f"{where}: params[{key!r}] gives {format_value(a)} more than once ({list(grid[key])!r}); "
+                                  "each value names a test, so give each once")
+            raise ConfigError(f"{where}: params[{key!r}] gives {a!r} and {b!r}, which name one test, {point}; "
+                              "each value names a test, so give values that print differently")
+        first = {k: grid[k][i] for k, i in zip(keys, other, strict=True)}
+        second = {k: grid[k][i] for k, i in zip(keys, at, strict=True)}
+        raise ConfigError(f"{where}: params {first!r} and {second!r} name one test, {point}; each point of the grid "
+                          "names a test, so give values that print differently (a value holding '-' and '=' reads as two)")
+
+
+def _check_grid(where: str, name: str, grid: Any, setup: Callable[..., Any]) -> dict[str, tuple[Any, ...]]:
     if not isinstance(grid, Mapping):
         raise ConfigError(f"{where}: params must be a dict of name -> list of values, got {type(grid).__name__}")
     checked: dict[str, tuple[Any, ...]] = {}
@@ -337,14 +368,8 @@ def _check_grid(where: str, grid: Any, setup: Callable[..., Any]) -> dict[str, t
         values = tuple(values)
         if not values:
             raise ConfigError(f"{where}: params[{key!r}] is empty; give at least one value")
-        # Each value is a part of a test id: two that read alike (1024 and 1024, or 1024 and "1024") would
-        # make two tests of one id, and one record of the two.
-        ids = [format_value(v) for v in values]
-        twice = list(dict.fromkeys(i for i in ids if ids.count(i) > 1))
-        if twice:
-            raise ConfigError(f"{where}: params[{key!r}] gives {', '.join(twice)} more than once ({list(values)!r}); "
-                              "each value names a test, so give each once")
         checked[key] = values
+    _one_id_each(where, name, checked)
     # Ask the setup's signature now, so a missing or misspelt parameter fails at collection.
     probe = {k: v[0] for k, v in checked.items()}
     call_kwargs(setup, {**probe, "device": "cpu"}, where)

@@ -112,6 +112,32 @@ def test_a_grid_callable_is_validated_when_it_is_expanded():
         broken.instances("cpu")
 
 
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        # A value given twice, or two that print alike.
+        ({"n": [1024, 2048, 1024], "dtype": [torch.float32]}, r"params\['n'\] gives 1024 more than once \(\[1024, 2048, 1024\]\)"),
+        ({"n": [1024, "1024"], "dtype": [torch.float32]}, r"params\['n'\] gives 1024 more than once"),
+        # Two that print differently until the id escapes them for the terminal.
+        ({"n": ["a\x00", "a\\x00"], "dtype": [torch.float32]},
+         r"params\['n'\] gives 'a\\x00' and 'a\\\\x00', which name one test, vector_add\[n=a\\x00-dtype=float32\]"),
+        # Two points of several parameters: a value holding '-' and '=' reads as the next parameter.
+        ({"n": ["1-dtype=float32", "1"], "dtype": ["float16", "float32-dtype=float16"]},
+         r"params \{'n': '1-dtype=float32', 'dtype': 'float16'\} and \{'n': '1', 'dtype': 'float32-dtype=float16'\} "
+         r"name one test, vector_add\[n=1-dtype=float32-dtype=float16\]"),
+    ],
+)
+def test_two_points_of_a_grid_that_would_name_one_test_are_refused(params, expected):
+    # Two tests of one id are two runs pytest makes and one record of the two: the rule is the id's, one
+    # a point, whatever makes two alike.
+    error = refusal(params=params)
+    assert re.search(expected, error), error
+    assert "\n" not in error
+    spec = declare(params=lambda device: params, name="late")  # a grid callable: when it is expanded
+    with pytest.raises(ConfigError, match=r"perf_case 'late' .*name one test|perf_case 'late' .*more than once"):
+        spec.instances("cpu")
+
+
 # --- bytes and flops -----------------------------------------------------------------------------
 
 
