@@ -56,14 +56,6 @@ def q(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 
 
-def p90_spread(path: Path) -> dict[tuple[str, str, str], float]:
-    """(kind of time, bound, size) -> the 90th percentile of the per-card spread, %, over rows of 3 cards or
-    more: what the card-to-card priors (perfguard/analysis/priors.py CARD_PCT) must be at least."""
-    _, rows = table(path)
-    return {key: q(sorted(v[0] for v in values), .9) for key, values in rows.items()
-            if statistics.median(v[2] for v in values) >= 3}
-
-
 def busy_above_gpu(path: Path, over: float = 1.08, at_least_ms: float = 0.3) -> list[str]:
     """Per card and run: of the memory-bound cases of `at_least_ms` or more, how many read a busy time more
     than `over` times their GPU time in that run. The profiled pass sometimes reads a long kernel's busy time
