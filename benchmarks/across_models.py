@@ -6,7 +6,8 @@ injected from outside the suites' code.
 
 Runs `pytest --perfguard` of suites/test_models.py's cases (--case; default: nanoGPT's training step at
 batch 8, suites/models/gpt2.py) once per injection on this card against DIR (default: the committed baselines/; on
-a model without its own file, another model's of the same architecture and software stands in), with
+a model without its own file, another model's of the same architecture and software stands in: on an H100, whose
+file is committed, a DIR holding only nvidia-h200.json), with
 this file as a pytest plugin (`-p across_models`) that patches suites/models/gpt2.py from outside
 where PERFGUARD_INJECT says:
 - extra_op: one more elementwise op a block (each Block's output times 1.0);
