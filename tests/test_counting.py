@@ -167,6 +167,20 @@ def test_busy_times_prior_narrows_with_the_kernels_a_call_launches_and_ignores_t
     assert prior(175, metrics=Metrics(bound="launch", launch_overhead_share=0.56)) == prior(175)
 
 
+def test_busy_times_prior_counts_the_copies_and_memsets_it_sums_not_only_kernels():
+    # device_copy on an H100 (GPU-e6e43625, 2026-12-07): one DtoD copy a call and no kernel. Its busy time,
+    # the copy's interval, had the memory bound's GPU-time prior (0.3%), and an unchanged run's +4.4% was
+    # kept out of its series of one run (tolerance ±4.3%).
+    copy = Counters(calls=5, copies={"DtoD": 1.0}, copy_bytes={"DtoD": 16777216.0}, device=True)
+    base = dataclasses.replace(busy_baseline((0.007265,)), result=dataclasses.replace(busy_case(0.007265), counters=copy))
+    now = dataclasses.replace(busy_case(0.007265 * 1.044), counters=copy)
+    est = noise.estimate(now, base, 1.0, host="vm", metric="busy_time")
+    assert est.prior_pct == pytest.approx(priors.BUSY_KERNEL_PCT) and est.tolerance_pct > 4.4
+    memsets = Counters(calls=5, kernels={GEMM: 1.0}, memsets={"memset": 3.0}, device=True)
+    assert priors.prior_pct(dataclasses.replace(now, counters=memsets), dataclasses.replace(now, counters=memsets),
+                            "busy_time") == pytest.approx(priors.BUSY_KERNEL_PCT / 2)  # 4 activities
+
+
 @pytest.mark.parametrize("spread", [0.0016, 0.0033])  # the median and the worst seen between processes of a card
 def test_unchanged_busy_times_rarely_look_slower(spread):
     rng = np.random.default_rng(11)
