@@ -22,13 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfguard.model import TIME_METRICS, loads_baseline  # noqa: E402
+from perfguard.model import TIME_METRICS, BaselineFile, loads_baseline  # noqa: E402
 
 SMALL_MS = 0.02
 
 
-def table(path: Path) -> tuple[dict[str, int], dict[tuple[str, str, str], list[tuple[float, float, int]]]]:
-    baseline = loads_baseline(path.read_text(encoding="utf-8"), str(path))
+def table(baseline: BaselineFile) -> tuple[dict[str, int], dict[tuple[str, str, str], list[tuple[float, float, int]]]]:
     rows: dict[tuple[str, str, str], list[tuple[float, float, int]]] = collections.defaultdict(list)
     cards: dict[str, set[str]] = collections.defaultdict(set)
     for entry in baseline.cases.values():
@@ -56,12 +55,11 @@ def q(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 
 
-def busy_above_gpu(path: Path, over: float = 1.08, at_least_ms: float = 0.3) -> list[str]:
+def busy_above_gpu(baseline: BaselineFile, over: float = 1.08, at_least_ms: float = 0.3) -> list[str]:
     """Per card and run: of the memory-bound cases of `at_least_ms` or more, how many read a busy time more
     than `over` times their GPU time in that run. The profiled pass sometimes reads a long kernel's busy time
     about 10% long and sometimes not, whatever the card: that is run-to-run noise, which a card's median of
     three runs turns into an apparent card offset in the busy-time rows above."""
-    baseline = loads_baseline(path.read_text(encoding="utf-8"), str(path))
     runs: dict[tuple[str, str], list[bool]] = collections.defaultdict(list)
     for entry in baseline.cases.values():
         if not (entry.result.metrics and str(entry.result.metrics.bound) == "memory"):
@@ -75,7 +73,8 @@ def busy_above_gpu(path: Path, over: float = 1.08, at_least_ms: float = 0.3) -> 
 
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else ROOT / "baselines" / "nvidia-h200.json"
-    cards, rows = table(path)
+    baseline = loads_baseline(path.read_text(encoding="utf-8"), str(path))
+    cards, rows = table(baseline)
     print(f"# {path.name}: cards with runs of each kind of time: " + ", ".join(f"{m} {n}" for m, n in cards.items()))
     print(f"{'time':12} {'bound':8} {'size':7} {'cases':>5} {'cards':>5} {'sd p50':>7} {'sd p90':>7} {'sd max':>7} {'off p90':>8}")
     for key in sorted(rows):
@@ -85,7 +84,7 @@ def main(argv: list[str]) -> int:
         print(f"{key[0]:12} {key[1]:8} {key[2]:7} {len(values):5} {cards_median:5.0f} {q(sds, .5):6.2f}% {q(sds, .9):6.2f}% "
               f"{sds[-1]:6.2f}% {q(offs, .9):7.2f}%")
     print("# memory-bound cases of 0.3 ms or more whose busy time reads over 8% above their GPU time, per run")
-    print("\n".join(busy_above_gpu(path)))
+    print("\n".join(busy_above_gpu(baseline)))
     return 0
 
 

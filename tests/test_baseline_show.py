@@ -30,6 +30,17 @@ def shown(capsys, folder: Path, *args: str) -> tuple[dict[str, dict[str, str]], 
     return rows, lines
 
 
+def cpu_file(folder: Path) -> None:
+    """A CPU's baseline of one case, `add`, in `folder`: its judged time is its host clock's (cpu-a.json)."""
+    from perfguard.analysis.stats import timing
+    from perfguard.model import CaseResult, DeviceInfo
+
+    cpu = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a", host="h")
+    add = CaseResult(id="add", name="add", status="ok", device=cpu.slug, timer="host-clock", regime="host-clock",
+                     timings={"gpu_time": timing([1.0 + 0.001 * i for i in range(20)])})
+    store.update(folder, cpu, [add], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+
+
 def gate(entry: BaselineEntry, card: str, threshold: float = verdict.DEFAULT_THRESHOLD_PCT) -> Verdict:
     """The gate's own verdict of the judged time for a run of the case, as the baseline last measured it, from `card`."""
     run = dataclasses.replace(entry.result, device_uuid=card)
@@ -92,14 +103,8 @@ def test_show_names_a_run_the_gate_leaves_out_and_why(tmp_path, capsys):
 
 
 def test_show_of_a_card_no_run_came_from_is_one_line_and_exit_2(tmp_path, capsys):
-    from perfguard.analysis.stats import timing
-    from perfguard.model import CaseResult, DeviceInfo
-
     (tmp_path / COMMITTED.name).write_bytes(COMMITTED.read_bytes())
-    cpu = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a", host="h")
-    add = CaseResult(id="add", name="add", status="ok", device=cpu.slug, timer="host-clock", regime="host-clock",
-                     timings={"gpu_time": timing([1.0 + 0.001 * i for i in range(20)])})
-    store.update(tmp_path, cpu, [add], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+    cpu_file(tmp_path)
     # Over several files (a pool of two models), one line for the folder, not one per file that lacks the card.
     assert main(["baseline", "show", "--baselines", str(tmp_path), "--card", "not-a-card"]) == 2
     err = capsys.readouterr().err
@@ -120,17 +125,10 @@ def test_show_of_a_card_no_run_came_from_is_one_line_and_exit_2(tmp_path, capsys
     assert err.count("\n") == 1
 
 
-
 def test_show_names_each_cases_judged_time_by_what_measured_it(tmp_path, capsys):
     # Issue 47, item 3: a CPU's judged time is its host clock's time of a call ("host time"), though the file
     # keeps it under gpu_time as a GPU's is kept; a GPU's reads as before.
-    from perfguard.analysis.stats import timing
-    from perfguard.model import CaseResult, DeviceInfo
-
-    cpu = DeviceInfo(kind="cpu", name="a cpu", slug="cpu-a", host="h")
-    add = CaseResult(id="add", name="add", status="ok", device=cpu.slug, timer="host-clock", regime="host-clock",
-                     timings={"gpu_time": timing([1.0 + 0.001 * i for i in range(20)])})
-    store.update(tmp_path, cpu, [add], commit=None, recorded_at="2026-11-29T00:00:00+00:00")
+    cpu_file(tmp_path)
     assert shown(capsys, tmp_path)[0]["add"]["time"] == "host time"
     rows, _ = shown(capsys, COMMITTED.parent, "--device", "nvidia-h200")
     assert {e.result.regime for e in store.load_file(COMMITTED).cases.values()} == {"device", "enqueue-bound"}

@@ -146,7 +146,7 @@ class Measurer:
         stand_in = self.baselines.stand_in(device)
         if stand_in is not None and result.id in stand_in.file.cases:
             # A model without its own file: another model's judges what does not depend on the model.
-            entry, label, other = stand_in.file.cases.get(result.id), stand_in.label, stand_in.other
+            entry, label, other = stand_in.file.cases[result.id], stand_in.label, stand_in.other
 
         def compare(r: CaseResult) -> list[Verdict]:
             return compare_case(r, entry, threshold_pct=self.options.threshold_pct,
