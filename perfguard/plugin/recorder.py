@@ -283,9 +283,9 @@ class Recorder:
     def _facts(self, verdicts: list[Verdict], interrupted: bool) -> list[Fact]:
         """What a person must see about the gate (plugin/strict.py); an interrupted run's cases that did not
         run are not facts about the gate."""
-        baselines = {slug: (device, self.baselines.label(device), self.baselines.load(device))
-                     for slug, device in self._models().items()}
-        stand_ins = {slug: self.baselines.stand_in(device) for slug, device in self._models().items()}
+        models = self._models()
+        baselines = {slug: (device, self.baselines.label(device), self.baselines.load(device)) for slug, device in models.items()}
+        stand_ins = {slug: self.baselines.stand_in(device) for slug, device in models.items()}
         facts = self.watch.facts(self.options, self.results.values(), verdicts, baselines, stand_ins)
         left_out = Selection.of(self.config).left_out
         if left_out and not interrupted:

@@ -115,11 +115,10 @@ class Watch:
 
     def facts(self, options: Options, results: Iterable[CaseResult], verdicts: Sequence[Verdict],
               baselines: dict[str, tuple[DeviceInfo, str, BaselineFile | None | Exception]],
-              stand_ins: Mapping[str, StandIn | None] | None = None) -> list[Fact]:
+              stand_ins: Mapping[str, StandIn | None]) -> list[Fact]:
         """Every fact of the run, the settings line first. `baselines`: per device model, the device, its
         baseline file's label and the file as read (None: there is none); `stand_ins`: per device model
         without a file, another model's that judged it (plugin/baselines.py)."""
-        stand_ins = stand_ins or {}
         from perfguard.analysis.decide import case_statuses
         from perfguard.report.steps import new_remedy
 
