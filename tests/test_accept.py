@@ -238,6 +238,26 @@ def test_mains_gate_reads_the_acceptance_file_then_an_update_records_it_and_the_
     assert f"the accepted aten_ops of '{CHANGED}' is spent: the baseline holds it now; remove the entry" in after
 
 
+def test_an_entry_for_another_gpu_model_starts_no_series_on_this_ones_update(tmp_path, run_pytest, recorded):
+    # An entry is one model's reviewed figure (a mixed pool's H100 runner accepted its change): the judge
+    # reads it for that model alone, and so does an update. Before, main's update on any model started the
+    # case's new series without force wherever the file named its id.
+    copy_of(recorded, tmp_path)
+    (baseline_path,) = store.list_files(tmp_path / "baselines")
+    before = store.load_file(baseline_path).cases[CHANGED]
+    other = "nvidia-h100-80gb-hbm3"
+    assert baseline_path.stem != other
+    change = {"baseline": 20.001, "case_id": CHANGED, "device": other, "figure": 40.001, "metric": "gpu_time",
+              "reason": "reviewed on the H100"}
+    (tmp_path / "baselines" / "accepted-changes.json").write_text(json.dumps({"changes": [change], "schema_version": 1}))
+    (tmp_path / "change.json").write_text(json.dumps({"matmul": True}))
+    update = run_pytest(tmp_path, *MEASURE, "--perfguard-update")
+    text = "\n".join(update.outlines)
+    assert "not accepted" not in text  # the file was read and its entry stands; only its model differs
+    assert "its series starts again" not in text and f"perfguard: {CHANGED}: the run of " in text, text[-3000:]
+    assert store.load_file(baseline_path).cases[CHANGED] == before
+
+
 def test_the_gate_refuses_an_entry_past_its_bound_and_names_one_for_a_case_it_did_not_measure(tmp_path, run_pytest, recorded):
     # Issue 46, 3: a hand-edited file whose figures accept anything (1e5 ms, 9.99e17 operators), and an
     # entry for a case that does not exist, passed silently, under --perfguard-strict too.

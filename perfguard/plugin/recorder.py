@@ -59,8 +59,7 @@ class Recorder:
         self.strict_failures: list[Fact] = []  # under --perfguard-strict, the facts that fail the run
         self.ctrl_c = Deferred()  # Ctrl-C at the run's end, held back (plugin/interrupt.py)
         self.updated: list[Path] = []  # baseline files this run wrote
-        self.admission_lines: list[str] = []  # each case whose run did not join its series, or restarted it
-        self.admission: Any = None  # the update's analysis.series.Admission, once it ran
+        self.admissions: list[Any] = []  # the update's analysis.series.Admission, one a baseline file, once it ran
         self._said_interrupted = False
         self.session: pytest.Session | None = None  # set at the session's finish, for the exit status
 
@@ -160,22 +159,25 @@ class Recorder:
         # A case whose run lies outside its tolerance does not join its series (analysis/series.py): its
         # old runs describe other code, or this run is off, and mixed in it would read as noise.
         run = self.options.invocation
-        # The cases the acceptance file names (a reviewed pull request) start their new series with no force;
-        # not one whose entry is past its bound (analysis/acceptance.py), which accepts nothing.
+        # The cases the acceptance file names (a reviewed pull request) start their new series with no force,
+        # on the model the entry names: an entry is one model's figure, reviewed there, and the judge reads it
+        # so (acceptance.apply); not one past its bound (analysis/acceptance.py), which accepts nothing.
         accepted = self.baselines.accepted()
-        named = {}
+        named: dict[str, dict[str, str]] = {}
         if not isinstance(accepted, BaselineError):
             devices = {r.id: r.device for r in self.results.values()}
-            refused = {r.change.case_id for r in acceptance.apply(verdicts, accepted, devices, "").refused}
-            named = {c.case_id: c.reason for c in accepted.changes if c.case_id not in refused}
-        admission = Admission(
-            force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named,
-            remedy=lambda case_id: f"if the change is intended, accept it: `{run.baseline_accept([case_id])}`")
-        self.admission = admission
-        self.admission_lines = admission.lines
+            refused = {r.change.key for r in acceptance.apply(verdicts, accepted, devices, "").refused}
+            for c in accepted.changes:
+                if c.key not in refused:
+                    named.setdefault(c.device, {})[c.case_id] = c.reason
         for slug, device in self._models().items():
             if self.ctrl_c.pressed:  # Ctrl-C during the previous file's update: no further file is begun
                 break
+            # One rule a file, as `perfguard baseline accept` has: its cases are that model's.
+            admission = Admission(
+                force=self.options.force_update, threshold_pct=self.options.threshold_pct, accepted=named.get(slug),
+                remedy=lambda case_id: f"if the change is intended, accept it: `{run.baseline_accept([case_id])}`")
+            self.admissions.append(admission)
             results = [r for r in self.results.values() if r.device == slug]
             path = store.path_for(self.options.baselines_dir, slug)
             if self._attempt(lambda: store.update(self.options.baselines_dir, device, results, commit=commit, recorded_at=now,
@@ -249,9 +251,9 @@ class Recorder:
         if self.strict_failures:
             write(f"perfguard: strict: the {len(self.strict_failures)} line(s) above fail this run", red=True, bold=True)
         if self.options.update and self.record and self.record.verdicts and self.record.status == "complete":
-            left = len(self.admission.not_added) if self.admission else 0
+            left = sum(len(a.not_added) for a in self.admissions)
             write("perfguard: the verdicts above are against the previous baseline; this run joined the baseline of "
-                  + (f"{len(self.admission.added) if self.admission else 0} case(s), not of {left} (below)" if left
+                  + (f"{sum(len(a.added) for a in self.admissions)} case(s), not of {left} (below)" if left
                      else "every case it measured"))
         if self.record is not None:
             # The whole run's judgement, for what is said once: the accept command and what the acceptance
@@ -269,7 +271,7 @@ class Recorder:
                 write(f"perfguard: not accepted: {steps.refused_line(refused, where)}", yellow=True)
             for change in judged.spent:
                 write(f"perfguard: {steps.spent_line(change, where)}", yellow=True)
-        for line in self.admission_lines:
+        for line in (line for a in self.admissions for line in a.lines):
             write(f"perfguard: {line}", yellow=True)
         for path in self.written:
             write(f"perfguard: wrote {path}")
